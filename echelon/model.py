@@ -144,3 +144,46 @@ def _indices(ef: EchelonFlow, finish: Mapping[int, float]) -> Sequence[int]:
     if missing:
         raise SpecError(f"{ef.name}.finish", f"no finish time for flows {missing}")
     return [f.index for f in ef.flows]
+
+
+# ---------------------------------------------------------------- computation
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeTask:
+    """A piece of computation of one training iteration, on one host.
+
+    It starts when every task in ``after_tasks`` has finished and every flow in
+    ``after_flows`` has fully arrived, and runs for ``duration`` seconds (tasks on
+    one host run one at a time, in the order given by ``IterationPlan.tasks``).
+    This is what lets a simulator stretch iteration time when communication is late.
+    """
+
+    id: str
+    host: str
+    duration: float
+    after_tasks: tuple[str, ...] = ()
+    after_flows: tuple[FlowKey, ...] = ()
+
+
+@dataclass(frozen=True)
+class IterationPlan:
+    """One iteration of a training job: its EchelonFlows and the computation around them.
+
+    ``producer`` maps every flow to the task whose end releases it (flows with no
+    producer are released at the iteration's start). The EchelonFlows' ``t_ref``
+    and offsets are the ideal (contention-free) consumption times of this plan,
+    relative to the iteration's start.
+    """
+
+    job: str
+    iteration: int
+    echelons: tuple[EchelonFlow, ...]
+    tasks: tuple[ComputeTask, ...]
+    producer: Mapping[FlowKey, str]
+
+    def flow(self, key: FlowKey) -> Flow:
+        for ef in self.echelons:
+            if ef.name == key[0]:
+                return ef.flows[key[1]]
+        raise KeyError(key)

@@ -1,0 +1,1 @@
+"""Topologies as data, switch targets, the Mininet launcher and the `make run` driver."""

@@ -1,0 +1,265 @@
+"""Topology files: hosts, switches, links, and the routes derived from them.
+
+A topology is a YAML (or JSON) file; the controller, the Mininet launcher, the
+host agent and the simulator's cross-check all read it through :func:`load`::
+
+    name: star
+    switches:
+      s1: {device_id: 0, grpc: "127.0.0.1:9559", thrift_port: 9090}
+    hosts:
+      h1: {ip: 10.0.0.1, mac: "00:00:00:00:00:01"}
+      h2: {ip: 10.0.0.2, mac: "00:00:00:00:00:02"}
+    links:
+      - {a: h1, b: s1, b_port: 1, bw_mbit: 10}
+      - {a: h2, b: s1, b_port: 2, bw_mbit: 10, bottleneck: true}
+
+A link joins node ``a`` to node ``b``; a switch end names its port (``a_port`` /
+``b_port``). ``bw_mbit`` limits the link (both directions), ``delay_ms`` delays it
+where the kernel has ``netem``; ``bottleneck: true`` gives each switch egress of
+the link a strict-priority queue discipline keyed on DSCP (see docs/topology.md).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from echelon.errors import SpecError
+
+_MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,14}$")  # fits a Linux interface name prefix
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    ip: str
+    mac: str
+
+
+@dataclass(frozen=True)
+class Switch:
+    name: str
+    device_id: int
+    grpc: str
+    thrift_port: int
+
+
+@dataclass(frozen=True)
+class Link:
+    a: str
+    b: str
+    a_port: int | None
+    b_port: int | None
+    bw_mbit: float | None
+    delay_ms: float
+    bottleneck: bool
+
+    def port_of(self, node: str) -> int | None:
+        return self.a_port if node == self.a else self.b_port
+
+    def other(self, node: str) -> str:
+        return self.b if node == self.a else self.a
+
+
+@dataclass(frozen=True)
+class Route:
+    """How ``switch`` forwards packets for ``host``: out of ``port``, rewriting the
+    destination MAC to ``next_hop_mac`` (the host's own MAC on the last hop)."""
+
+    switch: str
+    host: str
+    prefix: str
+    port: int
+    next_hop_mac: str
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    hosts: Mapping[str, Host]
+    switches: Mapping[str, Switch]
+    links: tuple[Link, ...]
+
+    def neighbours(self, node: str) -> list[tuple[Link, str]]:
+        return [(lk, lk.other(node)) for lk in self.links if node in (lk.a, lk.b)]
+
+    def host_by_ip(self, ip: str) -> Host:
+        for h in self.hosts.values():
+            if h.ip == ip:
+                return h
+        raise KeyError(ip)
+
+    def path(self, src: str, dst: str) -> list[str]:
+        """Shortest node path from ``src`` to ``dst`` (BFS; ties broken by file order)."""
+        prev: dict[str, str | None] = {src: None}
+        todo = deque([src])
+        while todo:
+            node = todo.popleft()
+            if node == dst:
+                break
+            if node != src and node in self.hosts:
+                continue  # hosts do not forward
+            for _, nxt in self.neighbours(node):
+                if nxt not in prev:
+                    prev[nxt] = node
+                    todo.append(nxt)
+        if dst not in prev:
+            raise SpecError("links", f"no path from {src} to {dst}")
+        out = [dst]
+        while (p := prev[out[-1]]) is not None:
+            out.append(p)
+        return out[::-1]
+
+    def routes(self, switch: str) -> list[Route]:
+        """One /32 route per host for ``switch``, along shortest paths."""
+        out = []
+        for host in self.hosts.values():
+            hops = self.path(switch, host.name)
+            nxt = hops[1]
+            link = next(lk for lk, other in self.neighbours(switch) if other == nxt)
+            port = link.port_of(switch)
+            assert port is not None  # validated in load()
+            mac = host.mac if nxt == host.name else _switch_mac(nxt, link.port_of(nxt))
+            out.append(Route(switch, host.name, f"{host.ip}/32", port, mac))
+        return out
+
+    def links_on_path(self, src: str, dst: str) -> list[Link]:
+        hops = self.path(src, dst)
+        return [
+            next(lk for lk, other in self.neighbours(u) if other == v)
+            for u, v in zip(hops, hops[1:], strict=False)
+        ]
+
+
+def _switch_mac(switch: str, port: int | None) -> str:
+    """A stable locally-administered MAC for a switch port (next hop between switches)."""
+    digest = sum(ord(c) * 31**i for i, c in enumerate(switch)) & 0xFFFF
+    return f"02:ec:{digest >> 8:02x}:{digest & 0xFF:02x}:00:{(port or 0) & 0xFF:02x}"
+
+
+def load(path: str | Path) -> Topology:
+    """Read and validate a topology file; raise :class:`SpecError` naming the bad field."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise SpecError("topology", f"cannot read {p}: {exc.strerror}") from exc
+    try:
+        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise SpecError("topology", f"{p} is not valid YAML/JSON: {exc}") from exc
+    return parse(data, default_name=p.stem)
+
+
+def parse(data: Any, default_name: str = "topology") -> Topology:
+    if not isinstance(data, dict):
+        raise SpecError("topology", "must be a mapping with hosts, switches and links")
+    hosts = {n: _host(n, v) for n, v in _mapping(data, "hosts").items()}
+    switches = {n: _switch(n, v) for n, v in _mapping(data, "switches").items()}
+    for n in hosts.keys() & switches.keys():
+        raise SpecError(f"hosts.{n}", "name used by a switch too")
+    _unique([h.ip for h in hosts.values()], "hosts.*.ip")
+    _unique([h.mac for h in hosts.values()], "hosts.*.mac")
+    _unique([s.grpc for s in switches.values()], "switches.*.grpc")
+    raw_links = data.get("links")
+    if not isinstance(raw_links, list) or not raw_links:
+        raise SpecError("links", "must be a non-empty list")
+    links = tuple(_link(i, v, hosts, switches) for i, v in enumerate(raw_links))
+    used: set[tuple[str, int]] = set()
+    for i, lk in enumerate(links):
+        for node, port in ((lk.a, lk.a_port), (lk.b, lk.b_port)):
+            if port is not None:
+                if (node, port) in used:
+                    raise SpecError(f"links[{i}]", f"port {port} of {node} used twice")
+                used.add((node, port))
+    topo = Topology(str(data.get("name", default_name)), hosts, switches, links)
+    for h in hosts:
+        if len(topo.neighbours(h)) != 1:
+            raise SpecError(f"hosts.{h}", "a host needs exactly one link")
+    for s in switches:
+        topo.routes(s)  # every host reachable from every switch
+    return topo
+
+
+def _mapping(data: dict[str, Any], key: str) -> dict[str, Any]:
+    v = data.get(key)
+    if not isinstance(v, dict) or not v:
+        raise SpecError(key, "must be a non-empty mapping of name -> attributes")
+    for name in v:
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise SpecError(f"{key}.{name}", "names are 1-15 chars: a letter, then [A-Za-z0-9_-]")
+    return v
+
+
+def _host(name: str, v: Any) -> Host:
+    if not isinstance(v, dict):
+        raise SpecError(f"hosts.{name}", "must be a mapping with ip and mac")
+    ip = str(v.get("ip", ""))
+    try:
+        ipaddress.IPv4Address(ip)
+    except ValueError as exc:
+        raise SpecError(f"hosts.{name}.ip", f"not an IPv4 address: {ip!r}") from exc
+    mac = str(v.get("mac", "")).lower()
+    if not _MAC.match(mac):
+        raise SpecError(f"hosts.{name}.mac", f"not a MAC address: {mac!r}")
+    return Host(name, ip, mac)
+
+
+def _switch(name: str, v: Any) -> Switch:
+    if not isinstance(v, dict):
+        raise SpecError(f"switches.{name}", "must be a mapping")
+    dev = v.get("device_id", 0)
+    if not isinstance(dev, int) or dev < 0:
+        raise SpecError(f"switches.{name}.device_id", f"must be a non-negative integer: {dev!r}")
+    grpc = str(v.get("grpc", ""))
+    if not re.match(r"^[\w.\-\[\]:]+:\d+$", grpc):
+        raise SpecError(f"switches.{name}.grpc", f"must be host:port, got {grpc!r}")
+    thrift = v.get("thrift_port", 9090)
+    if not isinstance(thrift, int) or not 0 < thrift < 65536:
+        raise SpecError(f"switches.{name}.thrift_port", f"not a TCP port: {thrift!r}")
+    return Switch(name, dev, grpc, thrift)
+
+
+def _link(i: int, v: Any, hosts: Mapping[str, Host], switches: Mapping[str, Switch]) -> Link:
+    where = f"links[{i}]"
+    if not isinstance(v, dict):
+        raise SpecError(where, "must be a mapping with a, b and switch ports")
+    ends: list[Any] = []
+    for end in ("a", "b"):
+        node = v.get(end)
+        if node not in hosts and node not in switches:
+            raise SpecError(f"{where}.{end}", f"unknown node {node!r}")
+        port = v.get(f"{end}_port")
+        if node in switches:
+            if not isinstance(port, int) or not 0 < port < 511:
+                raise SpecError(f"{where}.{end}_port", f"switch port 1..510 required: {port!r}")
+        elif port is not None:
+            raise SpecError(f"{where}.{end}_port", "hosts have one interface: give no port")
+        ends += [node, port]
+    bw = v.get("bw_mbit")
+    if bw is not None and (not isinstance(bw, int | float) or bw <= 0):
+        raise SpecError(f"{where}.bw_mbit", f"must be a positive number: {bw!r}")
+    delay = v.get("delay_ms", 0)
+    if not isinstance(delay, int | float) or delay < 0:
+        raise SpecError(f"{where}.delay_ms", f"must be a non-negative number: {delay!r}")
+    return Link(
+        ends[0], ends[2], ends[1], ends[3],
+        None if bw is None else float(bw), float(delay), bool(v.get("bottleneck", False)),
+    )
+
+
+def _unique(values: list[str], field: str) -> None:
+    seen: set[str] = set()
+    for val in values:
+        if val in seen:
+            raise SpecError(field, f"{val} appears twice")
+        seen.add(val)
