@@ -85,7 +85,7 @@ class EchelonFlow:
 
 def offset_us(seconds: float) -> int:
     """Arrangement offset as the wire carries it: whole microseconds, rounded."""
-    return int(round(seconds * 1e6))
+    return round(seconds * 1e6)
 
 
 def validate(ef: EchelonFlow) -> None:

@@ -35,7 +35,7 @@ class Echelon(Packet):  # type: ignore[misc]
     """Echelon header: which EchelonFlow a packet belongs to and its ideal-finish offset."""
 
     name = "Echelon"
-    fields_desc = [
+    fields_desc = [  # noqa: RUF012 (scapy reads this class attribute)
         BitField("version", ECHELON_VERSION, 4),
         BitField("flags", 0, 4),
         XByteField("reserved0", 0),

@@ -22,6 +22,7 @@ the link a strict-priority queue discipline keyed on DSCP (see docs/topology.md)
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import json
 import re
 from collections import deque
@@ -136,7 +137,7 @@ class Topology:
         hops = self.path(src, dst)
         return [
             next(lk for lk, other in self.neighbours(u) if other == v)
-            for u, v in zip(hops, hops[1:], strict=False)
+            for u, v in itertools.pairwise(hops)
         ]
 
 
@@ -252,8 +253,13 @@ def _link(i: int, v: Any, hosts: Mapping[str, Host], switches: Mapping[str, Swit
     if not isinstance(delay, int | float) or delay < 0:
         raise SpecError(f"{where}.delay_ms", f"must be a non-negative number: {delay!r}")
     return Link(
-        ends[0], ends[2], ends[1], ends[3],
-        None if bw is None else float(bw), float(delay), bool(v.get("bottleneck", False)),
+        ends[0],
+        ends[2],
+        ends[1],
+        ends[3],
+        None if bw is None else float(bw),
+        float(delay),
+        bool(v.get("bottleneck", False)),
     )
 
 

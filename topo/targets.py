@@ -1,0 +1,215 @@
+"""Start, drive and stop a switch target: BMv2 ``simple_switch_grpc`` or the embedded soft switch.
+
+Both take simple_switch_grpc's command line and simple_switch_CLI's queue
+commands, so everything above this module (PTF runner, Mininet launcher,
+integration tests) is written once. ``auto`` picks BMv2 when
+``simple_switch_grpc`` is on PATH and the soft switch otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Literal
+
+from echelon.errors import EchelonError
+
+log = logging.getLogger(__name__)
+
+TargetKind = Literal["soft", "bmv2", "auto"]
+BMV2_BINARY = "simple_switch_grpc"
+BMV2_CLI = "simple_switch_CLI"
+
+
+class TargetError(EchelonError):
+    """A switch target failed to start, answer or stop."""
+
+
+def resolve_kind(kind: TargetKind) -> Literal["soft", "bmv2"]:
+    """``auto`` -> ``bmv2`` if simple_switch_grpc is installed, else ``soft``."""
+    if kind == "auto":
+        return "bmv2" if shutil.which(BMV2_BINARY) else "soft"
+    if kind == "bmv2" and not shutil.which(BMV2_BINARY):
+        raise TargetError(f"target bmv2 requested but {BMV2_BINARY} is not on PATH")
+    if kind not in ("soft", "bmv2"):
+        raise TargetError(f"unknown target kind {kind!r} (soft, bmv2 or auto)")
+    return kind
+
+
+def wait_until(cond: Callable[[], bool], timeout: float, what: str, interval: float = 0.02) -> None:
+    """Poll ``cond`` until it holds; raise :class:`TargetError` naming ``what`` at the deadline."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise TargetError(f"timed out after {timeout:.1f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def _port_open(addr: str) -> bool:
+    host, _, port = addr.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1"
+    try:
+        with socket.create_connection((host, int(port)), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass
+class Target:
+    """A running switch process. Stop it with :meth:`stop` (also a context manager)."""
+
+    kind: Literal["soft", "bmv2"]
+    proc: subprocess.Popen[bytes]
+    grpc_addr: str
+    thrift_port: int
+    device_id: int
+    ports: Mapping[int, str]
+    log_path: Path | None
+    _log_file: IO[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """Block until the gRPC and runtime-CLI ports accept connections."""
+
+        def ready() -> bool:
+            if not self.alive():
+                raise TargetError(
+                    f"{self.kind} switch exited with {self.proc.returncode} during start-up"
+                    + (f"; see {self.log_path}" if self.log_path else "")
+                )
+            return _port_open(self.grpc_addr) and _port_open(f"127.0.0.1:{self.thrift_port}")
+
+        wait_until(ready, timeout, f"{self.kind} switch on {self.grpc_addr}")
+
+    def queue_command(self, line: str, timeout: float = 15.0) -> str:
+        """Run one simple_switch_CLI command (``set_queue_rate 1 2``) against this switch."""
+        if self.kind == "bmv2":
+            argv = [BMV2_CLI, "--thrift-port", str(self.thrift_port)]
+        else:
+            argv = [sys.executable, "-m", "softswitch.cli", "--thrift-port", str(self.thrift_port)]
+        try:
+            res = subprocess.run(
+                argv, input=(line + "\n").encode(), capture_output=True, timeout=timeout
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise TargetError(f"runtime CLI did not answer {line!r} within {timeout}s") from exc
+        out = (res.stdout + res.stderr).decode(errors="replace")
+        if res.returncode != 0 or "error" in out.lower():
+            raise TargetError(f"runtime CLI rejected {line!r}: {out.strip()}")
+        return out
+
+    def freeze(self) -> None:
+        """SIGSTOP the switch: time passes for its queues, nothing is served."""
+        os.kill(self.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        os.kill(self.pid, signal.SIGCONT)
+
+    def stop(self, timeout: float = 10.0) -> int:
+        """SIGTERM, then SIGKILL after ``timeout``; returns the exit status."""
+        if self.alive():
+            try:
+                os.kill(self.pid, signal.SIGCONT)  # a frozen process cannot handle SIGTERM
+                self.proc.terminate()
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                log.warning("%s switch pid %d ignored SIGTERM; killing", self.kind, self.pid)
+                self.proc.kill()
+                self.proc.wait()
+        if self._log_file:
+            self._log_file.close()
+            self._log_file = None
+        return self.proc.returncode
+
+    def __enter__(self) -> Target:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def command_line(
+    kind: Literal["soft", "bmv2"],
+    ports: Mapping[int, str],
+    grpc_addr: str,
+    thrift_port: int,
+    device_id: int = 0,
+    priority_queues: int = 8,
+    log_level: str = "info",
+) -> list[str]:
+    """simple_switch_grpc's argv; the soft switch takes the same after ``-m softswitch``."""
+    head = [BMV2_BINARY] if kind == "bmv2" else [sys.executable, "-m", "softswitch"]
+    argv = [*head, "--device-id", str(device_id), "--thrift-port", str(thrift_port)]
+    for port, iface in sorted(ports.items()):
+        argv += ["-i", f"{port}@{iface}"]
+    argv += ["--log-console", "-L", log_level, "--no-p4", "--"]
+    argv += ["--grpc-server-addr", grpc_addr, "--priority-queues", str(priority_queues)]
+    return argv
+
+
+def start_target(
+    kind: TargetKind,
+    ports: Mapping[int, str],
+    grpc_addr: str,
+    thrift_port: int,
+    device_id: int = 0,
+    log_path: str | Path | None = None,
+    priority_queues: int = 8,
+    netns: str | None = None,
+    log_level: str = "info",
+    ready_timeout: float = 30.0,
+) -> Target:
+    """Start a switch on ``ports`` ({port number: interface}) and wait until it serves.
+
+    The process's console log goes to ``log_path`` (or is discarded). In
+    ``netns`` the process runs inside that network namespace.
+    """
+    real = resolve_kind(kind)
+    argv = command_line(real, ports, grpc_addr, thrift_port, device_id, priority_queues, log_level)
+    if netns:
+        argv = ["ip", "netns", "exec", netns, *argv]
+    path = Path(log_path) if log_path else None
+    sink: IO[bytes] | None = None
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sink = path.open("ab")
+    log.info("starting %s switch: %s", real, " ".join(argv))
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=sink or subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # Ctrl-C in the terminal reaches us, not the switch
+    )
+    target = Target(real, proc, grpc_addr, thrift_port, device_id, dict(ports), path, sink)
+    try:
+        target.wait_ready(ready_timeout)
+    except BaseException:
+        target.stop()
+        raise
+    return target
+
+
+def free_port() -> int:
+    """An unused TCP port on 127.0.0.1 (for tests that start several targets)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
