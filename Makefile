@@ -1,0 +1,87 @@
+# EchelonFlow on programmable switches — one Makefile for every role.
+#   make run    the end-to-end demo (BMv2 if installed, else the embedded soft switch)
+#   make test   every test: lint, types, unit, integration, PTF on the soft switch, headless demo
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed
+TARGET  ?= auto
+TOPO    ?= topo/star.yaml
+APT_PKGS := mininet iproute2 ethtool tcpdump
+P4C     := $(shell command -v p4c-bm2-ss 2>/dev/null)
+
+.PHONY: help deps venv p4 run test test-unit test-ptf test-e2e lint typecheck fmt bench eval ptf clean
+
+help:
+	@echo "make run      end-to-end demo on the emulated network (TARGET=auto|soft|bmv2, TOPO=...)"
+	@echo "make test     lint, type check and every test (what CI runs)"
+	@echo "make ptf      PTF suite (TARGET=soft|bmv2)"
+	@echo "make bench    scheduler, soft switch and controller benchmarks"
+	@echo "make eval     simulator evaluation report -> docs/evaluation.md"
+	@echo "make p4       compile p4src/ with p4c (or use the committed build outputs)"
+
+# System packages: Mininet's mnexec, iproute2/tc, ethtool. Installed only when missing.
+deps:
+	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "error: need root to apt-get install$$missing" >&2; exit 2; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+venv: $(STAMP)
+$(STAMP): requirements.txt pyproject.toml
+	@command -v python3 >/dev/null || { echo "error: python3 is required" >&2; exit 2; }
+	@python3 -c 'import venv, ensurepip' 2>/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv; }
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -r requirements.txt
+	$(VENV)/bin/pip install -q --no-deps -e .
+	@touch $@
+
+p4:
+ifeq ($(P4C),)
+	@echo "p4c-bm2-ss not found: using the committed outputs in p4src/build/ (see p4src/build/README)"
+else
+	$(P4C) --arch v1model --p4runtime-files p4src/build/echelon.p4info.txt -o p4src/build/echelon.json p4src/echelon.p4
+endif
+
+run: deps venv p4
+	$(PY) -m topo.run --topo $(TOPO) --target $(TARGET) $(RUN_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: venv
+	$(VENV)/bin/mypy
+
+test-unit: venv
+	$(VENV)/bin/pytest -q -m "not root" tests
+
+# Tests that need root: real switch processes on veth pairs, the PTF suite, the headless demo.
+test-root: deps venv
+	$(VENV)/bin/pytest -q -m root tests
+
+test: deps venv lint typecheck
+	$(VENV)/bin/pytest -q -ra tests
+
+ptf: deps venv
+	$(PY) -m ptf_tests.run --target $(TARGET)
+
+bench: venv
+	$(PY) -m echelon.bench
+	$(PY) -m softswitch.bench
+	$(PY) -m controlplane.bench
+
+eval: venv
+	$(PY) -m sim.eval $(EVAL_ARGS)
+
+fmt: venv
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf run/ .pytest_cache .mypy_cache .ruff_cache
