@@ -101,20 +101,7 @@ class Target:
 
     def queue_command(self, line: str, timeout: float = 15.0) -> str:
         """Run one simple_switch_CLI command (``set_queue_rate 1 2``) against this switch."""
-        if self.kind == "bmv2":
-            argv = [BMV2_CLI, "--thrift-port", str(self.thrift_port)]
-        else:
-            argv = [sys.executable, "-m", "softswitch.cli", "--thrift-port", str(self.thrift_port)]
-        try:
-            res = subprocess.run(
-                argv, input=(line + "\n").encode(), capture_output=True, timeout=timeout
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise TargetError(f"runtime CLI did not answer {line!r} within {timeout}s") from exc
-        out = (res.stdout + res.stderr).decode(errors="replace")
-        if res.returncode != 0 or "error" in out.lower():
-            raise TargetError(f"runtime CLI rejected {line!r}: {out.strip()}")
-        return out
+        return run_queue_command(self.kind, self.thrift_port, line, timeout)
 
     def freeze(self) -> None:
         """SIGSTOP the switch: time passes for its queues, nothing is served."""
@@ -144,6 +131,27 @@ class Target:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def run_queue_command(
+    kind: Literal["soft", "bmv2"], thrift_port: int, line: str, timeout: float = 15.0
+) -> str:
+    """One simple_switch_CLI command through the target's runtime CLI; raises
+    :class:`TargetError` when the CLI fails or answers with an error."""
+    if kind == "bmv2":
+        argv = [BMV2_CLI, "--thrift-port", str(thrift_port)]
+    else:
+        argv = [sys.executable, "-m", "softswitch.cli", "--thrift-port", str(thrift_port)]
+    try:
+        res = subprocess.run(
+            argv, input=(line + "\n").encode(), capture_output=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise TargetError(f"runtime CLI did not answer {line!r} within {timeout}s") from exc
+    out = (res.stdout + res.stderr).decode(errors="replace")
+    if res.returncode != 0 or "error" in out.lower():
+        raise TargetError(f"runtime CLI rejected {line!r}: {out.strip()}")
+    return out
 
 
 def command_line(

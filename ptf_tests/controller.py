@@ -1,0 +1,127 @@
+"""Controller-driven: the daemon, not hand-written entries, produces the ordering on the wire.
+
+The test hands the switch over to ``python -m controlplane.daemon`` (a one-switch
+topology generated for the PTF ports), registers a two-group job through the
+northbound HTTP API, reads back the priorities the controller chose, and checks
+with a frozen burst that the higher group's frames all leave before the lower
+group's, at the DSCPs the controller's levels imply.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ptf_tests import packets as pk
+from ptf_tests.base import EchelonTest
+from ptf_tests.burst import burst
+from topo.targets import free_port
+
+OUT = 4
+N = 3
+DAEMON_ELECTION_ID = 10  # above the tests' (0, 1): the daemon becomes primary
+JOB = {
+    "job": "ptfjob",
+    "echelonflows": [
+        {"group": "early", "t_ref": 0.0, "flows": [{"src": "h1", "dst": "h4", "size": 3000}]},
+        {"group": "late", "t_ref": 0.5, "flows": [{"src": "h2", "dst": "h4", "size": 3000}]},
+    ],
+}
+
+
+def topology(grpc_addr: str, thrift_port: int, device_id: int) -> dict[str, Any]:
+    """One switch whose port p is PTF's port p, host h<p> behind it."""
+    return {
+        "name": "ptf",
+        "switches": {"s1": {"device_id": device_id, "grpc": grpc_addr, "thrift_port": thrift_port}},
+        "hosts": {f"h{p}": {"ip": pk.host_ip(p), "mac": pk.host_mac(p)} for p in pk.PORTS},
+        "links": [{"a": f"h{p}", "b": "s1", "b_port": p} for p in pk.PORTS],
+    }
+
+
+def level_for(group: dict[str, Any], deadline_us: int) -> int:
+    """The level the controller's entries give ``deadline_us`` (band top if no range)."""
+    for r in group["ranges"]:
+        if r["lo_us"] <= deadline_us <= r["hi_us"]:
+            return int(r["priority"])
+    return int(group["priority"])
+
+
+class ControllerDrivenOrdering(EchelonTest):
+    """Register a job via the API; its higher group wins the contended port."""
+
+    def runTest(self) -> None:
+        self.sw.close()  # hand the primary role to the daemon
+        with tempfile.TemporaryDirectory(prefix="ptf-ctl-") as tmp:
+            topo = Path(tmp, "topo.json")
+            topo.write_text(json.dumps(topology(self.p["grpc_addr"], self.p["thrift_port"], 0)))
+            api = f"http://127.0.0.1:{free_port()}"
+            argv = [sys.executable, "-m", "controlplane.daemon", "--topo", str(topo)]
+            argv += ["--db", str(Path(tmp, "reg.db")), "--p4info", self.p["p4info"]]
+            argv += ["--election-id", str(DAEMON_ELECTION_ID), "--port", api.rsplit(":", 1)[1]]
+            if self.p.get("target") == "bmv2":
+                argv += ["--device-config", self.p["bmv2_json"]]
+            # The daemon's log outlives the temporary directory, for post-mortems.
+            log_path = Path(self.p.get("log_dir", tmp), "controller-daemon.log")
+            with log_path.open("wb") as log:
+                daemon = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+                try:
+                    self.drive(api, daemon)
+                finally:
+                    daemon.send_signal(signal.SIGTERM)
+                    try:
+                        daemon.wait(10)
+                    except subprocess.TimeoutExpired:
+                        daemon.kill()
+                        daemon.wait()
+
+    def drive(self, api: str, daemon: subprocess.Popen[bytes]) -> None:
+        def in_sync() -> bool:
+            self.assertIsNone(daemon.poll(), "controller daemon exited")
+            try:
+                st = httpx.get(f"{api}/status", timeout=2).json()
+            except httpx.HTTPError:
+                return False
+            return bool(st["switches"]["s1"]["in_sync"])
+
+        self.wait_for(in_sync, "the controller to sync the switch", timeout=20)
+        res = httpx.post(f"{api}/jobs", json=JOB, timeout=10)
+        self.assertEqual(res.status_code, 201, res.text)
+        groups = {
+            g["group"]: g for g in httpx.get(f"{api}/jobs/ptfjob", timeout=5).json()["groups"]
+        }
+        hi, lo = sorted(groups.values(), key=lambda g: -level_for(g, 0))
+        self.assertGreater(level_for(hi, 0), level_for(lo, 0), f"no order between {groups}")
+        # Reads need no primary role: reconnect as a backup for the counters.
+        self.sw.connect()
+        src = {g["group"]: int(g["sources"][0].lstrip("h")) for g in groups.values()}
+        frames = {
+            g: [pk.echelon(src[g], OUT, groups[g]["echelon_id"], 0, seq=i) for i in range(N)]
+            for g in groups
+        }
+        prio = {g: level_for(groups[g], 0) for g in groups}
+        # Interleaved, the lower group first each time: the order that favours it.
+        pairs = zip(frames[lo["group"]], frames[hi["group"]], strict=True)
+        sends = [
+            (src[g], f, prio[g]) for pair in pairs for f in pair for g in groups if f in frames[g]
+        ]
+        counts = {int(g["class_id"]): N for g in groups.values()}
+        first, rest = burst(self, OUT, sends, counts)
+        want_first = {pk.forwarded(frames[g][0], OUT, prio[g]) for g in groups}
+        self.assertEqual(set(first), want_first)
+        want = [pk.forwarded(f, OUT, prio[hi["group"]]) for f in frames[hi["group"]][1:]]
+        want += [pk.forwarded(f, OUT, prio[lo["group"]]) for f in frames[lo["group"]][1:]]
+        self.assertEqual([pk.describe(f) for f in rest], [pk.describe(f) for f in want])
+        self.assertEqual(rest, want)
+        # Removing the job removes its priority: the same frame now leaves best-effort.
+        self.assertEqual(httpx.delete(f"{api}/jobs/ptfjob", timeout=10).status_code, 200)
+        self.send(src[hi["group"]], frames[hi["group"]][0])
+        self.expect(OUT, [pk.forwarded(frames[hi["group"]][0], OUT, 0)])
+        self.expect_nothing_else()

@@ -1,0 +1,1 @@
+"""Tests of the PTF suite (ptf_tests/): its frame model, and the suite run end to end."""
