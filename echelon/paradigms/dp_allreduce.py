@@ -1,0 +1,82 @@
+"""Data parallel with ring all-reduce of gradient buckets (PyTorch DDP).
+
+Gradients are bucketed in backward order (a bucket closes once it holds
+``bucket_bytes``; 0 means one bucket per layer) and each bucket is all-reduced
+over the ring of all hosts as soon as backward has produced it. The optimizer
+step waits for every bucket, so each ``allreduce/b<k>`` is a Coflow whose
+``t_ref`` is the end of the backward pass: early buckets have slack, the last
+one has none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from echelon.errors import SpecError
+from echelon.paradigms.base import Paradigm
+from echelon.paradigms.collectives import ring_allreduce
+from echelon.paradigms.plan import PlanBuilder
+from echelon.specfields import count, records, seconds
+
+
+@dataclass(frozen=True)
+class Layer:
+    fwd_s: float
+    bwd_s: float
+    grad_bytes: int
+
+
+@dataclass(frozen=True)
+class AllreduceParams:
+    layers: tuple[Layer, ...]
+    bucket_bytes: int = 0
+    optimizer_s: float = 0.0
+
+
+def parse(data: Mapping[str, Any], hosts: tuple[str, ...]) -> AllreduceParams:
+    if len(hosts) < 2:
+        raise SpecError("hosts", "a ring all-reduce needs at least two hosts")
+    return AllreduceParams(
+        records(data, "layers", Layer),
+        count(data.get("bucket_bytes", 0), "bucket_bytes"),
+        seconds(data.get("optimizer_s", 0.0), "optimizer_s"),
+    )
+
+
+def buckets(p: AllreduceParams) -> list[list[int]]:
+    """Layer indices of each bucket, in the order backward fills them."""
+    out: list[list[int]] = [[]]
+    filled = 0
+    for i in reversed(range(len(p.layers))):
+        out[-1].append(i)
+        filled += p.layers[i].grad_bytes
+        if filled >= p.bucket_bytes:
+            out.append([])
+            filled = 0
+    return [bk for bk in out if bk]
+
+
+def build(b: PlanBuilder, hosts: tuple[str, ...], p: AllreduceParams) -> None:
+    incoming: dict[str, list[int]] = {h: [] for h in hosts}
+    for k, layer_ids in enumerate(buckets(p)):
+        size = sum(p.layers[i].grad_bytes for i in layer_ids)
+        ready = {h: b.tid(f"bwd/l{layer_ids[-1]}@{h}") for h in hosts}
+        for h, got in ring_allreduce(b, f"allreduce/b{k}", hosts, size, ready).items():
+            incoming[h] += got
+    for h in hosts:
+        for i, ly in enumerate(p.layers):
+            b.task(f"fwd/l{i}@{h}", h, ly.fwd_s)
+        for i in reversed(range(len(p.layers))):
+            b.task(f"bwd/l{i}@{h}", h, p.layers[i].bwd_s)
+        b.task(f"opt@{h}", h, p.optimizer_s, after_flows=incoming[h])
+
+
+PARADIGM = Paradigm(
+    "dp_allreduce",
+    "data parallel with ring all-reduce per gradient bucket (DDP)",
+    frozenset({"layers", "bucket_bytes", "optimizer_s"}),
+    parse,
+    build,
+)

@@ -1,0 +1,72 @@
+"""Data parallel with a parameter server.
+
+Every worker pulls each layer's parameters from the PS, runs forward layer by
+layer, backward in reverse, and pushes each layer's gradient to the PS, which
+updates once it has all of them.
+
+* ``pull``: the PS -> worker flows. Layer l's parameters are needed when the
+  worker starts forward of layer l, so ``A(l) = sum(fwd_s[:l])``: a true echelon.
+* ``push``: worker -> PS gradients, all consumed by the single update: a Coflow
+  (``A == 0``), ``t_ref`` = the end of the backward pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from echelon.errors import SpecError
+from echelon.paradigms.base import Paradigm
+from echelon.paradigms.plan import PlanBuilder
+from echelon.specfields import host, records, seconds
+
+
+@dataclass(frozen=True)
+class Layer:
+    fwd_s: float
+    bwd_s: float
+    param_bytes: int
+
+
+@dataclass(frozen=True)
+class PsParams:
+    ps: str
+    layers: tuple[Layer, ...]
+    update_s: float = 0.0
+
+
+def parse(data: Mapping[str, Any], hosts: tuple[str, ...]) -> PsParams:
+    if "ps" not in data:
+        raise SpecError("ps", "is required (the parameter-server host)")
+    ps = host(data["ps"], "ps", hosts)
+    if len(hosts) < 2:
+        raise SpecError("hosts", "needs the parameter server and at least one worker")
+    layers = records(data, "layers", Layer)
+    return PsParams(ps, layers, seconds(data.get("update_s", 0.0), "update_s"))
+
+
+def build(b: PlanBuilder, hosts: tuple[str, ...], p: PsParams) -> None:
+    workers = [h for h in hosts if h != p.ps]
+    pull = {
+        (w, i): b.flow("pull", p.ps, w, ly.param_bytes, None)
+        for i, ly in enumerate(p.layers)
+        for w in workers
+    }
+    push = []
+    for w in workers:
+        for i, ly in enumerate(p.layers):
+            b.task(f"fwd/l{i}@{w}", w, ly.fwd_s, after_flows=[pull[(w, i)]])
+        for i in reversed(range(len(p.layers))):
+            tid = b.task(f"bwd/l{i}@{w}", w, p.layers[i].bwd_s)
+            push.append(b.flow("push", w, p.ps, p.layers[i].param_bytes, tid))
+    b.task(f"update@{p.ps}", p.ps, p.update_s, after_flows=push)
+
+
+PARADIGM = Paradigm(
+    "dp_ps",
+    "data parallel with a parameter server (push = coflow, pull = echelon)",
+    frozenset({"ps", "layers", "update_s"}),
+    parse,
+    build,
+)

@@ -1,0 +1,166 @@
+"""Pipeline parallelism, optionally replicated (data parallel) and tensor-split.
+
+One builder serves ``gpipe``, ``pipedream_1f1b`` and ``hybrid``: they differ only
+in the per-stage order of forward (F) and backward (B) micro-batch tasks and in
+the degrees ``dp``/``tp``. Host of (replica r, stage s, tensor rank t) is
+``hosts[(r * S + s) * tp + t]``.
+
+Flows per micro-batch m: the activation of stage s goes to s+1 (group
+``fwd/s<s>-s<s+1>``), the gradient w.r.t. it comes back (``bwd/s<s+1>-s<s>``),
+same size. With ``tp > 1`` each F/B task is split in two halves around a
+tensor-parallel all-reduce (``allreduce/tp/s<s>``) and each rank sends
+``1/tp`` of the activation. With ``dp > 1`` each (stage, tensor rank) all-reduces
+its gradients across replicas after its last B (``allreduce/dp/s<s>``), which
+the optimizer step consumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from echelon.errors import SpecError
+from echelon.paradigms.collectives import ring_allreduce
+from echelon.paradigms.plan import PlanBuilder
+from echelon.specfields import count, path, records, seconds, text
+
+SCHEDULES = ("gpipe", "1f1b")
+
+
+@dataclass(frozen=True)
+class Stage:
+    fwd_s: float
+    bwd_s: float
+    activation_bytes: int = 0
+    param_bytes: int = 0
+    tp_allreduce_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class PipelineParams:
+    stages: tuple[Stage, ...]
+    micro_batches: int
+    schedule: str = "gpipe"
+    dp: int = 1
+    tp: int = 1
+    optimizer_s: float = 0.0
+
+
+def task_order(schedule: str, stage: int, stages: int, micro: int) -> list[tuple[str, int]]:
+    """Per-stage order of ("F"|"B", micro-batch).
+
+    GPipe: all forwards, then all backwards, newest micro-batch first (its
+    activations are the freshest). 1F1B (PipeDream-Flush): ``S - s - 1`` warm-up
+    forwards, then alternate one forward and one backward, then cool down with
+    the remaining backwards, oldest first.
+    """
+    if schedule == "gpipe":
+        return [("F", m) for m in range(micro)] + [("B", m) for m in reversed(range(micro))]
+    warm = min(stages - stage - 1, micro)
+    order = [("F", m) for m in range(warm)]
+    for i in range(micro - warm):
+        order += [("F", warm + i), ("B", i)]
+    return order + [("B", m) for m in range(micro - warm, micro)]
+
+
+def parse_pipeline(
+    data: Mapping[str, Any], hosts: tuple[str, ...], *, schedule: str | None
+) -> PipelineParams:
+    """Parse stages and degrees; ``schedule`` fixes the order (None: the hybrid
+    paradigm reads it from the ``schedule`` field)."""
+    hybrid = schedule is None
+    stages = records(data, "stages", Stage)
+    micro = count(data.get("micro_batches", 1), "micro_batches", minimum=1)
+    if schedule is None:
+        schedule = text(data.get("schedule", "gpipe"), "schedule")
+    if schedule not in SCHEDULES:
+        raise SpecError("schedule", f"unknown pipeline schedule {schedule!r} (use {SCHEDULES})")
+    dp = count(data.get("dp", 1), "dp", minimum=1)
+    tp = count(data.get("tp", 1), "tp", minimum=1)
+    opt = seconds(data.get("optimizer_s", 0.0), "optimizer_s")
+    need = len(stages) * dp * tp
+    if len(hosts) != need:
+        what = "stages x dp x tp" if hybrid else "stages (one host per stage)"
+        raise SpecError("hosts", f"needs {need} hosts = {what}, got {len(hosts)}")
+    for s, st in enumerate(stages[:-1]):
+        if st.activation_bytes <= 0:
+            raise SpecError(
+                path(path("stages", s), "activation_bytes"),
+                "must be positive: the stage sends its output to the next stage",
+            )
+    if not hybrid:
+        for s, st in enumerate(stages):
+            for name in ("param_bytes", "tp_allreduce_bytes"):
+                if getattr(st, name):
+                    raise SpecError(
+                        path(path("stages", s), name), "only the hybrid paradigm uses it"
+                    )
+    return PipelineParams(stages, micro, schedule, dp, tp, opt)
+
+
+def build_pipeline(b: PlanBuilder, hosts: tuple[str, ...], p: PipelineParams) -> None:
+    n_st, tp = len(p.stages), p.tp
+
+    def host(r: int, s: int, t: int) -> str:
+        return hosts[(r * n_st + s) * tp + t]
+
+    def name(kind: str, m: int, r: int, s: int, t: int, part: str = "") -> str:
+        where = f"s{s}" + (f"/r{r}" if p.dp > 1 else "") + (f"/t{t}" if tp > 1 else "")
+        return f"{kind}{m}{part}/{where}"
+
+    def last(kind: str, m: int, r: int, s: int, t: int) -> str:
+        return b.tid(name(kind, m, r, s, t, "b" if tp > 1 else ""))
+
+    act: dict[tuple[int, int, int, int], int] = {}  # (r, s+1, t, m) -> flow arriving at s+1
+    grad: dict[tuple[int, int, int, int], int] = {}  # (r, s, t, m) -> flow arriving at s
+    for r in range(p.dp):
+        for s in range(n_st - 1):
+            size = -(-p.stages[s].activation_bytes // tp)
+            for t in range(tp):
+                src, dst = host(r, s, t), host(r, s + 1, t)
+                for m in range(p.micro_batches):
+                    act[(r, s + 1, t, m)] = b.flow(
+                        f"fwd/s{s}-s{s + 1}", src, dst, size, last("F", m, r, s, t)
+                    )
+                    grad[(r, s, t, m)] = b.flow(
+                        f"bwd/s{s + 1}-s{s}", dst, src, size, last("B", m, r, s + 1, t)
+                    )
+
+    for r in range(p.dp):
+        for s, st in enumerate(p.stages):
+            order = task_order(p.schedule, s, n_st, p.micro_batches)
+            tp_in: dict[tuple[str, int, int], list[int]] = {}
+            if tp > 1:
+                for kind, m in order:
+                    prods = {host(r, s, t): b.tid(name(kind, m, r, s, t, "a")) for t in range(tp)}
+                    group_hosts = [host(r, s, t) for t in range(tp)]
+                    got = ring_allreduce(
+                        b, f"allreduce/tp/s{s}", group_hosts, st.tp_allreduce_bytes, prods
+                    )
+                    for t in range(tp):
+                        tp_in[(kind, m, t)] = got[host(r, s, t)]
+            for t in range(tp):
+                h = host(r, s, t)
+                for kind, m in order:
+                    dur = st.fwd_s if kind == "F" else st.bwd_s
+                    inflow = act.get((r, s, t, m)) if kind == "F" else grad.get((r, s, t, m))
+                    deps = [inflow] if inflow is not None else []
+                    if tp == 1:
+                        b.task(name(kind, m, r, s, t), h, dur, after_flows=deps)
+                    else:
+                        b.task(name(kind, m, r, s, t, "a"), h, dur / 2, after_flows=deps)
+                        b.task(
+                            name(kind, m, r, s, t, "b"), h, dur / 2, after_flows=tp_in[(kind, m, t)]
+                        )
+
+    for s, st in enumerate(p.stages):
+        for t in range(tp):
+            ring_hosts = [host(r, s, t) for r in range(p.dp)]
+            final = task_order(p.schedule, s, n_st, p.micro_batches)[-1][1]
+            prods = {host(r, s, t): last("B", final, r, s, t) for r in range(p.dp)}
+            got = ring_allreduce(b, f"allreduce/dp/s{s}", ring_hosts, st.param_bytes // tp, prods)
+            for r in range(p.dp):
+                h = host(r, s, t)
+                if got[h] or p.optimizer_s > 0:
+                    b.task(f"opt/{h}", h, p.optimizer_s, after_flows=got[h])

@@ -1,0 +1,181 @@
+"""Flat numpy view of a set of EchelonFlows, shared by every policy.
+
+Policies must rank 10,000 concurrent EchelonFlows in seconds, so the Python
+objects are walked once into arrays (one row per flow, one per flow-link
+incidence) and everything after that is vectorised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from echelon.errors import SpecError
+from echelon.model import EchelonFlow, FlowKey
+from echelon.schedule import Network
+
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class FlowTable:
+    """Arrays over all flows (``f``), echelons (``e``) and flow-link incidences (``i``)."""
+
+    keys: list[FlowKey]
+    names: list[str]  # per echelon, input order
+    weight: Floats  # e
+    t_ref: Floats  # e
+    name_rank: Ints  # e: position of the name in sorted order (deterministic ties)
+    ech: Ints  # f: echelon position
+    index: Ints  # f: flow index inside its echelon
+    offset: Floats  # f: A(j) in seconds
+    remaining: Floats  # f: bytes still to send
+    inc_flow: Ints  # i
+    inc_link: Ints  # i
+    cap: Floats  # per link, bytes/s
+
+    @property
+    def deadline(self) -> Floats:
+        """Ideal finish ``t_ref + A(j)`` per flow."""
+        return self.t_ref[self.ech] + self.offset
+
+
+def build_table(
+    echelons: Sequence[EchelonFlow],
+    network: Network,
+    remaining: Mapping[FlowKey, int] | None = None,
+) -> FlowTable:
+    """Walk the EchelonFlows once; paths are looked up once per (src, dst) pair."""
+    names = [ef.name for ef in echelons]
+    if len(set(names)) != len(names):
+        dup = next(n for i, n in enumerate(names) if n in names[:i])
+        raise SpecError(f"{dup}.name", "two active EchelonFlows share this name")
+    flows = [f for ef in echelons for f in ef.flows]
+    count = len(flows)
+    keys = [(ef.name, f.index) for ef in echelons for f in ef.flows]
+    size = np.fromiter((f.size for f in flows), dtype=np.float64, count=count)
+    rem = (
+        np.fromiter(
+            (remaining.get(k, f.size) for k, f in zip(keys, flows, strict=True)),
+            dtype=np.float64,
+            count=count,
+        )
+        if remaining
+        else size
+    )
+    pair_ids: dict[tuple[str, str], int] = {}
+    pair_of = np.fromiter(
+        (pair_ids.setdefault((f.src, f.dst), len(pair_ids)) for f in flows),
+        dtype=np.int64,
+        count=count,
+    )
+    link_names = list(network.links)
+    link_pos = {name: i for i, name in enumerate(link_names)}
+    paths = [[link_pos[x] for x in network.path(a, b)] for a, b in pair_ids]
+    width = max((len(p) for p in paths), default=0)
+    table = np.full((len(paths), max(width, 1)), -1, dtype=np.int64)
+    for i, p in enumerate(paths):
+        table[i, : len(p)] = p
+    hops = table[pair_of]  # flow x max path length, -1 padded
+    inc_flow, hop = np.nonzero(hops >= 0)
+    name_rank = np.empty(len(names), dtype=np.int64)
+    name_rank[np.argsort(np.array(names, dtype=object), kind="stable")] = np.arange(len(names))
+    return FlowTable(
+        keys=keys,
+        names=names,
+        weight=np.array([ef.weight for ef in echelons], dtype=np.float64),
+        t_ref=np.array([ef.t_ref for ef in echelons], dtype=np.float64),
+        name_rank=name_rank,
+        ech=np.repeat(np.arange(len(echelons), dtype=np.int64), [len(e.flows) for e in echelons]),
+        index=np.fromiter((f.index for f in flows), dtype=np.int64, count=count),
+        offset=np.fromiter((f.offset for f in flows), dtype=np.float64, count=count),
+        remaining=np.maximum(rem, 0.0),
+        inc_flow=inc_flow.astype(np.int64),
+        inc_link=hops[inc_flow, hop].astype(np.int64),
+        cap=np.array([network.links[x] for x in link_names], dtype=np.float64),
+    )
+
+
+def segments(t: FlowTable) -> tuple[Ints, Ints, Ints, Floats, Ints]:
+    """Flow-link incidences with bytes left, sorted by (echelon, link, flow index).
+
+    Returns ``(flow, echelon, link, seconds_on_link, segment_starts)``: a segment
+    is the run of one echelon's flows on one link.
+    """
+    live = t.remaining[t.inc_flow] > 0
+    f, lk = t.inc_flow[live], t.inc_link[live]
+    e = t.ech[f]
+    order = np.lexsort((t.index[f], lk, e))
+    f, lk, e = f[order], lk[order], e[order]
+    secs = t.remaining[f] / t.cap[lk]
+    new = np.ones(len(f), dtype=bool)
+    if len(f):
+        new[1:] = (e[1:] != e[:-1]) | (lk[1:] != lk[:-1])
+    return f, e, lk, secs, np.flatnonzero(new)
+
+
+def effective_bottleneck(t: FlowTable, use_offsets: bool = True) -> Floats:
+    """Per echelon ``Γ = max over links l, flows j on l of (P_l(j) - A(j))``.
+
+    ``P_l(j)`` is the time link ``l`` needs for the echelon's flows up to ``j``
+    (index order) at full capacity. Γ is how long after starting the echelon
+    alone its formation is complete: served alone from ``now``, the echelon is on
+    time iff ``now + Γ <= t_ref``. With ``use_offsets=False`` (``A`` read as 0) it
+    is Varys' bottleneck ``max_l bytes_l / cap_l``. Echelons with nothing left get 0.
+    """
+    coflow, gamma = bottlenecks(t)
+    return gamma if use_offsets else coflow
+
+
+def bottlenecks(t: FlowTable) -> tuple[Floats, Floats]:
+    """``(p, Γ)`` per echelon from one pass: the coflow bottleneck and the effective one."""
+    n = len(t.names)
+    f, e, _lk, secs, starts = segments(t)
+    p = np.zeros(n, dtype=np.float64)
+    gamma = np.zeros(n, dtype=np.float64)
+    if not len(f):
+        return p, gamma
+    csum = np.cumsum(secs)
+    first = np.zeros(len(f), dtype=bool)
+    first[starts] = True
+    seg_id = np.cumsum(first) - 1
+    base = (csum - secs)[starts]
+    prefix = csum - base[seg_id]
+    seg_e = e[starts]
+    e_starts = np.flatnonzero(np.r_[True, seg_e[1:] != seg_e[:-1]])
+    ends = np.r_[starts[1:], len(f)] - 1
+    p[seg_e[e_starts]] = np.maximum.reduceat(prefix[ends], e_starts)
+    seg_max = np.maximum.reduceat(prefix - t.offset[f], starts)
+    gamma[seg_e[e_starts]] = np.maximum.reduceat(seg_max, e_starts)
+    return p, gamma
+
+
+def link_loads(t: FlowTable) -> Floats:
+    """Dense (echelon x link) matrix of seconds of work left, column-major.
+
+    Column-major because BSSI repeatedly reads the column of the bottleneck link.
+    """
+    _f, e, lk, secs, _ = segments(t)
+    out = np.zeros((len(t.names), len(t.cap)), dtype=np.float64, order="F")
+    np.add.at(out, (e, lk), secs)
+    return out
+
+
+def dense_rank(*keys: npt.NDArray[np.generic]) -> Ints:
+    """Rank rows by the lexicographic ``keys`` (first key most significant); equal
+    rows share a rank, ranks are 0..k-1 without gaps."""
+    if not len(keys[0]):
+        return np.zeros(0, dtype=np.int64)
+    order = np.lexsort(tuple(reversed(keys)))
+    new = np.zeros(len(order), dtype=bool)
+    new[0] = True
+    for k in keys:
+        sk = k[order]
+        new[1:] |= sk[1:] != sk[:-1]
+    ranks = np.empty(len(order), dtype=np.int64)
+    ranks[order] = np.cumsum(new) - 1
+    return ranks
