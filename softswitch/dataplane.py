@@ -1,0 +1,228 @@
+"""The packet thread: AF_PACKET ports, pipeline, priority queues, transmit.
+
+One thread owns the hot path. It waits in ``epoll`` on the port sockets (and a
+wake-up pipe), with a timeout set to the next queued departure. On a wake-up it
+drains up to ``BATCH`` frames per readable port through the pipeline into the
+queues, then transmits every due packet, highest priority first. Reading a
+batch before serving means a burst that queued up in the kernel (e.g. while the
+switch was SIGSTOPped) is ordered by priority, like simple_switch, whose ingress
+and egress run in separate threads.
+
+The pipeline reference is swapped by the P4Runtime server on a new config; the
+thread reads it once per frame. Queue settings are changed by the runtime CLI
+under ``lock``, which the thread holds for each batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass
+
+from softswitch.errors import UsageError
+from softswitch.pipeline import Pipeline
+from softswitch.queueing import PriorityRateQueues
+
+log = logging.getLogger("softswitch.dataplane")
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_ADD_MEMBERSHIP = 1
+PACKET_MR_PROMISC = 1
+PACKET_IGNORE_OUTGOING = 23
+PACKET_OUTGOING = 4
+SO_RCVBUFFORCE = 33
+BATCH = 64
+RCVBUF = 4 << 20
+#: Log level below DEBUG for packet dumps (``-L trace``).
+TRACE = 5
+
+
+@dataclass
+class DataPlaneStats:
+    """Counts of what happened to frames, beside the program's own counters."""
+
+    rx: int = 0
+    tx: int = 0
+    no_pipeline: int = 0
+    pipeline_drop: int = 0
+    no_such_port: int = 0
+    queue_drop: int = 0
+    errors: int = 0
+
+
+def open_port(ifname: str) -> socket.socket:
+    """A non-blocking promiscuous raw socket bound to ``ifname``."""
+    try:
+        ifindex = socket.if_nametoindex(ifname)
+    except OSError:
+        raise UsageError("interface", f"{ifname} does not exist") from None
+    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    try:
+        sock.bind((ifname, 0))
+        mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
+        sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
+        # Linux >= 4.20: the kernel does not loop our own transmissions back.
+        with contextlib.suppress(OSError):
+            sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RCVBUF)
+        except OSError:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise UsageError("interface", f"{ifname}: {exc.strerror or exc}") from None
+    return sock
+
+
+class DataPlane:
+    """Ports, queues and the thread that moves frames between them."""
+
+    def __init__(self, ports: dict[int, str], queues: PriorityRateQueues[bytearray]) -> None:
+        self.queues = queues
+        self.pipeline: Pipeline | None = None
+        self.stats = DataPlaneStats()
+        self.lock = threading.Lock()
+        self.start_time = time.monotonic()
+        self.socks: dict[int, socket.socket] = {}
+        try:
+            for number, ifname in ports.items():
+                self.socks[number] = open_port(ifname)
+        except BaseException:
+            self.close()
+            raise
+        for number in ports:
+            queues.add_port(number)
+        self._by_fd = {s.fileno(): (n, s) for n, s in self.socks.items()}
+        self._wake_r, self._wake_w = os.pipe()
+        self._running = False
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._running = True
+        self._thread = threading.Thread(target=self._run, name="dataplane", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._running = False
+        if self._thread is not None:
+            os.write(self._wake_w, b"x")
+            self._thread.join(timeout=5)
+            self._thread = None
+        self.close()
+
+    def close(self) -> None:
+        for s in self.socks.values():
+            s.close()
+        self.socks = {}
+        for fd in (getattr(self, "_wake_r", -1), getattr(self, "_wake_w", -1)):
+            if fd >= 0:
+                os.close(fd)
+        self._wake_r = self._wake_w = -1
+
+    # ---------------------------------------------------------------- the thread
+    def _run(self) -> None:
+        ep = select.epoll()
+        try:
+            ep.register(self._wake_r, select.EPOLLIN)
+            for fd in self._by_fd:
+                ep.register(fd, select.EPOLLIN)
+            while self._running:
+                nxt = self.queues.next_departure()
+                timeout = -1.0 if nxt is None else max(0.0, nxt - time.monotonic())
+                events = ep.poll(timeout)
+                with self.lock:
+                    for fd, _ev in events:
+                        if fd == self._wake_r:
+                            os.read(self._wake_r, 64)
+                            continue
+                        port, sock = self._by_fd[fd]
+                        if not self._drain(port, sock):
+                            # The interface went away (e.g. Mininet tore it down first):
+                            # stop polling it rather than spin on its error.
+                            ep.unregister(fd)
+                            log.error("port %d: receive failed, port disabled", port)
+                    self._transmit(time.monotonic())
+        except Exception:  # the thread must never die silently
+            log.exception("data plane thread failed")
+            raise
+        finally:
+            ep.close()
+
+    def _drain(self, port: int, sock: socket.socket) -> bool:
+        """Run up to BATCH waiting frames of a port through the pipeline; False if it failed."""
+        stats = self.stats
+        queues = self.queues
+        trace = log.isEnabledFor(logging.DEBUG)
+        dump = log.isEnabledFor(TRACE)
+        for _ in range(BATCH):
+            try:
+                data, addr = sock.recvfrom(65536)
+            except (BlockingIOError, InterruptedError):
+                return True
+            except OSError as exc:
+                stats.errors += 1
+                log.error("port %d: receive failed: %s", port, exc)
+                return False
+            if addr[2] == PACKET_OUTGOING:
+                continue
+            stats.rx += 1
+            if dump:
+                log.log(TRACE, "port %d in: %s", port, data.hex())
+            pipeline = self.pipeline
+            if pipeline is None:
+                stats.no_pipeline += 1
+                continue
+            try:
+                result = pipeline.process(bytearray(data), port)
+            except Exception:
+                stats.errors += 1
+                log.exception("port %d: pipeline failed on a %d-byte frame", port, len(data))
+                continue
+            if result is None:
+                stats.pipeline_drop += 1
+                if trace:
+                    log.debug("port %d: %d bytes dropped by the pipeline", port, len(data))
+                continue
+            egress, prio, frame = result
+            if egress not in self.socks:
+                stats.no_such_port += 1
+                if trace:
+                    log.debug("port %d: egress port %d does not exist, dropped", port, egress)
+                continue
+            if not queues.push(egress, prio, frame, time.monotonic()):
+                stats.queue_drop += 1
+                if prio >= queues.nb_queues:
+                    n = queues.stats.dropped_priority
+                    if n & (n - 1) == 0:  # 1, 2, 4, 8, ...: counted without flooding the log
+                        log.warning(
+                            "priority %d not supported with %d queues: dropped (%d so far)",
+                            prio,
+                            queues.nb_queues,
+                            n,
+                        )
+                elif trace:
+                    log.debug("queue %d/%d full, dropped", egress, prio)
+            elif trace:
+                log.debug("port %d -> %d prio %d, %d bytes", port, egress, prio, len(frame))
+        return True
+
+    def _transmit(self, now: float) -> None:
+        for port, _prio, frame in self.queues.pop_due(now):
+            try:
+                self.socks[port].send(frame)
+                self.stats.tx += 1
+            except OSError as exc:
+                self.stats.errors += 1
+                log.debug("port %d: send failed: %s", port, exc)
+
+    def timestamp_us(self) -> int:
+        """simple_switch timestamps: microseconds since the switch started."""
+        return int((time.monotonic() - self.start_time) * 1e6)

@@ -1,0 +1,348 @@
+"""P4Runtime gRPC service of the soft switch (p4runtime 1.4.1 protos).
+
+All control state (pipeline, saved config, table contents) changes under one
+lock, held per request; the packet thread never takes it (see
+:mod:`softswitch.tables` for why its lookups stay consistent).
+
+Write errors follow the spec: request-level problems (wrong device, no
+pipeline, not primary, unsupported atomicity) fail the RPC with their own code;
+per-update problems fail it with UNKNOWN and a ``google.rpc.Status`` in the
+``grpc-status-details-bin`` trailer whose details hold one ``p4.v1.Error`` per
+update, in order, OK for those that were applied (CONTINUE_ON_ERROR).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from typing import Any, NoReturn
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, status_pb2
+from p4.v1 import p4runtime_pb2 as p4r
+from p4.v1 import p4runtime_pb2_grpc as p4r_grpc
+
+from softswitch import p4rt_codec as codec
+from softswitch.arbitration import Arbiter, Stream
+from softswitch.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    SwitchError,
+    Unimplemented,
+)
+from softswitch.pipeline import Pipeline
+
+log = logging.getLogger("softswitch.p4rt")
+
+API_VERSION = "1.4.1"
+READ_CHUNK = 1000
+_CFG = p4r.SetForwardingPipelineConfigRequest
+_GET = p4r.GetForwardingPipelineConfigRequest
+
+
+def _abort(context: grpc.ServicerContext, err: SwitchError) -> NoReturn:
+    log.info("request refused: %s %s", err.code.name, err)
+    context.abort(err.code, str(err))
+    raise AssertionError("unreachable")  # context.abort raises
+
+
+class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
+    """The servicer; ``on_commit`` hands a committed pipeline to the data plane."""
+
+    def __init__(self, device_id: int, on_commit: Callable[[Pipeline | None], None]) -> None:
+        self.device_id = device_id
+        self.arbiter = Arbiter(device_id)
+        self.pipeline: Pipeline | None = None
+        self._saved: Pipeline | None = None
+        self._on_commit = on_commit
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ helpers
+    def _check_device(self, device_id: int) -> None:
+        if device_id != self.device_id:
+            raise NotFound("device_id", f"{device_id} is not this switch ({self.device_id})")
+
+    def _need_pipeline(self) -> Pipeline:
+        if self.pipeline is None:
+            raise FailedPrecondition("pipeline", "no forwarding pipeline config has been set")
+        return self.pipeline
+
+    def _commit(self, pl: Pipeline) -> None:
+        self.pipeline = pl
+        self._on_commit(pl)
+        log.info(
+            "pipeline committed: %d tables, %d counters, cookie %d",
+            len(pl.tables),
+            len(pl.counters),
+            pl.cookie,
+        )
+
+    # ------------------------------------------------------------------ RPCs
+    def Capabilities(self, request: Any, context: grpc.ServicerContext) -> p4r.CapabilitiesResponse:
+        return p4r.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
+
+    def SetForwardingPipelineConfig(
+        self, request: p4r.SetForwardingPipelineConfigRequest, context: grpc.ServicerContext
+    ) -> p4r.SetForwardingPipelineConfigResponse:
+        try:
+            with self._lock:
+                self._set_config(request)
+        except SwitchError as err:
+            _abort(context, err)
+        return p4r.SetForwardingPipelineConfigResponse()
+
+    def _set_config(self, req: p4r.SetForwardingPipelineConfigRequest) -> None:
+        self._check_device(req.device_id)
+        self.arbiter.check_primary(
+            req.role, req.election_id if req.HasField("election_id") else None
+        )
+        action = req.action
+        if action == _CFG.COMMIT:
+            if self._saved is None:
+                raise FailedPrecondition("action", "COMMIT without a saved config")
+            self._commit(self._saved)
+            self._saved = None
+            return
+        if action not in (
+            _CFG.VERIFY,
+            _CFG.VERIFY_AND_SAVE,
+            _CFG.VERIFY_AND_COMMIT,
+            _CFG.RECONCILE_AND_COMMIT,
+        ):
+            raise InvalidArgument("action", f"unsupported action {action}")
+        if not req.HasField("config") or not req.config.HasField("p4info"):
+            raise InvalidArgument("config.p4info", "missing")
+        cfg = req.config
+        cookie = cfg.cookie.cookie if cfg.HasField("cookie") else 0
+        if (
+            action == _CFG.RECONCILE_AND_COMMIT
+            and self.pipeline is not None
+            and self.pipeline.p4info == cfg.p4info
+        ):
+            # Same program: keep table and counter state, take the new cookie/blob.
+            self.pipeline.cookie = cookie
+            self.pipeline.device_config = cfg.p4_device_config
+            return
+        pl = Pipeline(cfg.p4info, cfg.p4_device_config, cookie)
+        if action == _CFG.VERIFY_AND_SAVE:
+            self._saved = pl
+        elif action in (_CFG.VERIFY_AND_COMMIT, _CFG.RECONCILE_AND_COMMIT):
+            self._saved = None
+            self._commit(pl)
+
+    def GetForwardingPipelineConfig(
+        self, request: p4r.GetForwardingPipelineConfigRequest, context: grpc.ServicerContext
+    ) -> p4r.GetForwardingPipelineConfigResponse:
+        try:
+            self._check_device(request.device_id)
+            pl = self._need_pipeline()
+        except SwitchError as err:
+            _abort(context, err)
+        resp = p4r.GetForwardingPipelineConfigResponse()
+        if pl.cookie:
+            resp.config.cookie.cookie = pl.cookie
+        rt = request.response_type
+        if rt in (_GET.ALL, _GET.P4INFO_AND_COOKIE):
+            resp.config.p4info.CopyFrom(pl.p4info)
+        if rt in (_GET.ALL, _GET.DEVICE_CONFIG_AND_COOKIE):
+            resp.config.p4_device_config = pl.device_config
+        return resp
+
+    # ------------------------------------------------------------------ Write
+    def Write(self, request: p4r.WriteRequest, context: grpc.ServicerContext) -> p4r.WriteResponse:
+        try:
+            self._check_device(request.device_id)
+            self.arbiter.check_primary(
+                request.role, request.election_id if request.HasField("election_id") else None
+            )
+            if request.atomicity != p4r.WriteRequest.CONTINUE_ON_ERROR:
+                raise Unimplemented("atomicity", "only CONTINUE_ON_ERROR is supported")
+            with self._lock:
+                pl = self._need_pipeline()
+                results = [self._apply(pl, u) for u in request.updates]
+        except SwitchError as err:
+            _abort(context, err)
+        failed = [r for r in results if r is not None]
+        if failed:
+            status = status_pb2.Status(
+                code=code_pb2.UNKNOWN, message=f"{len(failed)} of {len(results)} updates failed"
+            )
+            for r in results:
+                perr = p4r.Error(canonical_code=code_pb2.OK)
+                if r is not None:
+                    perr = p4r.Error(
+                        canonical_code=r.code.value[0], message=str(r), space="softswitch"
+                    )
+                detail = any_pb2.Any()
+                detail.Pack(perr)
+                status.details.append(detail)
+            for r in failed:
+                log.info("update refused: %s %s", r.code.name, r)
+            context.set_trailing_metadata(
+                (("grpc-status-details-bin", status.SerializeToString()),)
+            )
+            context.abort(grpc.StatusCode.UNKNOWN, status.message)
+        return p4r.WriteResponse()
+
+    def _apply(self, pl: Pipeline, update: p4r.Update) -> SwitchError | None:
+        try:
+            which = update.entity.WhichOneof("entity")
+            if update.type == p4r.Update.UNSPECIFIED:
+                raise InvalidArgument("update.type", "UNSPECIFIED")
+            if which == "table_entry":
+                self._write_table(pl, update.type, update.entity.table_entry)
+            elif which == "counter_entry":
+                self._write_counter(pl, update.type, update.entity.counter_entry)
+            elif which is None:
+                raise InvalidArgument("update.entity", "empty entity")
+            else:
+                raise InvalidArgument(f"update.entity.{which}", "the program has no such object")
+        except SwitchError as err:
+            return err
+        return None
+
+    def _write_table(self, pl: Pipeline, kind: int, te: p4r.TableEntry) -> None:
+        d = codec.decode_table_entry(pl, te, needs_action=kind != p4r.Update.DELETE)
+        table = d.info.table
+        if te.is_default_action:
+            if kind != p4r.Update.MODIFY:
+                raise InvalidArgument(f"{d.info.name}.is_default_action", "only MODIFY is allowed")
+            if d.info.const_default:
+                raise InvalidArgument(d.info.name, "default action is const")
+            table.set_default(d.call, d.proto if d.call is not None else None)
+        elif kind == p4r.Update.INSERT:
+            assert d.call is not None
+            table.insert(d.key, d.priority, d.call, d.proto)
+        elif kind == p4r.Update.MODIFY:
+            assert d.call is not None
+            table.modify(d.key, d.priority, d.call, d.proto)
+        else:
+            table.delete(d.key, d.priority)
+        log.debug("%s %s", p4r.Update.Type.Name(kind), d.info.name)
+
+    def _write_counter(self, pl: Pipeline, kind: int, ce: p4r.CounterEntry) -> None:
+        if kind != p4r.Update.MODIFY:
+            raise InvalidArgument("counter_entry", "counters only support MODIFY")
+        if ce.counter_id == 0:
+            raise InvalidArgument("counter_entry.counter_id", "a write needs a counter id")
+        packets = ce.data.packet_count if ce.HasField("data") else 0
+        nbytes = ce.data.byte_count if ce.HasField("data") else 0
+        for ci, idx in codec.counter_cells(pl, ce):
+            ci.counter.set(idx, packets, nbytes)
+
+    # ------------------------------------------------------------------ Read
+    def Read(
+        self, request: p4r.ReadRequest, context: grpc.ServicerContext
+    ) -> Iterator[p4r.ReadResponse]:
+        try:
+            self._check_device(request.device_id)
+            with self._lock:
+                pl = self._need_pipeline()
+                entities: list[p4r.Entity] = []
+                for ent in request.entities:
+                    entities.extend(self._read(pl, ent))
+        except SwitchError as err:
+            _abort(context, err)
+        if not entities:
+            yield p4r.ReadResponse()
+        for i in range(0, len(entities), READ_CHUNK):
+            yield p4r.ReadResponse(entities=entities[i : i + READ_CHUNK])
+
+    def _read(self, pl: Pipeline, ent: p4r.Entity) -> list[p4r.Entity]:
+        which = ent.WhichOneof("entity")
+        if which == "table_entry":
+            return [p4r.Entity(table_entry=te) for te in self._read_tables(pl, ent.table_entry)]
+        if which == "counter_entry":
+            cells = codec.counter_cells(pl, ent.counter_entry)
+            return [p4r.Entity(counter_entry=codec.counter_entry(ci, i)) for ci, i in cells]
+        if which is None:
+            raise InvalidArgument("entity", "empty entity")
+        raise InvalidArgument(f"entity.{which}", "the program has no such object")
+
+    def _read_tables(self, pl: Pipeline, te: p4r.TableEntry) -> list[p4r.TableEntry]:
+        infos = (
+            list(pl.tables.values()) if te.table_id == 0 else [codec.table_info(pl, te.table_id)]
+        )
+        if te.is_default_action:
+            return [codec.default_entry(pl, info) for info in infos]
+        if te.table_id and len(te.match):
+            d = codec.decode_table_entry(pl, te, needs_action=False)
+            try:
+                return [codec.find_entry(d)]
+            except NotFound:
+                return []
+        out: list[p4r.TableEntry] = []
+        for info in infos:
+            for entry in info.table:
+                stored: p4r.TableEntry = entry.payload
+                if te.priority and stored.priority != te.priority:
+                    continue
+                out.append(stored)
+        return out
+
+    # ------------------------------------------------------------------ stream
+    def StreamChannel(
+        self, request_iterator: Iterator[p4r.StreamMessageRequest], context: grpc.ServicerContext
+    ) -> Iterator[p4r.StreamMessageResponse]:
+        stream = Stream()
+
+        def reader() -> None:
+            try:
+                for req in request_iterator:
+                    self._stream_request(stream, req)
+            except Exception:  # the client went away; the RPC ends below
+                pass
+            finally:
+                stream.out.put(None)
+
+        context.add_callback(lambda: stream.out.put(None))
+        threading.Thread(target=reader, name="p4rt-stream", daemon=True).start()
+        try:
+            while True:
+                msg = stream.out.get()
+                if msg is None:
+                    return
+                if isinstance(msg, SwitchError):
+                    _abort(context, msg)
+                yield msg
+        finally:
+            self.arbiter.remove(stream)
+
+    def _stream_request(self, stream: Stream, req: p4r.StreamMessageRequest) -> None:
+        which = req.WhichOneof("update")
+        if which == "arbitration":
+            try:
+                self._check_device(req.arbitration.device_id)
+                self.arbiter.update(stream, req.arbitration)
+                log.info(
+                    "arbitration: role %r election id %s",
+                    req.arbitration.role.name,
+                    stream.election_id,
+                )
+            except SwitchError as err:
+                stream.out.put(err)
+        elif which == "packet":
+            resp = p4r.StreamMessageResponse()
+            resp.error.canonical_code = code_pb2.UNIMPLEMENTED
+            resp.error.message = "the program has no CPU port: packet-out is not supported"
+            resp.error.packet_out.packet_out.CopyFrom(req.packet)
+            stream.out.put(resp)
+        # digest acks and other messages: nothing to do for this program
+
+
+def make_server(service: P4RuntimeService, address: str) -> tuple[grpc.Server, int]:
+    """A started-ready (not yet started) gRPC server bound to ``address``; returns the port."""
+    # No SO_REUSEPORT: a second switch on the same address must fail, not share it.
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="p4rt"),
+        options=[("grpc.so_reuseport", 0)],
+    )
+    p4r_grpc.add_P4RuntimeServicer_to_server(service, server)
+    port = server.add_insecure_port(address)
+    if port == 0:
+        raise InvalidArgument("grpc-server-addr", f"cannot listen on {address}")
+    return server, port

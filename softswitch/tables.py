@@ -1,0 +1,312 @@
+"""Match-action tables and counters of the software pipeline.
+
+A table holds two views of its entries: the control view (``entries``: key and
+priority -> :class:`Entry`, for P4Runtime reads and duplicate checks) and a
+lookup view precompiled for the packet thread (a dict for all-exact tables, one
+dict per prefix length for LPM, per-exact-key candidate tuples sorted by
+priority for range/ternary tables). Writers hold the server's lock; the packet
+thread never locks. Every change to the lookup view is a single reference
+assignment or dict item operation (atomic under the GIL), and candidate tuples
+and level lists are replaced, never mutated, so a lookup sees either the old or
+the new state of a bucket, never a torn one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any
+
+from softswitch.errors import AlreadyExists, InvalidArgument, NotFound, ResourceExhausted
+
+EXACT = "exact"
+LPM = "lpm"
+RANGE = "range"
+TERNARY = "ternary"
+MATCH_KINDS = (EXACT, LPM, RANGE, TERNARY)
+
+#: An action implementation: called with the packet and the action's parameters.
+ActionFn = Callable[..., None]
+#: What a lookup yields: the action to run and its arguments (program's parameter order).
+ActionCall = tuple[ActionFn, tuple[int, ...]]
+#: One field of a match key: an int for exact; (value, prefix_len) for lpm;
+#: (low, high) for range; (value, mask) for ternary.
+FieldMatch = int | tuple[int, int]
+MatchKey = tuple[FieldMatch, ...]
+
+
+@dataclass(frozen=True)
+class KeyField:
+    """A match field: its P4Info name, width and kind, and the packet attribute it reads."""
+
+    name: str
+    bitwidth: int
+    kind: str
+    attr: str
+
+
+@dataclass
+class Entry:
+    """An installed entry. ``payload`` is whatever the control plane wants back on reads."""
+
+    key: MatchKey
+    priority: int
+    call: ActionCall
+    payload: Any
+    seq: int
+
+
+# A non-exact check inside a priority-table candidate: (key position, is_range, a, b)
+# meaning a <= v <= b for ranges and v & a == b for ternary/lpm.
+_Check = tuple[int, bool, int, int]
+_Candidate = tuple[tuple[_Check, ...], ActionCall]
+
+
+class Table:
+    """A match-action table with P4 ``apply().hit`` semantics."""
+
+    def __init__(
+        self, name: str, fields: tuple[KeyField, ...], size: int, default: ActionCall
+    ) -> None:
+        if not fields:
+            raise InvalidArgument(name, "keyless tables are not supported")
+        self.name = name
+        self.fields = fields
+        self.size = size
+        self.default: ActionCall = default
+        self.initial_default: ActionCall = default
+        self.default_payload: Any = None
+        self.entries: dict[tuple[MatchKey, int], Entry] = {}
+        self._seq = 0
+        kinds = [f.kind for f in fields]
+        self.needs_priority = any(k in (RANGE, TERNARY) for k in kinds)
+        attrs = [f.attr for f in fields]
+        getter = attrgetter(*attrs)
+        self._single = len(fields) == 1
+        self._get: Callable[[Any], Any] = getter
+        self._exact_pos = tuple(i for i, k in enumerate(kinds) if k == EXACT)
+        if self.needs_priority:
+            self.mode = "priority"
+            self._groups: dict[Any, tuple[_Candidate, ...]] = {}
+            # Control view per group, so a write rebuilds only its own group.
+            self._members: dict[Any, dict[tuple[MatchKey, int], Entry]] = {}
+            ex = [attrs[i] for i in self._exact_pos]
+            self._group_get: Callable[[Any], Any] | None = attrgetter(*ex) if ex else None
+            self._all_get = attrgetter(*attrs) if not self._single else None
+        elif LPM in kinds:
+            if kinds.count(LPM) != 1:
+                raise InvalidArgument(name, "at most one lpm field per table is supported")
+            self.mode = "lpm"
+            self._lpm_pos = kinds.index(LPM)
+            self._lpm_width = fields[self._lpm_pos].bitwidth
+            # (prefix_len, mask, dict) sorted longest prefix first.
+            self._levels: tuple[tuple[int, int, dict[Any, ActionCall]], ...] = ()
+        else:
+            self.mode = "exact"
+            self._exact: dict[Any, ActionCall] = {}
+
+    # ----------------------------------------------------------- packet thread
+    def apply(self, pkt: Any) -> bool:
+        """Look the packet up, run the hit or default action, return whether it hit."""
+        call = self.lookup(pkt)
+        if call is None:
+            fn, args = self.default
+            fn(pkt, *args)
+            return False
+        fn, args = call
+        fn(pkt, *args)
+        return True
+
+    def lookup(self, pkt: Any) -> ActionCall | None:
+        """The action of the matching entry, or None on a miss."""
+        if self.mode == "exact":
+            return self._exact.get(self._get(pkt))
+        if self.mode == "lpm":
+            value = self._get(pkt)
+            if self._single:
+                for _plen, mask, level in self._levels:
+                    hit = level.get(value & mask)
+                    if hit is not None:
+                        return hit
+                return None
+            pos = self._lpm_pos
+            for _plen, mask, level in self._levels:
+                key = (*value[:pos], value[pos] & mask, *value[pos + 1 :])
+                hit = level.get(key)
+                if hit is not None:
+                    return hit
+            return None
+        return self._lookup_priority(pkt)
+
+    def _lookup_priority(self, pkt: Any) -> ActionCall | None:
+        gkey = self._group_get(pkt) if self._group_get is not None else None
+        group = self._groups.get(gkey)
+        if not group:
+            return None
+        values = (self._get(pkt),) if self._single else self._get(pkt)
+        for checks, call in group:
+            for pos, is_range, a, b in checks:
+                v = values[pos]
+                if is_range:
+                    if v < a or v > b:
+                        break
+                elif v & a != b:
+                    break
+            else:
+                return call
+        return None
+
+    # ----------------------------------------------------------- control plane
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(sorted(self.entries.values(), key=lambda e: e.seq))
+
+    def get(self, key: MatchKey, priority: int) -> Entry | None:
+        return self.entries.get((key, priority))
+
+    def insert(self, key: MatchKey, priority: int, call: ActionCall, payload: Any) -> None:
+        ident = (key, priority)
+        if ident in self.entries:
+            raise AlreadyExists(self.name, "an entry with this match key already exists")
+        if len(self.entries) >= self.size:
+            raise ResourceExhausted(self.name, f"table is full ({self.size} entries)")
+        self._seq += 1
+        entry = Entry(key, priority, call, payload, self._seq)
+        self.entries[ident] = entry
+        self._index(entry)
+
+    def modify(self, key: MatchKey, priority: int, call: ActionCall, payload: Any) -> None:
+        entry = self.entries.get((key, priority))
+        if entry is None:
+            raise NotFound(self.name, "no entry with this match key to modify")
+        entry.call = call
+        entry.payload = payload
+        self._index(entry)
+
+    def delete(self, key: MatchKey, priority: int) -> None:
+        entry = self.entries.pop((key, priority), None)
+        if entry is None:
+            raise NotFound(self.name, "no entry with this match key to delete")
+        self._unindex(entry)
+
+    def set_default(self, call: ActionCall | None, payload: Any) -> None:
+        """Replace the default action; None restores the program's initial default."""
+        self.default = self.initial_default if call is None else call
+        self.default_payload = None if call is None else payload
+
+    def clear(self) -> None:
+        for entry in list(self.entries.values()):
+            self.delete(entry.key, entry.priority)
+
+    # ----------------------------------------------------------- lookup views
+    def _index(self, entry: Entry) -> None:
+        if self.mode == "exact":
+            k = entry.key[0] if self._single else entry.key
+            self._exact[k] = entry.call
+        elif self.mode == "lpm":
+            key, plen, mask = self._lpm_key(entry.key)
+            level = self._level(plen, mask, create=True)
+            assert level is not None
+            level[key] = entry.call
+        else:
+            gkey = self._group_key(entry.key)
+            self._members.setdefault(gkey, {})[(entry.key, entry.priority)] = entry
+            self._rebuild_group(gkey)
+
+    def _unindex(self, entry: Entry) -> None:
+        if self.mode == "exact":
+            k = entry.key[0] if self._single else entry.key
+            del self._exact[k]
+        elif self.mode == "lpm":
+            key, plen, mask = self._lpm_key(entry.key)
+            level = self._level(plen, mask, create=False)
+            if level is not None:
+                level.pop(key, None)
+                if not level:
+                    self._levels = tuple(lv for lv in self._levels if lv[0] != plen)
+        else:
+            gkey = self._group_key(entry.key)
+            members = self._members.get(gkey, {})
+            members.pop((entry.key, entry.priority), None)
+            if not members:
+                self._members.pop(gkey, None)
+            self._rebuild_group(gkey)
+
+    def _lpm_key(self, key: MatchKey) -> tuple[Any, int, int]:
+        value, plen = key[self._lpm_pos]  # type: ignore[misc]
+        mask = ((1 << plen) - 1) << (self._lpm_width - plen)
+        if self._single:
+            return value, plen, mask
+        pos = self._lpm_pos
+        return (*key[:pos], value, *key[pos + 1 :]), plen, mask
+
+    def _level(self, plen: int, mask: int, create: bool) -> dict[Any, ActionCall] | None:
+        for lp, _m, level in self._levels:
+            if lp == plen:
+                return level
+        if not create:
+            return None
+        new: dict[Any, ActionCall] = {}
+        levels = sorted((*self._levels, (plen, mask, new)), key=lambda lv: -lv[0])
+        self._levels = tuple(levels)
+        return new
+
+    def _group_key(self, key: MatchKey) -> Any:
+        if not self._exact_pos:
+            return None
+        if len(self._exact_pos) == 1:
+            return key[self._exact_pos[0]]
+        return tuple(key[i] for i in self._exact_pos)
+
+    def _rebuild_group(self, gkey: Any) -> None:
+        members = list(self._members.get(gkey, {}).values())
+        if not members:
+            self._groups.pop(gkey, None)
+            return
+        members.sort(key=lambda e: (-e.priority, e.seq))
+        cands: list[_Candidate] = []
+        for e in members:
+            checks: list[_Check] = []
+            for pos, f in enumerate(self.fields):
+                m = e.key[pos]
+                if f.kind == RANGE:
+                    lo, hi = m  # type: ignore[misc]
+                    checks.append((pos, True, lo, hi))
+                elif f.kind == TERNARY:
+                    value, mask = m  # type: ignore[misc]
+                    if mask:
+                        checks.append((pos, False, mask, value))
+                elif f.kind == LPM:
+                    value, plen = m  # type: ignore[misc]
+                    if plen:
+                        mask = ((1 << plen) - 1) << (f.bitwidth - plen)
+                        checks.append((pos, False, mask, value))
+            cands.append((tuple(checks), e.call))
+        self._groups[gkey] = tuple(cands)
+
+
+class Counter:
+    """An indexed packets-and-bytes counter (P4 ``counter`` extern).
+
+    The packet thread increments list items; control-plane reads may see a
+    packet counted but not yet its bytes, which P4Runtime tolerates (counters
+    are not read atomically on hardware either).
+    """
+
+    def __init__(self, name: str, size: int) -> None:
+        self.name = name
+        self.size = size
+        self.packets = [0] * size
+        self.bytes = [0] * size
+
+    def count(self, index: int, nbytes: int) -> None:
+        if 0 <= index < self.size:
+            self.packets[index] += 1
+            self.bytes[index] += nbytes
+
+    def set(self, index: int, packets: int, nbytes: int) -> None:
+        self.packets[index] = packets
+        self.bytes[index] = nbytes

@@ -1,0 +1,278 @@
+"""The real process on veth pairs into network namespaces, and p4runtime-shell against it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from p4.v1 import p4runtime_pb2 as p4r
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from echelon.constants import SPECIAL_PLAIN, priority_for_dscp
+from echelon.wire import Echelon
+from tests.softswitch.helpers import (
+    INSERT,
+    P4INFO_PATH,
+    PYTHON,
+    ROOT,
+    Client,
+    Names,
+    free_port,
+    in_netns,
+    load_p4info,
+    raw_socket,
+    start_switch,
+    stop_process,
+    veth_hosts,
+    wait_until,
+)
+
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root for netns and raw sockets"),
+]
+PREFIX = f"sswp{os.getpid() % 10000}"
+H1, H2 = "10.0.1.1", "10.0.1.2"
+
+
+def ip_int(a: str) -> int:
+    return int.from_bytes(socket.inet_aton(a), "big")
+
+
+@pytest.fixture
+def switch(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """A switch process on two ports whose host ends live in namespaces."""
+    with veth_hosts(PREFIX, 2) as hosts:
+        gport, tport = free_port(), free_port()
+        log = tmp_path / "switch.log"
+        proc = start_switch({1: hosts[0][0], 2: hosts[1][0]}, gport, tport, log)
+        info: dict[str, Any] = {
+            "proc": proc,
+            "grpc": f"127.0.0.1:{gport}",
+            "thrift": tport,
+            "ns": [h[1] for h in hosts],
+            "log": log,
+            "rc": None,
+        }
+        try:
+            yield info
+        finally:
+            info["rc"] = stop_process(proc)
+            assert info["rc"] == 0, log.read_text()
+
+
+def program(c: Client, names: Names) -> None:
+    c.set_pipeline(names.p4info)
+    c.write(
+        (
+            INSERT,
+            names.entry(
+                "EchelonIngress.ipv4_lpm",
+                {"hdr.ipv4.dstAddr": (ip_int(H2), 32)},
+                "EchelonIngress.ipv4_forward",
+                {"dstAddr": 0x02, "port": 2},
+            ),
+        ),
+        (
+            INSERT,
+            names.entry(
+                "EchelonIngress.echelon_classify",
+                {"hdr.ipv4.srcAddr": ip_int(H1), "hdr.echelon.echelon_id": 3},
+                "EchelonIngress.set_echelon",
+                {"class_id": 3, "prio": 7},
+            ),
+        ),
+    )
+
+
+def frames(n_plain: int, n_echelon: int) -> list[bytes]:
+    base = Ether(dst="00:00:00:00:00:aa", src="00:00:00:00:00:01") / IP(src=H1, dst=H2, ttl=9)
+    out = [bytes(base / UDP(dport=7000) / (b"p%03d" % i)) for i in range(n_plain)]
+    out += [
+        bytes(base / UDP(dport=0xEC00) / Echelon(echelon_id=3, seq=i)) for i in range(n_echelon)
+    ]
+    return out
+
+
+def receive(sock: socket.socket, count: int, timeout: float = 5.0) -> list[tuple[float, bytes]]:
+    got: list[tuple[float, bytes]] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count and time.monotonic() < deadline:
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            continue
+        if len(data) > 33 and data[12:14] == b"\x08\x00" and data[26:30] == socket.inet_aton(H1):
+            got.append((time.monotonic(), data))
+    return got
+
+
+def test_forwards_classifies_and_stops_cleanly(switch: dict[str, Any]) -> None:
+    names = Names(load_p4info())
+    c = Client(switch["grpc"], election=1)
+    try:
+        assert c.arbitrate().arbitration.status.code == 0
+        program(c, names)
+        tx = in_netns(switch["ns"][0], lambda: raw_socket("eth0"))
+        rx = in_netns(switch["ns"][1], lambda: raw_socket("eth0"))
+        with tx, rx:
+            for f in frames(3, 4):
+                tx.send(f)
+            got = receive(rx, 7)
+            assert len(got) == 7
+            prios = sorted(priority_for_dscp(Ether(d)[IP].tos >> 2) for _t, d in got)
+            assert prios == [0, 0, 0, 7, 7, 7, 7]
+            assert all(
+                Ether(d)[IP].ttl == 8 and Ether(d).dst == "00:00:00:00:00:02" for _t, d in got
+            )
+            cid = names.counter_id("EchelonIngress.echelon_pkts")
+            counts = {
+                e.counter_entry.index.index: e.counter_entry.data.packet_count
+                for e in c.read(p4r.CounterEntry(counter_id=cid))
+            }
+            assert counts[3] == 4
+
+            # Runtime CLI: rate-limit port 2, check it paces a burst; bad line -> error text.
+            cli = subprocess.run(
+                [PYTHON, "-m", "softswitch.cli", "--thrift-port", str(switch["thrift"])],
+                input="set_queue_rate 20 2\nset_queue_rate 1 2 9\nbogus 1\n",
+                text=True,
+                capture_output=True,
+                timeout=30,
+                cwd=ROOT,
+            )
+            assert cli.returncode == 0
+            assert "Error: priority: 9 is not in 0..7" in cli.stdout
+            assert "*** Unknown syntax: bogus 1" in cli.stdout
+            for f in frames(5, 0):
+                tx.send(f)
+            paced = receive(rx, 5)
+            assert len(paced) == 5
+            assert paced[-1][0] - paced[0][0] >= 4 * 0.05 * 0.8  # 20 pps: >= ~200 ms
+    finally:
+        c.close()
+
+
+def test_p4runtime_shell_programs_it(switch: dict[str, Any], tmp_path: Path) -> None:
+    import p4runtime_sh.shell as sh
+
+    bin_path = tmp_path / "echelon.json"
+    bin_path.write_text("{}")
+    sh.setup(
+        device_id=0,
+        grpc_addr=switch["grpc"],
+        election_id=(0, 1),
+        config=sh.FwdPipeConfig(str(P4INFO_PATH), str(bin_path)),
+    )
+    try:
+        te = sh.TableEntry("EchelonIngress.ipv4_lpm")(action="EchelonIngress.ipv4_forward")
+        te.match["hdr.ipv4.dstAddr"] = f"{H2}/32"
+        te.action["dstAddr"] = "00:00:00:00:00:02"
+        te.action["port"] = "2"
+        te.insert()
+        read = list(sh.TableEntry("EchelonIngress.ipv4_lpm").read())
+        assert len(read) == 1
+        assert read[0].match["hdr.ipv4.dstAddr"].lpm.prefix_len == 32
+        tx = in_netns(switch["ns"][0], lambda: raw_socket("eth0"))
+        rx = in_netns(switch["ns"][1], lambda: raw_socket("eth0"))
+        with tx, rx:
+            tx.send(frames(1, 0)[0])
+            assert len(receive(rx, 1)) == 1
+        ce = sh.CounterEntry("EchelonIngress.special_pkts")
+        ce.index = SPECIAL_PLAIN
+        cells = list(ce.read())
+        assert cells[0].data.packet_count == 1
+    finally:
+        sh.teardown()
+
+
+def test_bad_interface_exits_2(tmp_path: Path) -> None:
+    r = subprocess.run(
+        [
+            PYTHON,
+            "-m",
+            "softswitch",
+            "-i",
+            "1@sswnonexist0",
+            "--thrift-port",
+            str(free_port()),
+            "--",
+            "--grpc-server-addr",
+            f"127.0.0.1:{free_port()}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=ROOT,
+    )
+    assert r.returncode == 2
+    assert r.stderr.startswith("error: interface: sswnonexist0")
+    assert "Traceback" not in r.stderr
+
+
+def _rmem(ifname: str) -> int:
+    """Bytes waiting in packet sockets bound to ``ifname`` (/proc/net/packet)."""
+    idx = socket.if_nametoindex(ifname)
+    total = 0
+    for line in Path("/proc/net/packet").read_text().splitlines()[1:]:
+        cols = line.split()
+        if int(cols[4]) == idx:
+            total += int(cols[6])
+    return total
+
+
+def test_frozen_switch_releases_burst_in_priority_order(switch: dict[str, Any]) -> None:
+    """SIGSTOP, send 2 packets per priority interleaved, SIGCONT: out 7 7 6 6 ... 0 0."""
+    names = Names(load_p4info())
+    c = Client(switch["grpc"], election=1)
+    proc = switch["proc"]
+    try:
+        assert c.arbitrate().arbitration.status.code == 0
+        program(c, names)
+        c.write(
+            *[
+                (
+                    INSERT,
+                    names.entry(
+                        "EchelonIngress.deadline_prio",
+                        {"meta.class_id": 3, "hdr.echelon.deadline_us": (k * 100, k * 100 + 99)},
+                        "EchelonIngress.set_deadline_prio",
+                        {"prio": 7 - k},
+                        priority=1,
+                    ),
+                )
+                for k in range(7)
+            ]
+        )
+        base = Ether(dst="00:00:00:00:00:aa") / IP(src=H1, dst=H2, ttl=9)
+        burst = []
+        for rnd in range(2):
+            burst.append(bytes(base / UDP(dport=7000) / b"plain"))
+            burst += [
+                bytes(base / UDP(dport=0xEC00) / Echelon(echelon_id=3, deadline_us=k * 100 + rnd))
+                for k in range(7)
+            ]
+        tx = in_netns(switch["ns"][0], lambda: raw_socket("eth0"))
+        rx = in_netns(switch["ns"][1], lambda: raw_socket("eth0"))
+        with tx, rx:
+            proc.send_signal(signal.SIGSTOP)
+            try:
+                sw_if = f"{PREFIX}p1"
+                for f in burst:
+                    tx.send(f)
+                wait_until(lambda: _rmem(sw_if) > 0, 5)
+            finally:
+                proc.send_signal(signal.SIGCONT)
+            got = receive(rx, len(burst))
+        prios = [priority_for_dscp(Ether(d)[IP].tos >> 2) for _t, d in got]
+        assert prios == [p for p in range(7, -1, -1) for _ in range(2)]
+    finally:
+        c.close()

@@ -1,0 +1,128 @@
+"""Table semantics beyond the echelon program: ternary, priorities, LPM with exact, concurrency."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import pytest
+
+from softswitch.errors import AlreadyExists, NotFound, ResourceExhausted
+from softswitch.tables import EXACT, LPM, RANGE, TERNARY, ActionCall, KeyField, MatchKey, Table
+
+
+@dataclass
+class Pkt:
+    a: int = 0
+    b: int = 0
+    hit: str = ""
+
+
+def tag(name: str) -> ActionCall:
+    def fn(p: Pkt, *args: int) -> None:
+        p.hit = name
+
+    return fn, ()
+
+
+MISS = tag("miss")
+
+
+def hit(t: Table, a: int = 0, b: int = 0) -> str:
+    p = Pkt(a, b)
+    t.apply(p)
+    return p.hit
+
+
+def test_ternary_highest_priority_wins() -> None:
+    t = Table("t", (KeyField("a", 8, TERNARY, "a"),), 16, MISS)
+    t.insert(((0x10, 0xF0),), 5, tag("low"), None)
+    t.insert(((0x12, 0xFF),), 9, tag("high"), None)
+    t.insert(((0x00, 0x00),), 1, tag("any"), None)
+    assert hit(t, a=0x12) == "high"
+    assert hit(t, a=0x1F) == "low"
+    assert hit(t, a=0x20) == "any"
+    t.delete(((0x12, 0xFF),), 9)
+    assert hit(t, a=0x12) == "low"
+
+
+def test_range_with_exact_group_and_priority_order() -> None:
+    t = Table("t", (KeyField("a", 16, EXACT, "a"), KeyField("b", 32, RANGE, "b")), 16, MISS)
+    t.insert((1, (0, 100)), 1, tag("wide"), None)
+    t.insert((1, (40, 60)), 2, tag("narrow"), None)
+    t.insert((2, (0, 100)), 1, tag("other-class"), None)
+    assert hit(t, a=1, b=50) == "narrow"
+    assert hit(t, a=1, b=70) == "wide"
+    assert hit(t, a=2, b=50) == "other-class"
+    assert hit(t, a=1, b=101) == "miss"
+    assert hit(t, a=3, b=50) == "miss"
+    t.modify((1, (40, 60)), 2, tag("changed"), None)
+    assert hit(t, a=1, b=45) == "changed"
+
+
+def test_lpm_with_exact_field() -> None:
+    t = Table("t", (KeyField("a", 8, EXACT, "a"), KeyField("b", 32, LPM, "b")), 16, MISS)
+    t.insert((1, (0x0A000000, 8)), 0, tag("a1/8"), None)
+    t.insert((1, (0x0A010000, 16)), 0, tag("a1/16"), None)
+    t.insert((2, (0x0A000000, 8)), 0, tag("a2/8"), None)
+    assert hit(t, a=1, b=0x0A010203) == "a1/16"
+    assert hit(t, a=1, b=0x0A020203) == "a1/8"
+    assert hit(t, a=2, b=0x0A010203) == "a2/8"
+    t.delete((1, (0x0A010000, 16)), 0)
+    assert hit(t, a=1, b=0x0A010203) == "a1/8"
+
+
+def test_errors_and_default() -> None:
+    t = Table("t", (KeyField("a", 8, EXACT, "a"),), 1, MISS)
+    t.insert((1,), 0, tag("one"), None)
+    with pytest.raises(AlreadyExists):
+        t.insert((1,), 0, tag("one"), None)
+    with pytest.raises(ResourceExhausted):
+        t.insert((2,), 0, tag("two"), None)
+    with pytest.raises(NotFound):
+        t.modify((2,), 0, tag("two"), None)
+    with pytest.raises(NotFound):
+        t.delete((2,), 0)
+    t.set_default(tag("dflt"), None)
+    assert hit(t, a=5) == "dflt"
+    t.set_default(None, None)
+    assert hit(t, a=5) == "miss"
+
+
+@pytest.mark.parametrize("kind", [EXACT, LPM, RANGE])
+def test_lookups_stay_consistent_while_writer_churns(kind: str) -> None:
+    """A reader thread sees either hit or miss for a churned key, never an exception,
+    and always hits a key that is never touched."""
+    fields = (KeyField("a", 32, kind, "a"),)
+    t = Table("t", fields, 4096, MISS)
+
+    def key(v: int) -> MatchKey:
+        return ((v, 32),) if kind == LPM else ((v, v),) if kind == RANGE else (v,)
+
+    pri = 1 if kind == RANGE else 0
+    t.insert(key(7), pri, tag("stable"), None)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    seen: set[str] = set()
+
+    def reader() -> None:
+        try:
+            while not stop.is_set():
+                assert hit(t, a=7) == "stable"
+                seen.add(hit(t, a=1000))
+        except BaseException as exc:
+            errors.append(exc)
+
+    th = threading.Thread(target=reader)
+    th.start()
+    try:
+        for _round in range(200):
+            for v in range(1000, 1020):
+                t.insert(key(v), pri, tag("churn"), None)
+            for v in range(1000, 1020):
+                t.delete(key(v), pri)
+    finally:
+        stop.set()
+        th.join()
+    assert not errors
+    assert seen <= {"churn", "miss"} and "miss" in seen
