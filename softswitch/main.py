@@ -191,7 +191,11 @@ def run(opts: Options, stop: threading.Event) -> None:
             opts.device_id,
             opts.priority_queues,
         )
-        stop.wait()
+        # Wake up periodically: the kernel may deliver SIGTERM to a gRPC or packet
+        # thread, and CPython runs the Python handler only when the *main* thread
+        # executes bytecode, so an untimed wait here can sleep through SIGTERM.
+        while not stop.wait(0.2):
+            pass
         log.info("stopping: %r %r", dataplane.stats, queues.stats)
     finally:
         if server is not None:
