@@ -1,0 +1,145 @@
+"""``echelon-agent``: play one host's part of a scenario, or merge records into a report.
+
+    echelon-agent play --scenario run/scenario.json --host h1 --out run/agents/h1.json [--go F]
+    echelon-agent report --scenario run/scenario.json run/agents/*.json [--out report.json]
+
+``play`` runs inside an emulated host (Mininet namespace): a receiver thread
+bound to the echelon port records the flows addressed to this host while the
+main thread sends this host's flows at their release times. It exits when it has
+sent everything and received every expected flow, or at ``start_at + timeout``,
+and writes its record as JSON (``sent`` and ``received`` per flow instance).
+SIGTERM ends it early and still writes what it has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from echelon.errors import EchelonError
+from hostagent.receiver import Receiver
+from hostagent.report import formation_report, load_records, merge_records
+from hostagent.scenario import load
+from hostagent.sender import Sender
+
+
+class _Stop(Exception):
+    pass
+
+
+def wait_go(go: Path, timeout: float) -> float:
+    """Wait for the driver's go file and return the start instant it holds.
+
+    Why: agents in several namespaces need a second or two to start (Python,
+    imports); rather than guessing a start instant far enough ahead, the driver
+    waits for every ``.ready`` file and then publishes the instant.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            text = go.read_text().strip()
+            if text:
+                return float(text)
+        except FileNotFoundError:
+            pass
+        except ValueError as exc:
+            raise EchelonError(f"go: {go} does not hold a time: {exc}") from exc
+        if time.monotonic() > deadline:
+            raise EchelonError(f"go: no start signal in {go} within {timeout:.0f}s")
+        time.sleep(0.005)
+
+
+def play(
+    scenario_path: str,
+    host: str,
+    out: str | None,
+    bind_ip: str = "0.0.0.0",
+    go: str | None = None,
+) -> dict[str, Any]:
+    sc = load(scenario_path)
+    if host not in sc.hosts:
+        raise EchelonError(f"host: {host!r} is not in the scenario ({', '.join(sc.hosts)})")
+    receiver = Receiver(sc, host, bind_ip)  # bind before anyone sends
+    sender = Sender(sc, host)
+    if out:  # tells the driver this host is ready (socket bound)
+        Path(out).with_suffix(".ready").write_text(str(time.time()))
+    start_at = wait_go(Path(go), sc.timeout_s) if go else sc.start_at
+    receiver.start_at = sender.start_at = start_at
+    stop_at = start_at + sc.timeout_s
+    thread = threading.Thread(target=receiver.run, args=(stop_at,), daemon=True)
+    thread.start()
+    sent: dict[str, Any] = {}
+    try:
+        sent = sender.run(stop_at).flows
+        while thread.is_alive() and time.time() < stop_at:
+            thread.join(0.2)
+    except _Stop:
+        sent = sent or {}
+    receiver.done.set()
+    thread.join(1.0)
+    record = {
+        "host": host,
+        "start_at": start_at,
+        "sent": sent,
+        "received": receiver.report(),
+        "unknown_packets": receiver.unknown,
+        "complete": receiver.pending == 0
+        and len(sent) == len(sender.flows)
+        and all(s["packets"] == s["expected"] for s in sent.values()),
+    }
+    if out:
+        Path(out).write_text(json.dumps(record, indent=1))
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="echelon-agent", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("play", help="send and receive this host's flows")
+    p.add_argument("--scenario", required=True)
+    p.add_argument("--host", required=True)
+    p.add_argument("--out", help="record file (JSON); stdout if absent")
+    p.add_argument("--bind", default="0.0.0.0", help="receiver address (default all)")
+    p.add_argument("--go", help="wait for this file; it holds the start instant (epoch s)")
+    r = sub.add_parser("report", help="formation report from agent records")
+    r.add_argument("--scenario", required=True)
+    r.add_argument("records", nargs="+")
+    r.add_argument("--out")
+    args = ap.parse_args(argv)
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise _Stop()
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        if args.cmd == "play":
+            rec = play(args.scenario, args.host, args.out, args.bind, args.go)
+            if not args.out:
+                print(json.dumps(rec, indent=1))
+            return 0 if rec["complete"] else 1
+        report = formation_report(load(args.scenario), merge_records(load_records(args.records)))
+        text = json.dumps(report, indent=1)
+        if args.out:
+            Path(args.out).write_text(text)
+        else:
+            print(text)
+        return 0
+    except EchelonError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: {exc.filename or 'socket'}: {exc.strerror}", file=sys.stderr)
+        return 2
+    except (_Stop, KeyboardInterrupt):
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""Play the flows a host sends: echelon-tagged UDP, paced, released on schedule.
+
+Pacing models the host's NIC: the host sends at ``rate_mbit`` in total (wire
+bytes: payload + IPv4/UDP + Ethernet), its released flows sharing it round-robin
+packet by packet, as parallel transfers from one host would. Without pacing the
+Python senders would outrun the soft switch and packets would be lost at its
+input instead of queueing at the emulated bottleneck, which is what we study.
+
+Each flow instance has its own socket bound to ``(host ip, sport)``: the source
+address is what the switch classifies on, the source port tells instances of
+the same flow in different iterations apart at the receiver.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import dataclass, field
+
+from echelon.constants import ECHELON_UDP_PORT
+from echelon.wire import pack_header
+from hostagent.scenario import IP_UDP_OVERHEAD, EchelonSpec, FlowSpec, Scenario
+
+ETHERNET_OVERHEAD = 14
+#: Most packets sent back-to-back before re-reading the clock (bounds bursts at ~1 ms).
+MAX_BURST = 8
+
+
+@dataclass
+class _Active:
+    uid: str
+    sock: socket.socket
+    dst: tuple[str, int]
+    echelon_id: int
+    deadline_us: int
+    index: int
+    total: int
+    release: float
+    sent: int = 0
+    start: float | None = None
+    end: float | None = None
+
+
+@dataclass
+class SendReport:
+    """Per flow instance: packets sent and the wall-clock span (relative to start_at)."""
+
+    flows: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+
+
+class Sender:
+    def __init__(self, scenario: Scenario, host: str) -> None:
+        self.sc = scenario
+        #: The shared start instant; ``echelon-agent --go`` may move it after set-up.
+        self.start_at = scenario.start_at
+        self.host = host
+        self.ip = scenario.hosts[host]
+        self.pad = bytes(scenario.chunk)
+        self.pps = (
+            scenario.rate_of(host)
+            * 1e6
+            / 8
+            / (scenario.packet_bytes + IP_UDP_OVERHEAD + ETHERNET_OVERHEAD)
+        )
+        self.flows = [self._open(e, f) for e, f in scenario.flows_from(host)]
+        self.flows.sort(key=lambda a: a.release)
+
+    def _open(self, e: EchelonSpec, f: FlowSpec) -> _Active:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((self.ip, f.sport))
+        dst = (self.sc.hosts[f.dst], ECHELON_UDP_PORT)
+        return _Active(e.uid(f), s, dst, e.echelon_id, round(f.offset * 1e6), f.index,
+                       self.sc.packets(f), f.release)  # fmt: skip
+
+    def packet(self, a: _Active) -> bytes:
+        return pack_header(a.echelon_id, a.deadline_us, a.index, a.sent) + self.pad
+
+    def run(self, stop_at: float) -> SendReport:
+        """Send everything (or until wall-clock ``stop_at``); returns what was sent."""
+        t0 = self.start_at
+        pending = list(self.flows)
+        active: list[_Active] = []
+        credit_t = max(time.time(), t0)
+        sent_total = 0
+        rr = 0
+        try:
+            while (pending or active) and time.time() < stop_at:
+                now = time.time()
+                while pending and t0 + pending[0].release <= now:
+                    active.append(pending.pop(0))
+                if not active:
+                    # Idle link: pacing credit restarts at the next release.
+                    wake = t0 + pending[0].release
+                    time.sleep(max(0.0, min(wake - now, stop_at - now)))
+                    credit_t, sent_total = max(wake, time.time()), 0
+                    continue
+                due = min(MAX_BURST, int((now - credit_t) * self.pps) + 1 - sent_total)
+                if due <= 0:
+                    time.sleep(min(0.001, (sent_total / self.pps) - (now - credit_t)))
+                    continue
+                for _ in range(due):
+                    if not active:
+                        break
+                    rr %= len(active)
+                    a = active[rr]
+                    if a.start is None:
+                        a.start = time.time() - t0
+                    a.sock.sendto(self.packet(a), a.dst)
+                    a.sent += 1
+                    sent_total += 1
+                    if a.sent >= a.total:
+                        a.end = time.time() - t0
+                        active.pop(rr)
+                    else:
+                        rr += 1
+        finally:
+            for a in self.flows:
+                a.sock.close()
+        return SendReport(
+            {
+                a.uid: {"packets": a.sent, "expected": a.total, "start": a.start, "end": a.end}
+                for a in self.flows
+            }
+        )

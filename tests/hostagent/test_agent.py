@@ -1,0 +1,195 @@
+"""The agent plays a scenario over loopback: packets carry the header, finish times are recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from echelon.constants import ECHELON_UDP_PORT
+from echelon.errors import SpecError
+from echelon.wire import unpack_header
+from hostagent.receiver import Receiver
+from hostagent.report import formation_report, merge_records
+from hostagent.scenario import parse
+from hostagent.sender import Sender
+from topo.targets import wait_until
+
+# Loopback addresses unique to this test process (all of 127/8 is local), so parallel
+# runs of the suite never compete for the echelon port on the same address.
+_NET = f"127.{1 + os.getpid() // 250 % 250}.{os.getpid() % 250}"
+HOSTS = {"h1": f"{_NET}.1", "h2": f"{_NET}.2", "h3": f"{_NET}.3"}
+
+
+def scenario_dict(start_at: float, **over: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "start_at": start_at,
+        "hosts": HOSTS,
+        "packet_bytes": 500,
+        "default_rate_mbit": 8.0,
+        "timeout_s": 20.0,
+        "echelons": [
+            {
+                "name": "pipe/0/fwd", "job": "pipe", "group": "fwd", "echelon_id": 7,
+                "t_ref": 0.05,
+                "flows": [
+                    {"index": 0, "src": "h1", "dst": "h2", "size": 20000, "offset": 0.0,
+                     "release": 0.0, "sport": 20000},
+                    {"index": 1, "src": "h1", "dst": "h2", "size": 20000, "offset": 0.1,
+                     "release": 0.1, "sport": 20001},
+                ],
+            },
+            {
+                "name": "dp/0/grad", "job": "dp", "group": "grad", "echelon_id": 9, "t_ref": 0.2,
+                "flows": [
+                    {"index": 0, "src": "h3", "dst": "h2", "size": 4900, "offset": 0.0,
+                     "release": 0.0, "sport": 20000},
+                ],
+            },
+        ],
+    }  # fmt: skip
+    base.update(over)
+    return base
+
+
+def test_sender_packets_carry_header_and_are_paced() -> None:
+    sc = parse(scenario_dict(time.time() + 0.2))
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.bind((HOSTS["h2"], ECHELON_UDP_PORT))
+    rx.settimeout(5)
+    try:
+        report = Sender(sc, "h1").run(time.time() + 10)
+        got: list[tuple[tuple[str, int], bytes]] = []
+        while len(got) < 84:
+            data, addr = rx.recvfrom(2048)
+            got.append((addr, data))
+    finally:
+        rx.close()
+    assert (
+        report.flows["pipe/0/fwd#0"]["packets"]
+        == sc.packets(sc.echelons[0].flows[0])
+        == -(-20000 // 484)
+    )
+    by_port: dict[int, list[tuple[int, int, int, int, int]]] = {}
+    for addr, data in got:
+        assert addr[0] == HOSTS["h1"]
+        assert len(data) == 500
+        by_port.setdefault(addr[1], []).append(unpack_header(data))
+    first, second = by_port[20000], by_port[20001]
+    assert [h[4] for h in first] == list(range(42))
+    assert {(h[0], h[1], h[2], h[3]) for h in first} == {(1, 7, 0, 0)}
+    assert {(h[1], h[2], h[3]) for h in second} == {(7, 100000, 1)}
+    # 84 packets of 542 wire bytes at 8 Mbit/s take ~44 ms; the second flow is
+    # released at 0.1 s. Pacing means the sender spent at least the wire time.
+    r0, r1 = report.flows["pipe/0/fwd#0"], report.flows["pipe/0/fwd#1"]
+    assert r0["end"] is not None and r0["start"] is not None
+    assert r0["end"] - r0["start"] >= 40 * 542 * 8 / 8e6 * 0.9
+    assert r1["start"] is not None and r1["start"] >= 0.1
+
+
+def test_receiver_records_finish_and_ignores_duplicates_and_strangers() -> None:
+    sc = parse(scenario_dict(time.time()))
+    rcv = Receiver(sc, "h2", bind_ip=HOSTS["h2"])
+    rcv.sock.close()  # feed packets directly
+    from echelon.wire import pack_header
+
+    key = (HOSTS["h3"], 20000)  # dp flow: 4900 B / 484 B chunks = 11 packets
+    total = sc.packets(sc.echelons[1].flows[0])
+    for seq in range(total):
+        rcv._record(key, pack_header(9, 0, 0, seq), 1.0 + seq)
+        rcv._record(key, pack_header(9, 0, 0, seq), 50.0)  # duplicate: no effect
+    rcv._record(("127.0.0.9", 1), pack_header(9, 0, 0, 0), 2.0)
+    rcv._record(key, pack_header(8, 0, 0, 0), 2.0)  # wrong echelon id
+    rep = rcv.report()["dp/0/grad#0"]
+    assert rep["packets"] == total == 11
+    assert rep["finish"] == 1.0 + total - 1
+    assert rep["mismatched"] == 1
+    assert rcv.unknown == 1
+    assert rcv.pending == 2 and not rcv.done.is_set()
+
+
+def test_scenario_validation_names_the_field() -> None:
+    d = scenario_dict(0.0)
+    d["echelons"][0]["flows"][1]["sport"] = 20000
+    with pytest.raises(SpecError) as e:
+        parse(d)
+    assert "sport" in e.value.field
+    d = scenario_dict(0.0)
+    d["echelons"][1]["flows"][0]["dst"] = "h9"
+    with pytest.raises(SpecError) as e:
+        parse(d)
+    assert e.value.field == "echelons[1].flows[0].dst"
+
+
+def run_agent(args: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "hostagent", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def test_agents_play_scenario_end_to_end(tmp_path: Path) -> None:
+    """Three agent processes over loopback: every flow completes, the report is consistent."""
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(scenario_dict(0.0)))
+    go = tmp_path / "go"
+    procs = []
+    try:
+        for h, ip in HOSTS.items():
+            out = tmp_path / f"{h}.json"
+            procs.append(run_agent(["play", "--scenario", str(path), "--host", h,
+                                    "--out", str(out), "--bind", ip, "--go", str(go)]))  # fmt: skip
+        ready = [tmp_path / f"{h}.ready" for h in HOSTS]
+        wait_until(lambda: all(r.exists() for r in ready), 30, "agents ready")
+        go.write_text(repr(time.time() + 0.2))
+        for p in procs:
+            p.wait(30)
+            assert p.returncode == 0, p.stderr.read() if p.stderr else ""
+    finally:
+        stop(procs)
+    records = [json.loads((tmp_path / f"{h}.json").read_text()) for h in HOSTS]
+    assert all(r["complete"] for r in records)
+    res = run_agent(
+        ["report", "--scenario", str(path), *(str(tmp_path / f"{h}.json") for h in HOSTS)]
+    )
+    stdout, stderr = res.communicate(timeout=30)
+    assert res.returncode == 0, stderr
+    report = json.loads(stdout)
+    pipe = report["jobs"]["pipe"]
+    assert pipe["complete"] and not pipe["missing"]
+    flows = pipe["echelons"][0]["flows"]
+    # Uncontended loopback: flow 1 (released at 0.1 s) finishes after flow 0 and after 0.1 s.
+    assert flows[0]["actual"] < flows[1]["actual"]
+    assert flows[1]["actual"] > 0.1
+    direct = formation_report(parse(scenario_dict(report["start_at"])), merge_records(records))
+    assert direct["jobs"]["pipe"]["ect_max"] == pytest.approx(pipe["ect_max"])
+    ect = max(f["actual"] - (f["ideal"] - 0.05) for f in flows) - 0.05
+    assert pipe["ect_max"] == pytest.approx(ect, abs=1e-9)
+
+
+def test_cli_bad_scenario_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(scenario_dict(0.0, packet_bytes=9000)))
+    p = run_agent(["play", "--scenario", str(bad), "--host", "h1"])
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 2
+    assert err.decode().startswith("error: packet_bytes")

@@ -1,0 +1,100 @@
+"""``python -m topo.run --headless`` on the soft switch, end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from topo import demo
+from topo.crosscheck import DEFAULT_TOLERANCE_S, compare
+from topo.net import root_links
+from topo.targets import free_port, wait_until
+
+from .helpers import ROOT, alive, needs_root, topo_on_free_ports
+
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.skipif(needs_root, reason="root")]
+PREFIX = f"t6e{os.getpid() % 1000}"  # unique per test process
+KILL_PREFIX = f"t6k{os.getpid() % 1000}"
+
+
+def test_demo_runs_and_echelon_beats_fifo_for_the_pipeline(tmp_path: Path) -> None:
+    topo = topo_on_free_ports("topo/star.yaml", tmp_path / "star.yaml")
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "topo.run", "--headless", "--target", "soft",
+            "--topo", str(topo), "--out-dir", str(out), "--prefix", PREFIX,
+            "--api-port", str(free_port()), "--iterations", "1"]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        text, _ = proc.communicate(timeout=150)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    log = text.decode(errors="replace")
+    assert proc.returncode == 0, log
+    assert "target: soft" in log
+    results = json.loads((out / "demo-results.json").read_text())
+    assert (out / "demo-finish-times.png").stat().st_size > 1000
+    assert set(results["policies"]) == {"echelon", "coflow", "fifo"}
+    for policy, rep in results["policies"].items():
+        assert set(rep["jobs"]) == {"pipe", "dp"}, policy
+        for job, j in rep["jobs"].items():
+            assert j["complete"], (policy, job, j["missing"])
+            flows = [f for e in j["echelons"] for f in e["flows"]]
+            assert flows and all(f["actual"] is not None for f in flows)
+    ect = {p: r["jobs"]["pipe"]["ect_mean"] for p, r in results["policies"].items()}
+    assert ect["echelon"] < ect["fifo"], ect
+    # Cross-check with the simulator's fluid model (strict priority: few ms apart).
+    rows = compare(results, "echelon")
+    assert len(rows) == demo.MICRO + 2
+    worst = max(abs(r["diff"]) for r in rows)
+    assert worst <= DEFAULT_TOLERANCE_S, rows
+    # Nothing left behind: interfaces with our prefix, the switch, controller, agents.
+    assert not {n for n in root_links() if n.startswith(PREFIX)}
+    assert not procs_mentioning(f"@{PREFIX}s1-") and not procs_mentioning(str(tmp_path))
+
+
+def procs_mentioning(text: str) -> list[int]:
+    """PIDs of live processes whose command line contains ``text`` (inspection only)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmd and alive(int(d.name)):
+                found.append(int(d.name))
+    return found
+
+
+def test_sigterm_mid_run_cleans_up(tmp_path: Path) -> None:
+    topo = topo_on_free_ports("topo/star.yaml", tmp_path / "star.yaml")
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "topo.run", "--headless", "--target", "soft",
+            "--topo", str(topo), "--out-dir", str(out), "--prefix", KILL_PREFIX,
+            "--api-port", str(free_port())]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        # Interrupt while agents play the first policy: the most processes are alive then.
+        wait_until(lambda: (out / "echelon" / "go").exists() or proc.poll() is not None,
+                   90, "the first policy to start")  # fmt: skip
+        assert proc.poll() is None
+        assert procs_mentioning(str(tmp_path))  # controller and agents are running
+        assert procs_mentioning(f"@{KILL_PREFIX}s1-")  # the soft switch
+        proc.terminate()
+        assert proc.wait(60) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not {n for n in root_links() if n.startswith(KILL_PREFIX)}
+    wait_until(lambda: not procs_mentioning(str(tmp_path)), 15, "run's processes to exit")
+    assert not procs_mentioning(f"@{KILL_PREFIX}s1-")

@@ -1,0 +1,88 @@
+"""Run the controller daemon for the demo as a child process, and talk to its HTTP API."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+from echelon.errors import EchelonError
+from topo.targets import wait_until
+
+
+class ControllerError(EchelonError):
+    """The controller daemon failed to start or rejected a request."""
+
+
+class ControllerProcess:
+    """``python -m controlplane.daemon`` on a topology, stopped by PID."""
+
+    def __init__(self, topo_path: str, out_dir: Path, port: int) -> None:
+        self.topo_path = topo_path
+        self.out = out_dir
+        self.base = f"http://127.0.0.1:{port}"
+        self.port = port
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    def start(self, timeout: float = 60.0) -> None:
+        db = self.out / "controller.db"
+        for stale in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+            stale.unlink(missing_ok=True)  # a fresh registry per run
+        self._log = (self.out / "logs" / "controller.log").open("ab")
+        argv = [sys.executable, "-m", "controlplane.daemon", "--topo", self.topo_path,
+                "--db", str(db), "--port", str(self.port), "--policy", "fifo"]  # fmt: skip
+        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        wait_until(self._in_sync, timeout, "controller API and switches in sync", 0.2)
+
+    def _in_sync(self) -> bool:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise ControllerError(f"controller exited with {self.proc.returncode}; "
+                                  f"see {self.out / 'logs' / 'controller.log'}")  # fmt: skip
+        try:
+            st = httpx.get(self.base + "/status", timeout=2).json()
+        except (httpx.HTTPError, ValueError):
+            return False
+        sw = st.get("switches", {})
+        return bool(sw) and all(s.get("in_sync") for s in sw.values())
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        try:
+            r = httpx.request(method, self.base + path, json=body, timeout=30)
+        except httpx.HTTPError as exc:
+            raise ControllerError(f"{method} {path}: {exc}") from exc
+        if r.status_code >= 300:
+            raise ControllerError(f"{method} {path}: HTTP {r.status_code}: {r.text}")
+        return r.json()
+
+    def get(self, path: str) -> Any:
+        return self._call("GET", path)
+
+    def register(self, desc: dict[str, Any]) -> dict[str, Any]:
+        reply: dict[str, Any] = self._call("POST", "/jobs", desc)
+        self.wait_in_sync()
+        return reply
+
+    def set_policy(self, name: str) -> None:
+        self._call("PUT", "/policy", {"name": name})
+        self.wait_in_sync()
+
+    def wait_in_sync(self, timeout: float = 30.0) -> None:
+        wait_until(self._in_sync, timeout, "switches in sync with the controller", 0.1)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+        if self._log:
+            self._log.close()
+            self._log = None

@@ -1,0 +1,148 @@
+"""``make run``: the demo end to end — topology, controller, two contending jobs, three policies.
+
+    python -m topo.run [--topo topo/star.yaml] [--target auto|soft|bmv2] [--headless]
+                       [--policies echelon,coflow,fifo] [--iterations 3] [--out-dir run]
+
+Starts the topology (BMv2 if installed, else the soft switch), the controller
+daemon on it, registers the demo jobs (:mod:`topo.demo`), plays their traffic
+once per policy (switching the controller's policy between runs) and writes
+``run/demo-results.json``, ``run/demo-finish-times.png`` and a comparison table.
+Every process, namespace and interface it made is removed on exit, Ctrl-C or
+failure. With a terminal on stdin and no ``--headless`` it first drops into the
+Mininet CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from echelon.errors import EchelonError
+from topo import demo
+from topo.agents import PACKET_BYTES, play_scenario
+from topo.controller import ControllerProcess
+from topo.net import EchelonNet
+from topo.report import plot_finish_times, table
+from topo.topology import load
+
+log = logging.getLogger("topo.run")
+#: The controller's policies (controlplane.planning.POLICIES), checked before starting anything.
+POLICIES = ("echelon", "coflow", "fifo")
+
+
+class Terminated(BaseException):
+    """SIGTERM/SIGHUP. Not a KeyboardInterrupt: the Mininet CLI swallows those and goes
+    on, and the run must stop and clean up even while the CLI is open."""
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m topo.run", description=__doc__.split("\n")[0])
+    p.add_argument("--topo", default="topo/star.yaml")
+    p.add_argument("--target", default="auto", choices=("auto", "soft", "bmv2"))
+    p.add_argument("--headless", action="store_true", help="never enter the Mininet CLI")
+    p.add_argument("--policies", default="echelon,coflow,fifo")
+    p.add_argument("--iterations", type=int, default=3)
+    p.add_argument("--out-dir", default="run")
+    p.add_argument("--prefix", default="ec", help="prefix of root-namespace interface names")
+    p.add_argument("--api-port", type=int, default=8086)
+    p.add_argument("--rate-mbit", type=float, default=40.0, help="host sender pacing rate")
+    return p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    topo = load(args.topo)
+    missing = {"h1", "h2", "h3", "h4"} - set(topo.hosts)
+    if missing:
+        raise EchelonError(
+            f"topo: the demo jobs need hosts h1..h4; {args.topo} lacks {sorted(missing)}"
+        )
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    unknown = [p for p in policies if p not in POLICIES]
+    if unknown or not policies:
+        raise EchelonError(f"policies: {unknown or 'none'} not among {list(POLICIES)}")
+    out = Path(args.out_dir)
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    net = EchelonNet(topo, kind=args.target, prefix=args.prefix, log_dir=out / "logs")
+    why = "simple_switch_grpc" if net.kind == "bmv2" else "embedded soft switch"
+    if net.kind == "soft" and args.target == "auto":
+        why += "; BMv2 is not installed"
+    print(f"*** target: {net.kind} ({why})")
+    ctl = ControllerProcess(args.topo, out, args.api_port)
+    results: dict[str, Any] = {
+        "command": " ".join(["python -m topo.run", *sys.argv[1:]]),
+        "topology": topo.name,
+        "topo_path": str(Path(args.topo).resolve()),
+        "target": net.kind,
+        "iterations": args.iterations,
+        "packet_bytes": PACKET_BYTES,
+        "rate_mbit": args.rate_mbit,
+        "policies": {},
+    }
+    try:
+        net.start()
+        print(f"*** network up: {len(topo.hosts)} hosts, {len(topo.switches)} switches, "
+              f"bottleneck shaper: {net.shaper_mode}")  # fmt: skip
+        ctl.start()
+        plans = demo.plans(args.iterations)
+        ids: dict[tuple[str, str], int] = {}
+        for plan in plans[:2]:
+            reply = ctl.register(demo.registration(plan))
+            for g in reply["groups"]:
+                ids[(plan.job, g["group"])] = int(g["echelon_id"])
+        print(f"*** registered jobs {sorted({p.job for p in plans})}, echelon IDs {ids}")
+        for policy in policies:
+            ctl.set_policy(policy)
+            t0 = time.monotonic()
+            report = play_scenario(net, plans, ids, out / policy, rate_mbit=args.rate_mbit)
+            report["wall_s"] = time.monotonic() - t0
+            results["policies"][policy] = report
+            print(f"*** {policy}: done in {report['wall_s']:.1f} s")
+        results["stats"] = ctl.get("/stats")
+        (out / "demo-results.json").write_text(json.dumps(results, indent=1))
+        print(table(results))
+        plot_finish_times(results, out / "demo-finish-times.png")
+        print(f"*** wrote {out / 'demo-results.json'} and {out / 'demo-finish-times.png'}")
+        if sys.stdin.isatty() and not args.headless and net.mn is not None:
+            from mininet.cli import CLI
+            from mininet.log import setLogLevel
+
+            setLogLevel("output")  # the CLI prints command output at this level
+            CLI(net.mn)
+        return results
+    finally:
+        # A second Ctrl-C or signal must not cut the clean-up short.
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        ctl.stop()
+        net.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise Terminated(signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGHUP, on_term)  # terminal closed
+    try:
+        run(args)
+        return 0
+    except EchelonError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, Terminated):
+        print("interrupted; everything started was stopped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
