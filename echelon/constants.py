@@ -10,6 +10,8 @@ from typing import Final
 ECHELON_UDP_PORT: Final = 0xEC00
 #: The only echelon header version the switch accepts.
 ECHELON_VERSION: Final = 1
+#: IPv4 header length (32-bit words) without options; the switch drops IPv4 with options.
+IPV4_IHL_MIN: Final = 5
 #: Length of the echelon header in bytes.
 ECHELON_HEADER_LEN: Final = 16
 
@@ -33,6 +35,7 @@ SPECIAL_SPOOFED: Final = 2
 SPECIAL_MALFORMED: Final = 3
 SPECIAL_NON_IPV4: Final = 4
 SPECIAL_TTL_EXPIRED: Final = 5
+SPECIAL_IPV4_OPTIONS: Final = 6
 SPECIAL_COUNT: Final = 8
 
 

@@ -5,6 +5,11 @@
  * strict-priority queue: the echelon's band from the controller's inter-group
  * order, the level inside it from the flow's deadline. See docs/pipeline.md. */
 #include <core.p4>
+/* v1model.p4 defaults to V1MODEL_VERSION 20180101, where counter is not
+ * generic; the counter<bit<32>>(...) instances in ingress.p4 need 20200408. */
+#ifndef V1MODEL_VERSION
+#define V1MODEL_VERSION 20200408
+#endif
 #include <v1model.p4>
 
 #include "include/constants.p4"

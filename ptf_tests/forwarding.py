@@ -6,10 +6,15 @@ other byte unchanged) and that nothing else came out of any port.
 
 from __future__ import annotations
 
-from scapy.layers.inet import IP, UDP
+from scapy.layers.inet import IP, UDP, IPOption_Router_Alert
 from scapy.layers.l2 import Ether
 
-from echelon.constants import SPECIAL_NON_IPV4, SPECIAL_PLAIN, SPECIAL_TTL_EXPIRED
+from echelon.constants import (
+    SPECIAL_IPV4_OPTIONS,
+    SPECIAL_NON_IPV4,
+    SPECIAL_PLAIN,
+    SPECIAL_TTL_EXPIRED,
+)
 from echelon.wire import Echelon
 from ptf_tests import packets as pk
 from ptf_tests.base import EchelonTest
@@ -96,4 +101,27 @@ class NoRoute(EchelonTest):
             ),
             "the unrouted and the ARP frame to be counted",
         )
+        self.expect_nothing_else()
+
+
+class Ipv4Options(EchelonTest):
+    """IPv4 with options (ihl > 5): dropped and counted, even for a registered echelon,
+    because the checksum update covers the 20-byte header only."""
+
+    def runTest(self) -> None:
+        self.register(100, class_id=1, prio=5, sources=[1])
+        before = self.counter("special_pkts", SPECIAL_IPV4_OPTIONS)
+        class_before = self.counter("echelon_pkts", 1)
+        pkt = Ether(pk.echelon(1, 2, 100, deadline_us=10))
+        pkt[IP].options = [IPOption_Router_Alert()]
+        del pkt[IP].ihl, pkt[IP].len, pkt[IP].chksum
+        frame = bytes(pkt)
+        self.assertEqual(Ether(frame)[IP].ihl, 6)
+        self.send(1, frame)
+        want = (before[0] + 1, before[1] + len(frame))
+        self.wait_for(
+            lambda: self.counter("special_pkts", SPECIAL_IPV4_OPTIONS) == want,
+            "the frame with IPv4 options to be counted",
+        )
+        self.assertEqual(self.counter("echelon_pkts", 1), class_before)
         self.expect_nothing_else()

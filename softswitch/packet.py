@@ -18,7 +18,12 @@ from __future__ import annotations
 
 import struct
 
-from echelon.constants import ECHELON_HEADER_LEN, ECHELON_UDP_PORT, ECHELON_VERSION
+from echelon.constants import (
+    ECHELON_HEADER_LEN,
+    ECHELON_UDP_PORT,
+    ECHELON_VERSION,
+    IPV4_IHL_MIN,
+)
 
 #: v1model error codes (core.p4 order, then the program's own error).
 NO_ERROR = 0
@@ -58,6 +63,7 @@ class Packet:
         "eth_dst",
         "eth_src",
         "eth_valid",
+        "ihl",
         "ingress_port",
         "ipv4_dst",
         "ipv4_src",
@@ -78,6 +84,7 @@ class Packet:
         self.parser_error = NO_ERROR
         self.eth_valid = False
         self.ipv4_valid = False
+        self.ihl = 0
         self.udp_valid = False
         self.echelon_valid = False
         self.eth_dst = 0
@@ -114,11 +121,12 @@ def parse(data: bytearray, ingress_port: int) -> Packet:
         return p
     _vi, tos, _tl, _id, _ff, ttl, proto, _cs, src, dst = _IPV4.unpack_from(data, IPV4_OFF)
     p.ipv4_valid = True
+    p.ihl = _vi & 0x0F
     p.dscp = tos >> 2
     p.ttl = ttl
     p.ipv4_src = src
     p.ipv4_dst = dst
-    if proto != 17:
+    if p.ihl != IPV4_IHL_MIN or proto != 17:
         return p
     if n < ECH_OFF:
         p.parser_error = PACKET_TOO_SHORT

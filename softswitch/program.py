@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from echelon.constants import (
+    IPV4_IHL_MIN,
     PRIO_BEST_EFFORT,
+    SPECIAL_IPV4_OPTIONS,
     SPECIAL_MALFORMED,
     SPECIAL_NON_IPV4,
     SPECIAL_PLAIN,
@@ -135,6 +137,10 @@ class EchelonProgram:
         p.prio = PRIO_BEST_EFFORT
         if not p.ipv4_valid:
             self.special_pkts.count(SPECIAL_NON_IPV4, p.length)
+            self.drop(p)
+            return
+        if p.ihl != IPV4_IHL_MIN:
+            self.special_pkts.count(SPECIAL_IPV4_OPTIONS, p.length)
             self.drop(p)
             return
         if p.ttl <= 1:

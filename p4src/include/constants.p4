@@ -6,6 +6,8 @@
 
 const bit<16> ETHERTYPE_IPV4     = 0x0800;
 const bit<8>  IPPROTO_UDP        = 17;
+/* IPv4 header length in 32-bit words without options. */
+const bit<4>  IPV4_IHL_MIN       = 5;
 /* UDP destination port that marks an echelon header (0xEC00). */
 const bit<16> ECHELON_UDP_PORT   = 0xEC00;
 /* The only header version this program understands. */
@@ -24,6 +26,7 @@ const bit<32> SPECIAL_SPOOFED    = 2;   /* echelon ID registered, not for this s
 const bit<32> SPECIAL_MALFORMED  = 3;   /* parser error: truncated or bad version */
 const bit<32> SPECIAL_NON_IPV4   = 4;   /* not IPv4: dropped, no route      */
 const bit<32> SPECIAL_TTL_EXPIRED = 5;  /* TTL <= 1 on arrival: dropped     */
+const bit<32> SPECIAL_IPV4_OPTIONS = 6; /* IPv4 with options: dropped (see ingress) */
 const bit<32> SPECIAL_COUNT      = 8;
 
 /* Sizes: the controller reads them from the P4Info to detect a full table. */

@@ -7,7 +7,8 @@
  *  - only a (source address, echelon ID) pair the controller installed in
  *    echelon_classify gains a priority above PRIO_BEST_EFFORT;
  *  - nothing is dropped for being unknown, spoofed or malformed: it goes to
- *    best-effort and is counted in special_pkts. */
+ *    best-effort and is counted in special_pkts (only non-IPv4, IPv4 with
+ *    options, expired TTL and route misses are dropped). */
 #ifndef _ECHELON_INGRESS_P4_
 #define _ECHELON_INGRESS_P4_
 
@@ -102,6 +103,13 @@ control EchelonIngress(inout headers_t hdr,
         meta.prio = PRIO_BEST_EFFORT;
         if (!hdr.ipv4.isValid()) {
             special_pkts.count(SPECIAL_NON_IPV4);
+            drop();
+            return;
+        }
+        if (hdr.ipv4.ihl != IPV4_IHL_MIN) {
+            /* The checksum update covers the 20-byte header only, so a packet
+             * with options would leave with a wrong checksum: drop it, counted. */
+            special_pkts.count(SPECIAL_IPV4_OPTIONS);
             drop();
             return;
         }

@@ -18,10 +18,12 @@ parser EchelonParser(packet_in packet,
         }
     }
 
+    /* Only option-less IPv4 is parsed further: with options, the UDP header
+     * is not at a fixed offset (ingress drops such packets, see there). */
     state parse_ipv4 {
         packet.extract(hdr.ipv4);
-        transition select(hdr.ipv4.protocol) {
-            IPPROTO_UDP: parse_udp;
+        transition select(hdr.ipv4.ihl, hdr.ipv4.protocol) {
+            (IPV4_IHL_MIN, IPPROTO_UDP): parse_udp;
             default: accept;
         }
     }

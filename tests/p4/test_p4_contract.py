@@ -83,7 +83,17 @@ def test_python_constants_match_p4(text: str) -> None:
     assert consts["ECHELON_VERSION"] == C.ECHELON_VERSION
     assert consts["PRIO_BEST_EFFORT"] == C.PRIO_BEST_EFFORT
     assert consts["PRIO_MAX"] == C.PRIO_MAX
-    for name in ("PLAIN", "UNKNOWN", "SPOOFED", "MALFORMED", "NON_IPV4", "TTL_EXPIRED", "COUNT"):
+    assert consts["IPV4_IHL_MIN"] == C.IPV4_IHL_MIN
+    for name in (
+        "PLAIN",
+        "UNKNOWN",
+        "SPOOFED",
+        "MALFORMED",
+        "NON_IPV4",
+        "TTL_EXPIRED",
+        "IPV4_OPTIONS",
+        "COUNT",
+    ):
         assert consts[f"SPECIAL_{name}"] == getattr(C, f"SPECIAL_{name}"), name
     widths = src.field_widths(text)
     assert widths["hdr.echelon.echelon_id"] == C.ECHELON_ID_BITS

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 from p4.v1 import p4runtime_pb2 as p4r
-from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet import IP, TCP, UDP, IPOption_Router_Alert
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
 
 from echelon.constants import (
+    SPECIAL_IPV4_OPTIONS,
     SPECIAL_MALFORMED,
     SPECIAL_NON_IPV4,
     SPECIAL_PLAIN,
@@ -212,6 +213,17 @@ def test_ttl_two_is_forwarded_with_ttl_one(pl: Pipeline) -> None:
 def test_non_ipv4_dropped(pl: Pipeline, frame: bytes) -> None:
     assert run(pl, frame) is None
     assert special(pl, SPECIAL_NON_IPV4) == (1, len(frame))
+
+
+def test_ipv4_options_dropped_and_counted(pl: Pipeline) -> None:
+    # A router-alert option: ihl = 6. Even a registered echelon frame gains nothing.
+    pkt = echelon_pkt()
+    pkt[IP].options = [IPOption_Router_Alert()]
+    frame = bytes(pkt)
+    assert Ether(frame)[IP].ihl == 6
+    assert run(pl, frame) is None
+    assert special(pl, SPECIAL_IPV4_OPTIONS) == (1, len(frame))
+    assert pl.counter_by_name["EchelonIngress.echelon_pkts"].counter.packets[CLASS] == 0
 
 
 def test_no_route_drops_but_still_classifies(pl: Pipeline) -> None:
