@@ -1,0 +1,232 @@
+"""``python -m controlplane.bench``: registration latency and write rate, end to end.
+
+Starts a soft switch and the controller daemon (free ports, temporary registry),
+then, with N = 1, 100 and 1,000 jobs already registered, times ``--probes``
+registrations of one more job through the HTTP API (the API answers only after
+every switch acknowledged the writes) and its removal. After each probe the
+switch is read back to check the probe's entries really are installed (outside
+the timed section). "fill updates/s" is the write rate while the background jobs
+up to N were registered back to back (updates written / summed request time).
+Finally the daemon is killed, the switch restarted empty and the daemon
+restarted: the time to re-install everything is the bulk write rate.
+
+Every job is an explicit two-source EchelonFlow (1 ids + 2 classify + its ranges
+entries). Numbers go to stdout; docs/controller.md records them with the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from controlplane.p4info import P4Info
+from controlplane.p4rt import SwitchConnection
+
+ROOT = Path(__file__).resolve().parents[1]
+P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait(cond: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            got = cond()
+            if got:
+                return got
+        except (httpx.HTTPError, OSError):
+            pass
+        time.sleep(0.05)  # polling interval of a deadline wait
+    raise SystemExit(f"error: timed out waiting for {what}")
+
+
+def _stop(p: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    if p.poll() is None:
+        os.kill(p.pid, sig)
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait(10)
+
+
+def job(name: str) -> dict[str, Any]:
+    flows = [
+        {"src": "h1", "dst": "h4", "size": 100000, "offset": 0.0},
+        {"src": "h2", "dst": "h4", "size": 100000, "offset": 0.002},
+    ]
+    return {"job": name, "echelonflows": [{"group": "g", "flows": flows}]}
+
+
+class Bench:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.grpc = _port()
+        self.api = f"http://127.0.0.1:{_port()}"
+        self.topo = tmp / "topo.yaml"
+        hosts = {f"h{i}": {"ip": f"10.0.0.{i}", "mac": f"00:00:0a:00:00:0{i}"} for i in range(1, 5)}
+        self.topo.write_text(
+            yaml.safe_dump(
+                {
+                    "name": "bench",
+                    "switches": {"s1": {"grpc": f"127.0.0.1:{self.grpc}", "thrift_port": 9}},
+                    "hosts": hosts,
+                    "links": [{"a": f"h{i}", "b": "s1", "b_port": i} for i in range(1, 5)],
+                }
+            )
+        )
+        self.switch: subprocess.Popen[bytes] | None = None
+        self.daemon: subprocess.Popen[bytes] | None = None
+        self.http = httpx.Client(base_url=self.api, timeout=60)
+
+    def start_switch(self) -> None:
+        log = (self.tmp / "switch.log").open("ab")
+        argv = [sys.executable, "-m", "softswitch", "--thrift-port", str(_port()), "--no-p4"]
+        argv += ["--", "--grpc-server-addr", f"127.0.0.1:{self.grpc}", "--priority-queues", "8"]
+        self.switch = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
+
+    def start_daemon(self) -> float:
+        log = (self.tmp / "daemon.log").open("ab")
+        argv = [sys.executable, "-m", "controlplane.daemon", "--topo", str(self.topo)]
+        argv += ["--db", str(self.tmp / "reg.db"), "--port", self.api.rsplit(":", 1)[1]]
+        argv += ["--log-level", "warning"]
+        t0 = time.monotonic()
+        self.daemon = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
+        _wait(lambda: self.status()["switches"]["s1"]["in_sync"], 300, "controller in sync")
+        return time.monotonic() - t0
+
+    def status(self) -> dict[str, Any]:
+        r = self.http.get("/status")
+        r.raise_for_status()
+        return dict(r.json())
+
+    def register(self, name: str) -> float:
+        t0 = time.perf_counter()
+        r = self.http.post("/jobs", json=job(name))
+        dt = time.perf_counter() - t0
+        if r.status_code != 201:
+            raise SystemExit(f"error: registering {name}: {r.status_code} {r.text}")
+        return dt
+
+    def remove(self, name: str) -> float:
+        t0 = time.perf_counter()
+        r = self.http.delete(f"/jobs/{name}")
+        dt = time.perf_counter() - t0
+        if r.status_code != 200:
+            raise SystemExit(f"error: removing {name}: {r.status_code} {r.text}")
+        return dt
+
+    def installed_ids(self) -> set[int]:
+        info = P4Info.load(P4INFO)
+        with SwitchConnection(f"127.0.0.1:{self.grpc}", election_id=(0, 0), p4info=info) as sw:
+            return {
+                int(e.match_dict()["hdr.echelon.echelon_id"])  # type: ignore[arg-type]
+                for e in sw.read_table_entries("echelon_ids")
+            }
+
+    def close(self) -> None:
+        for p in (self.daemon, self.switch):
+            if p is not None:
+                _stop(p)
+
+
+def pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
+
+
+def run(levels: list[int], probes: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="echelon-bench-") as d:
+        b = Bench(Path(d))
+        try:
+            b.start_switch()
+            b.start_daemon()
+            registered = 0
+            print(
+                f"{'jobs':>6} {'reg p50 ms':>10} {'reg p99 ms':>10} {'rm p50 ms':>9} "
+                f"{'rm p99 ms':>9} {'updates/s':>9} {'fill updates/s':>14}"
+            )
+            for n in levels:
+                f0 = b.status()["switches"]["s1"]["updates_written"]
+                fill_t = 0.0
+                while registered < n:
+                    fill_t += b.register(f"bg{registered}")
+                    registered += 1
+                fill_w = b.status()["switches"]["s1"]["updates_written"] - f0
+                reg, rm = [], []
+                w0 = b.status()["switches"]["s1"]["updates_written"]
+                for k in range(probes):
+                    reg.append(b.register(f"probe{k}"))
+                    eid = next(
+                        g["echelon_id"] for g in b.http.get(f"/jobs/probe{k}").json()["groups"]
+                    )
+                    if eid not in b.installed_ids():
+                        raise SystemExit(f"error: probe{k} (echelon id {eid}) not on the switch")
+                    rm.append(b.remove(f"probe{k}"))
+                written = b.status()["switches"]["s1"]["updates_written"] - w0
+                rate = written / (sum(reg) + sum(rm))
+                print(
+                    f"{n:>6} {1e3 * pct(reg, 0.5):>10.1f} {1e3 * pct(reg, 0.99):>10.1f} "
+                    f"{1e3 * pct(rm, 0.5):>9.1f} {1e3 * pct(rm, 0.99):>9.1f} {rate:>9.0f} "
+                    f"{fill_w / fill_t if fill_t else 0.0:>14.0f}",
+                    flush=True,
+                )
+            entries = sum(b.status()["switches"]["s1"]["entries"].values())
+            assert b.daemon is not None and b.switch is not None
+            _stop(b.daemon, signal.SIGKILL)
+            _stop(b.switch)
+            b.start_switch()
+            dt = b.start_daemon()
+            st = b.status()["switches"]["s1"]
+            print(
+                f"bulk re-install after switch restart: {entries} entries "
+                f"({st['updates_written']} updates) in {dt:.2f} s incl. daemon start-up "
+                f"= {st['updates_written'] / dt:.0f} updates/s; "
+                f"median probe latency {statistics.median(reg) * 1e3:.1f} ms"
+            )
+        finally:
+            b.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m controlplane.bench", description=__doc__)
+    p.add_argument("--levels", default="1,100,1000", help="registered-job counts to measure at")
+    p.add_argument("--probes", type=int, default=50, help="timed registrations per level")
+    args = p.parse_args(argv)
+    try:
+        levels = sorted(int(x) for x in args.levels.split(","))
+    except ValueError:
+        print(
+            f"error: --levels: not a comma-separated list of integers: {args.levels}",
+            file=sys.stderr,
+        )
+        return 2
+    if levels[-1] + 1 > 1024 or levels[0] < 0 or args.probes < 1:
+        print(
+            "error: --levels: 0..1023 jobs (1024 echelon_ids entries); --probes >= 1",
+            file=sys.stderr,
+        )
+        return 2
+    run(levels, args.probes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""Desired table entries and the minimal, safely ordered update between two entry sets.
+
+Pure (no I/O), so the controller's central decision — what a switch must hold and
+in which order to get there — is unit-tested without a switch. The controller
+feeds it the topology, the P4Info and one :class:`GroupPlan` per registered
+(job, group); the plans themselves come from :mod:`controlplane.planning`.
+
+Update order (why): a packet of registered traffic must never fall back to
+best-effort during an update. Inserts and modifies therefore go before deletes,
+so a group's new ranges/levels exist before its old ones disappear. Only a table
+whose old and new entries together would not fit is cleared of stale entries
+first (the switch would refuse the inserts otherwise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from controlplane.p4info import P4Info, TableEntry
+from echelon.errors import EchelonError
+from echelon.schedule import DeadlineRange
+from topo.topology import Topology
+
+T_LPM = "EchelonIngress.ipv4_lpm"
+T_CLASSIFY = "EchelonIngress.echelon_classify"
+T_IDS = "EchelonIngress.echelon_ids"
+T_DEADLINE = "EchelonIngress.deadline_prio"
+#: P4Runtime priority of every deadline_prio entry: ranges of one class never
+#: overlap, so any fixed value > 0 (required for RANGE tables) is correct.
+RANGE_ENTRY_PRIORITY = 1
+
+
+class TableFullError(EchelonError):
+    """The desired entries of ``table`` exceed its size (P4Info or switch)."""
+
+    def __init__(self, table: str, needed: int, size: int, why: str = "") -> None:
+        msg = why or f"the table holds {size}"
+        super().__init__(f"{table}: table full: needs {needed} entries, {msg}")
+        self.field = table
+        self.table = table
+        self.needed = needed
+        self.size = size
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """What one registered (job, group) gets on every switch.
+
+    ``sources`` are host names; ``priority`` the band's top level (0 = best
+    effort, used by the ``fifo`` policy); ``ranges`` the deadline ranges inside
+    the band (empty for ``coflow`` and ``fifo``).
+    """
+
+    job: str
+    group: str
+    echelon_id: int
+    class_id: int
+    sources: tuple[str, ...]
+    priority: int
+    ranges: tuple[DeadlineRange, ...] = ()
+
+
+def forwarding_entries(p4info: P4Info, topo: Topology, switch: str) -> list[TableEntry]:
+    """One ``ipv4_lpm`` /32 per host, from the topology's shortest-path routes."""
+    out = []
+    for r in topo.routes(switch):
+        ip, plen = r.prefix.split("/")
+        out.append(
+            p4info.table_entry(
+                T_LPM,
+                {"hdr.ipv4.dstAddr": (ip, int(plen))},
+                "EchelonIngress.ipv4_forward",
+                {"dstAddr": r.next_hop_mac, "port": r.port},
+            )
+        )
+    return out
+
+
+def group_entries(p4info: P4Info, topo: Topology, plan: GroupPlan) -> list[TableEntry]:
+    """The echelon_ids, echelon_classify and deadline_prio entries of one group."""
+    out = [p4info.table_entry(T_IDS, {"hdr.echelon.echelon_id": plan.echelon_id}, "NoAction")]
+    for src in sorted(set(plan.sources)):
+        out.append(
+            p4info.table_entry(
+                T_CLASSIFY,
+                {"hdr.ipv4.srcAddr": topo.hosts[src].ip, "hdr.echelon.echelon_id": plan.echelon_id},
+                "EchelonIngress.set_echelon",
+                {"class_id": plan.class_id, "prio": plan.priority},
+            )
+        )
+    for rg in plan.ranges:
+        out.append(
+            p4info.table_entry(
+                T_DEADLINE,
+                {"meta.class_id": plan.class_id, "hdr.echelon.deadline_us": (rg.lo_us, rg.hi_us)},
+                "EchelonIngress.set_deadline_prio",
+                {"prio": rg.priority},
+                priority=RANGE_ENTRY_PRIORITY,
+            )
+        )
+    return out
+
+
+def desired_entries(
+    p4info: P4Info, topo: Topology, switch: str, plans: Iterable[GroupPlan]
+) -> set[TableEntry]:
+    """Everything ``switch`` must hold: its routes plus every group's entries."""
+    out = set(forwarding_entries(p4info, topo, switch))
+    for plan in plans:
+        out.update(group_entries(p4info, topo, plan))
+    return out
+
+
+def check_capacity(p4info: P4Info, entries: Iterable[TableEntry]) -> None:
+    """Raise :class:`TableFullError` if any table would hold more than its P4Info size."""
+    counts = count_by_table(entries)
+    for table, n in sorted(counts.items()):
+        size = p4info.table(table).size
+        if size and n > size:
+            raise TableFullError(table, n, size)
+
+
+def count_by_table(entries: Iterable[TableEntry]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for e in entries:
+        counts[e.table] = counts.get(e.table, 0) + 1
+    return counts
+
+
+@dataclass(frozen=True)
+class Step:
+    """One update: ``kind`` INSERT/MODIFY/DELETE of ``entry``; ``old`` is the entry it
+    replaces (MODIFY) or removes (DELETE), kept so the step can be undone."""
+
+    kind: str
+    entry: TableEntry
+    old: TableEntry | None = None
+
+    def inverse(self) -> Step:
+        if self.kind == "INSERT":
+            return Step("DELETE", self.entry)
+        if self.kind == "DELETE":
+            assert self.old is not None
+            return Step("INSERT", self.old)
+        assert self.old is not None
+        return Step("MODIFY", self.old, self.entry)
+
+
+def plan_updates(
+    current: Iterable[TableEntry],
+    desired: Iterable[TableEntry],
+    sizes: Mapping[str, int] | None = None,
+) -> list[Step]:
+    """The minimal ordered steps that turn ``current`` into ``desired``.
+
+    Entries are matched by :attr:`TableEntry.key`; a key in both with another
+    action or parameters becomes a MODIFY. Read-back default entries are ignored.
+    """
+    cur_set = {e for e in current if not e.is_default}
+    want_set = {e for e in desired if not e.is_default}
+    gone = {e.key: e for e in cur_set - want_set}
+    new = {e.key: e for e in want_set - cur_set}
+    inserts = [Step("INSERT", e) for k, e in new.items() if k not in gone]
+    modifies = [Step("MODIFY", e, gone[k]) for k, e in new.items() if k in gone]
+    deletes = [Step("DELETE", e, e) for k, e in gone.items() if k not in new]
+    tight: set[str] = set()
+    if sizes:
+        peak = count_by_table(cur_set)
+        for s in inserts:
+            peak[s.entry.table] = peak.get(s.entry.table, 0) + 1
+        tight = {t for t, n in peak.items() if sizes.get(t, 0) and n > sizes[t]}
+    first = [s for s in deletes if s.entry.table in tight]
+    last = [s for s in deletes if s.entry.table not in tight]
+    return _sorted(first) + _sorted(inserts) + _sorted(modifies) + _sorted(last)
+
+
+def _sorted(steps: Sequence[Step]) -> list[Step]:
+    """Deterministic order; ids before classify before ranges, so a group is known
+    before its sources are classified (and the reverse would only cost counters)."""
+    rank = {T_LPM: 0, T_IDS: 1, T_CLASSIFY: 2, T_DEADLINE: 3}
+    return sorted(steps, key=lambda s: (rank.get(s.entry.table, 9), s.entry))
+
+
+def apply_steps(entries: Iterable[TableEntry], steps: Iterable[Step]) -> set[TableEntry]:
+    """The entry set after ``steps`` (what the controller caches as installed)."""
+    by_key = {e.key: e for e in entries}
+    for s in steps:
+        if s.kind == "DELETE":
+            by_key.pop(s.entry.key, None)
+        else:
+            by_key[s.entry.key] = s.entry
+    return set(by_key.values())

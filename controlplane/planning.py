@@ -1,0 +1,222 @@
+"""From registered job descriptions to per-group plans: the one place that calls the core.
+
+A registration is either a *paradigm job description* (parsed by the core's
+``echelon.jobs.load_job``) or an *explicit EchelonFlow spec* (parsed here)::
+
+    {"job": "j1", "echelonflows": [
+        {"group": "grads", "weight": 1.0,
+         "flows": [{"src": "h1", "dst": "h4", "size": 100000, "offset": 0.0}, ...]}]}
+
+The controller's policy picks what the switch enforces:
+
+* ``echelon`` — the core's EchelonFlow policy, quantised to bands and deadline ranges;
+* ``coflow`` — the core's coflow ordering, one level per group, no deadline ranges;
+* ``fifo`` — no priority at all: every registered group is classified (so its
+  counters still count) at level 0, best-effort — the "no priorities" baseline.
+
+Everything here is pure; :func:`plan_groups` is called under the controller lock.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from controlplane.entries import GroupPlan
+from controlplane.registry import GroupIds
+from echelon.errors import SpecError
+from echelon.model import EchelonFlow, Flow
+from echelon.schedule import DeadlineRange, EchelonLevels
+from echelon.specfields import check_keys, count, mapping, path, seconds, text
+from topo.topology import Topology
+
+POLICIES = ("echelon", "coflow", "fifo")
+#: Capacity assumed for a topology link without ``bw_mbit`` (bytes/s, 10 Gbit/s).
+DEFAULT_LINK_BYTES_S = 10e9 / 8
+
+
+class UnknownHostError(SpecError):
+    """A flow names a host the topology does not have (HTTP 422)."""
+
+
+@dataclass(frozen=True)
+class ParsedJob:
+    """A validated registration: its job ID, the EchelonFlows of iteration 0 and
+    the groups in first-appearance order (each gets one echelon ID)."""
+
+    job_id: str
+    echelons: tuple[EchelonFlow, ...]
+    groups: tuple[str, ...]
+
+    def of_group(self, group: str) -> tuple[tuple[EchelonFlow, ...], tuple[str, ...]]:
+        """The group's EchelonFlows and source hosts (cached: re-planned on every change)."""
+        cache: dict[str, tuple[tuple[EchelonFlow, ...], tuple[str, ...]]]
+        cache = self.__dict__.setdefault("_by_group", {})
+        if group not in cache:
+            mine = tuple(ef for ef in self.echelons if ef.group == group)
+            cache[group] = (mine, tuple(sorted({f.src for ef in mine for f in ef.flows})))
+        return cache[group]
+
+
+class TopologyNetwork:
+    """The core's ``Network`` protocol over a topology file: one link per direction."""
+
+    def __init__(self, topo: Topology) -> None:
+        self.topo = topo
+        caps: dict[str, float] = {}
+        for lk in topo.links:
+            cap = lk.bw_mbit * 1e6 / 8 if lk.bw_mbit else DEFAULT_LINK_BYTES_S
+            caps[f"{lk.a}->{lk.b}"] = cap
+            caps[f"{lk.b}->{lk.a}"] = cap
+        self._links = caps
+        self._paths: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    @property
+    def links(self) -> Mapping[str, float]:
+        return self._links
+
+    def path(self, src: str, dst: str) -> tuple[str, ...]:
+        key = (src, dst)
+        if key not in self._paths:
+            hops = self.topo.path(src, dst)
+            self._paths[key] = tuple(f"{u}->{v}" for u, v in itertools.pairwise(hops))
+        return self._paths[key]
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def parse_job(desc: Any, topo: Topology) -> ParsedJob:
+    """Validate a registration; raise ``SpecError`` (``UnknownHostError`` for hosts)."""
+    data = mapping(desc, "job")
+    efs = _parse_explicit(data) if "echelonflows" in data else _parse_paradigm(data, topo)
+    for ef in efs:
+        for pos, f in enumerate(ef.flows):
+            for end in ("src", "dst"):
+                host = getattr(f, end)
+                if host not in topo.hosts:
+                    raise UnknownHostError(
+                        f"{ef.group}.flows[{pos}].{end}",
+                        f"unknown host {host!r} (topology has {sorted(topo.hosts)})",
+                    )
+    groups = tuple(dict.fromkeys(ef.group for ef in efs))
+    return ParsedJob(efs[0].job, tuple(efs), groups)
+
+
+def _parse_explicit(data: Mapping[str, Any]) -> list[EchelonFlow]:
+    check_keys(data, ("job", "echelonflows"), "")
+    job = text(data.get("job"), "job")
+    if "/" in job:
+        raise SpecError("job", "must not contain '/'")
+    raw = data["echelonflows"]
+    if not isinstance(raw, list) or not raw:
+        raise SpecError("echelonflows", "must be a non-empty list")
+    out = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw):
+        where = path("echelonflows", i)
+        m = mapping(item, where)
+        check_keys(m, ("group", "weight", "t_ref", "flows"), where)
+        group = text(m.get("group"), path(where, "group"))
+        if group in seen:
+            raise SpecError(path(where, "group"), f"group {group!r} appears twice")
+        seen.add(group)
+        weight = seconds(m.get("weight", 1.0), path(where, "weight"), positive=True)
+        t_ref = seconds(m.get("t_ref", 0.0), path(where, "t_ref"))
+        flows_raw = m.get("flows")
+        if not isinstance(flows_raw, list) or not flows_raw:
+            raise SpecError(path(where, "flows"), "must be a non-empty list")
+        flows = []
+        for j, fr in enumerate(flows_raw):
+            fw = path(path(where, "flows"), j)
+            f = mapping(fr, fw)
+            check_keys(f, ("src", "dst", "size", "offset"), fw)
+            flows.append(
+                Flow(
+                    j,
+                    text(f.get("src"), path(fw, "src")),
+                    text(f.get("dst"), path(fw, "dst")),
+                    count(f.get("size"), path(fw, "size"), minimum=1),
+                    seconds(f.get("offset", 0.0), path(fw, "offset")),
+                )
+            )
+        try:
+            ef = EchelonFlow(f"{job}/0/{group}", job, group, tuple(flows), t_ref, weight)
+        except SpecError as exc:  # name the field under echelonflows[i]
+            raise SpecError(f"{where}.{exc.field.split('.', 1)[-1]}", exc.message) from None
+        out.append(ef)
+    return out
+
+
+def _parse_paradigm(data: Mapping[str, Any], topo: Topology) -> list[EchelonFlow]:
+    """A paradigm description, through the core (``echelon.jobs``).
+
+    Hosts are checked here rather than by ``load_job(known_hosts=...)`` so an
+    unknown host is an :class:`UnknownHostError` (HTTP 422), not a generic error.
+    """
+    jobs = _core("echelon.jobs", "paradigm job descriptions")
+    raw_hosts = data.get("hosts")
+    if isinstance(raw_hosts, list | tuple):
+        for i, h in enumerate(raw_hosts):
+            if isinstance(h, str) and h not in topo.hosts:
+                raise UnknownHostError(
+                    path("hosts", i), f"unknown host {h!r} (topology has {sorted(topo.hosts)})"
+                )
+    spec = jobs.load_job(dict(data))
+    efs = list(spec.echelonflows(iteration=0))
+    if not efs:
+        raise SpecError("job", "the description produces no EchelonFlow")
+    return efs
+
+
+def _core(module: str, what: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise SpecError("job", f"{what} need {module}, which is not available: {exc}") from None
+
+
+# ---------------------------------------------------------------- planning
+
+
+def plan_groups(
+    policy: str,
+    jobs: Sequence[tuple[ParsedJob, Sequence[GroupIds]]],
+    network: TopologyNetwork,
+) -> list[GroupPlan]:
+    """One :class:`GroupPlan` per registered (job, group) under ``policy``."""
+    if policy not in POLICIES:
+        raise SpecError("policy", f"unknown policy {policy!r} (one of {list(POLICIES)})")
+    efs = [ef for job, _ in jobs for ef in job.echelons]
+    levels = compute_levels(policy, efs, network) if policy != "fifo" and efs else {}
+    out = []
+    for job, ids in jobs:
+        for gid in ids:
+            mine, sources = job.of_group(gid.group)
+            lv = [levels[ef.name] for ef in mine if ef.name in levels]
+            prio = max((x.priority for x in lv), default=0)
+            ranges: tuple[DeadlineRange, ...] = ()
+            if policy == "echelon" and len(lv) == 1:
+                ranges = lv[0].ranges
+            out.append(
+                GroupPlan(
+                    job.job_id, gid.group, gid.echelon_id, gid.class_id, sources, prio, ranges
+                )
+            )
+    return out
+
+
+def compute_levels(
+    policy: str, efs: Sequence[EchelonFlow], network: TopologyNetwork
+) -> dict[str, EchelonLevels]:
+    """Core policy -> schedule -> quantised levels, keyed by EchelonFlow name."""
+    policies = _core("echelon.policies", "scheduling")
+    quantize = _core("echelon.quantize", "quantisation")
+    schedule = policies.get_policy(policy).schedule(efs, network)
+    levels = quantize.quantize(schedule, efs)
+    if isinstance(levels, Mapping):
+        return dict(levels)
+    return {lv.echelon: lv for lv in levels}

@@ -1,0 +1,67 @@
+"""Shared helpers for the controlplane tests: topology files, specs, waiting."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"
+
+
+def write_topo(path: Path, grpc_addrs: list[str]) -> Path:
+    """A star per switch address is overkill: one switch per address in a chain,
+    hosts h1..h4 on the first switch and h5 on the last (so routes differ)."""
+    switches = {f"s{i + 1}": {"device_id": 0, "grpc": a} for i, a in enumerate(grpc_addrs)}
+    hosts = {f"h{i}": {"ip": f"10.0.0.{i}", "mac": f"00:00:0a:00:00:{i:02x}"} for i in range(1, 6)}
+    links: list[dict[str, Any]] = [
+        {"a": f"h{i}", "b": "s1", "b_port": i, "bw_mbit": 100} for i in range(1, 5)
+    ]
+    for i in range(1, len(grpc_addrs)):
+        links.append({"a": f"s{i}", "a_port": 10, "b": f"s{i + 1}", "b_port": 11})
+    links.append({"a": "h5", "b": f"s{len(grpc_addrs)}", "b_port": 5})
+    path.write_text(
+        yaml.safe_dump({"name": "t", "switches": switches, "hosts": hosts, "links": links})
+    )
+    return path
+
+
+def spec(job: str, groups: int = 1, sources: tuple[str, ...] = ("h1", "h2")) -> dict[str, Any]:
+    """An explicit EchelonFlow registration: each group staggers its flows 1 ms apart."""
+    return {
+        "job": job,
+        "echelonflows": [
+            {
+                "group": f"g{g}",
+                "flows": [
+                    {"src": s, "dst": "h4", "size": 10000, "offset": 0.001 * k}
+                    for k, s in enumerate(sources)
+                ],
+            }
+            for g in range(groups)
+        ],
+    }
+
+
+def wait_until(cond: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll ``cond`` until it returns a truthy value; fail naming ``what`` at the deadline."""
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    last: Exception | None = None
+    while True:
+        try:
+            got = cond()
+        except Exception as exc:  # not ready yet (connection refused ...)
+            got, last = None, exc
+        else:
+            last = None
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what} ({last})")
+        time.sleep(delay)  # polling interval of a condition wait, not synchronisation
+        delay = min(0.2, delay * 2)

@@ -1,0 +1,162 @@
+"""Controller logic against in-process fake switches (real gRPC, fast).
+
+The real soft switch process is exercised in test_integration.py; here the fake
+lets a test shrink a switch table to provoke RESOURCE_EXHAUSTED. Scheduling is
+replaced by a deterministic stand-in so these tests do not depend on the core's
+policy details, only on the controller's contract with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from controlplane import planning
+from controlplane.controller import Controller
+from controlplane.entries import T_CLASSIFY, T_DEADLINE, T_IDS, T_LPM, TableFullError
+from controlplane.p4info import P4Info, TableEntry
+from controlplane.p4rt import SwitchConnection
+from controlplane.planning import UnknownHostError
+from controlplane.registry import DuplicateJobError, Registry
+from echelon.errors import SpecError
+from echelon.model import EchelonFlow
+from echelon.schedule import DeadlineRange, EchelonLevels
+from tests.controlplane.fake_switch import FakeServer
+from tests.controlplane.helpers import P4INFO, spec, write_topo
+from topo.topology import load
+
+
+def fake_levels(
+    policy: str, efs: Sequence[EchelonFlow], network: object
+) -> dict[str, EchelonLevels]:
+    """Earlier-registered groups get higher bands; one range per flow offset."""
+    out = {}
+    for i, ef in enumerate(efs):
+        top = max(2, 7 - i)
+        offs = sorted({f.offset_us for f in ef.flows})
+        ranges = tuple(
+            DeadlineRange(lo, (offs[k + 1] - 1) if k + 1 < len(offs) else 10**6, max(1, top - k))
+            for k, lo in enumerate(offs)
+        )
+        out[ef.name] = EchelonLevels(ef.name, top, ranges)
+    return out
+
+
+@pytest.fixture
+def env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Controller, list[FakeServer]]]:
+    monkeypatch.setattr(planning, "compute_levels", fake_levels)
+    servers = [FakeServer(), FakeServer()]
+    topo = load(write_topo(tmp_path / "t.yaml", [s.addr for s in servers]))
+    ctl = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"))
+    ctl.start()
+    try:
+        assert ctl.wait_in_sync(10.0)
+        yield ctl, servers
+    finally:
+        ctl.stop()
+        for s in servers:
+            s.stop()
+
+
+def read_back(server: FakeServer) -> set[TableEntry]:
+    with SwitchConnection(server.addr, election_id=(0, 0), p4info=P4Info.load(P4INFO)) as sw:
+        return set(sw.read_table_entries())
+
+
+def by_table(entries: set[TableEntry], table: str) -> list[TableEntry]:
+    return sorted(e for e in entries if e.table == table)
+
+
+def test_startup_installs_routes_and_register_remove(
+    env: tuple[Controller, list[FakeServer]],
+) -> None:
+    ctl, servers = env
+    for s in servers:
+        assert len(by_table(read_back(s), T_LPM)) == 5
+    view = ctl.register(spec("j1", groups=2))
+    assert [g["echelon_id"] for g in view["groups"]] == [1, 2]
+    assert view["groups"][0]["ranges"][0]["lo_us"] == 0
+    for name, s in zip(("s1", "s2"), servers, strict=True):
+        got = read_back(s)
+        assert len(by_table(got, T_IDS)) == 2
+        assert len(by_table(got, T_CLASSIFY)) == 4
+        assert len(by_table(got, T_DEADLINE)) == 4
+        assert got == ctl.desired(name)
+    ctl.remove("j1")
+    for s in servers:
+        assert {e.table for e in read_back(s)} == {"EchelonIngress.ipv4_lpm"}
+
+
+def test_second_job_modifies_in_place(env: tuple[Controller, list[FakeServer]]) -> None:
+    ctl, servers = env
+    ctl.register(spec("a"))
+    before = servers[0].switch.writes
+    ctl.register(spec("b"))
+    got = read_back(servers[0])
+    prios = sorted(e.params_dict()["prio"] for e in by_table(got, T_CLASSIFY))
+    assert prios == [6, 6, 7, 7]  # a keeps the top band, b the next
+    assert servers[0].switch.writes - before == 1  # one insert/modify phase, no delete
+
+
+def test_rejections_leave_nothing(env: tuple[Controller, list[FakeServer]]) -> None:
+    ctl, servers = env
+    ctl.register(spec("a"))
+    snapshot = [read_back(s) for s in servers]
+    with pytest.raises(DuplicateJobError):
+        ctl.register(spec("a"))
+    with pytest.raises(UnknownHostError) as ei:
+        ctl.register(spec("b", sources=("h1", "h9")))
+    assert ei.value.field == "g0.flows[1].src"
+    bad = spec("c")
+    bad["echelonflows"][0]["flows"][1]["size"] = -5
+    with pytest.raises(SpecError) as ei2:
+        ctl.register(bad)
+    assert ei2.value.field == "echelonflows[0].flows[1].size"
+    assert [read_back(s) for s in servers] == snapshot
+    assert [j["job"] for j in ctl.jobs()] == ["a"]
+
+
+def test_switch_table_full_rolls_back_every_switch(
+    env: tuple[Controller, list[FakeServer]],
+) -> None:
+    ctl, servers = env
+    ctl.register(spec("a"))
+    snapshot = [read_back(s) for s in servers]
+    cls_id = ctl.p4info.table(T_CLASSIFY).id
+    servers[1].switch.sizes[cls_id] = 3  # s2 holds 2 classify entries, room for one more
+    with pytest.raises(TableFullError) as ei:
+        ctl.register(spec("b"))
+    assert ei.value.table == T_CLASSIFY
+    assert [read_back(s) for s in servers] == snapshot
+    assert [j["job"] for j in ctl.jobs()] == ["a"]
+    assert ctl.wait_in_sync(1.0)
+
+
+def test_p4info_size_checked_before_writing(env: tuple[Controller, list[FakeServer]]) -> None:
+    ctl, servers = env
+    writes = servers[0].switch.writes
+    with pytest.raises(Exception) as ei:
+        ctl.register(spec("big", groups=1025, sources=("h1",)))
+    assert getattr(ei.value, "field", "") in ("class_id", T_IDS)
+    assert servers[0].switch.writes == writes
+    assert ctl.jobs() == []
+
+
+def test_policy_switch(env: tuple[Controller, list[FakeServer]]) -> None:
+    ctl, servers = env
+    ctl.register(spec("a"))
+    ctl.set_policy("fifo")
+    got = read_back(servers[0])
+    assert by_table(got, T_DEADLINE) == []
+    assert {e.params_dict()["prio"] for e in by_table(got, T_CLASSIFY)} == {0}
+    ctl.set_policy("coflow")
+    got = read_back(servers[0])
+    assert by_table(got, T_DEADLINE) == []
+    assert {e.params_dict()["prio"] for e in by_table(got, T_CLASSIFY)} == {7}
+    with pytest.raises(SpecError):
+        ctl.set_policy("nope")
+    assert ctl.policy == "coflow"

@@ -1,0 +1,109 @@
+"""Desired entries and update planning (pure)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controlplane.entries import (
+    T_CLASSIFY,
+    T_DEADLINE,
+    T_IDS,
+    T_LPM,
+    GroupPlan,
+    TableFullError,
+    apply_steps,
+    check_capacity,
+    desired_entries,
+    plan_updates,
+)
+from controlplane.p4info import P4Info, TableEntry
+from echelon.schedule import DeadlineRange
+from topo.topology import load
+
+ROOT = Path(__file__).resolve().parents[2]
+INFO = P4Info.load(ROOT / "p4src" / "build" / "echelon.p4info.txt")
+STAR = load(ROOT / "topo" / "star.yaml")
+
+
+def _plan(eid: int = 5, prio: int = 6, ranges: tuple[DeadlineRange, ...] = ()) -> GroupPlan:
+    return GroupPlan("j", "g", eid, eid - 1, ("h2", "h1"), prio, ranges)
+
+
+def test_desired_entries_for_one_group() -> None:
+    rg = (DeadlineRange(0, 999, 6), DeadlineRange(1000, 5000, 5))
+    got = desired_entries(INFO, STAR, "s1", [_plan(ranges=rg)])
+    by_table: dict[str, list[TableEntry]] = {}
+    for e in got:
+        by_table.setdefault(e.table, []).append(e)
+    assert len(by_table[T_LPM]) == len(STAR.hosts)
+    assert [e.match_dict() for e in by_table[T_IDS]] == [{"hdr.echelon.echelon_id": 5}]
+    classify = sorted(by_table[T_CLASSIFY])
+    assert [e.match_dict()["hdr.ipv4.srcAddr"] for e in classify] == [0x0A000001, 0x0A000002]
+    assert all(e.params_dict() == {"class_id": 4, "prio": 6} for e in classify)
+    ranges = sorted(by_table[T_DEADLINE])
+    assert [e.match_dict()["hdr.echelon.deadline_us"] for e in ranges] == [(0, 999), (1000, 5000)]
+    assert all(e.priority > 0 for e in ranges)
+    h4 = next(e for e in by_table[T_LPM] if e.match_dict()["hdr.ipv4.dstAddr"] == (0x0A000004, 32))
+    assert h4.params_dict() == {"dstAddr": 0x00000A000004, "port": 4}
+
+
+def test_plan_updates_is_minimal_and_inserts_before_deletes() -> None:
+    old = desired_entries(INFO, STAR, "s1", [_plan(prio=6, ranges=(DeadlineRange(0, 10, 6),))])
+    new = desired_entries(INFO, STAR, "s1", [_plan(prio=4, ranges=(DeadlineRange(0, 20, 4),))])
+    assert plan_updates(old, old) == []
+    steps = plan_updates(old, new)
+    kinds = [s.kind for s in steps]
+    assert kinds == sorted(kinds, key=["INSERT", "MODIFY", "DELETE"].index)
+    assert kinds.count("MODIFY") == 2  # two classify entries change prio in place
+    assert kinds.count("INSERT") == 1 and kinds.count("DELETE") == 1  # the range key changed
+    assert apply_steps(old, steps) == new
+
+
+def test_tight_table_deletes_first() -> None:
+    old = desired_entries(INFO, STAR, "s1", [_plan(ranges=(DeadlineRange(0, 10, 6),))])
+    new = desired_entries(INFO, STAR, "s1", [_plan(ranges=(DeadlineRange(0, 20, 6),))])
+    steps = plan_updates(old, new, {T_DEADLINE: 1})
+    assert [(s.kind, s.entry.table) for s in steps] == [
+        ("DELETE", T_DEADLINE),
+        ("INSERT", T_DEADLINE),
+    ]
+
+
+def test_capacity_check_names_the_table() -> None:
+    plans = [GroupPlan("j", f"g{i}", i + 1, i, ("h1",), 3) for i in range(1025)]
+    entries = desired_entries(INFO, STAR, "s1", plans)
+    with pytest.raises(TableFullError) as ei:
+        check_capacity(INFO, entries)
+    assert ei.value.table == T_IDS and ei.value.needed == 1025 and ei.value.size == 1024
+
+
+_entries = st.builds(
+    lambda eid, prio, src: INFO.table_entry(
+        T_CLASSIFY,
+        {"hdr.ipv4.srcAddr": src, "hdr.echelon.echelon_id": eid},
+        "EchelonIngress.set_echelon",
+        {"class_id": eid, "prio": prio},
+    ),
+    st.integers(1, 6),
+    st.integers(0, 7),
+    st.integers(1, 3),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(_entries), st.sets(_entries))
+def test_plan_and_inverse_round_trip(a: set[TableEntry], b: set[TableEntry]) -> None:
+    # sets may hold two entries with one key: keep the last per key, like a switch
+    a = set({e.key: e for e in sorted(a)}.values())
+    b = set({e.key: e for e in sorted(b)}.values())
+    steps = plan_updates(a, b)
+    assert apply_steps(a, steps) == b
+    assert len(steps) == len({e.key for e in a} ^ {e.key for e in b}) + sum(
+        1 for e in b if e.key in {x.key for x in a} and e not in a
+    )
+    undo = [s.inverse() for s in reversed(steps)]
+    assert apply_steps(b, undo) == a
