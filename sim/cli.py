@@ -1,0 +1,201 @@
+"""``echelon-sim`` / ``python -m sim``: run a trace or a mix, generate traces, sweep grids.
+
+Examples::
+
+    python -m sim run --mix hybrid --jobs 6 --policy echelon --levels 8 --out run/sim
+    python -m sim gen --mix pipeline --jobs 4 --load 0.5 --out trace.json
+    python -m sim run --trace trace.json --policy varys --json result.json
+    python -m sim sweep --mix pipeline,hybrid --policy echelon,fair,varys \\
+        --levels ideal,8 --seed 0,1 --out sweep.csv [--workers 2] [--ray-address auto]
+
+Bad input prints ``error: <field>: <message>`` and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from echelon.errors import EchelonError, SpecError
+
+
+def _levels(text: str) -> int | None:
+    if text in ("ideal", "none", "inf"):
+        return None
+    try:
+        k = int(text.lower().lstrip("k"))
+    except ValueError:
+        raise SpecError("levels", f"'ideal' or a queue count like 8, got {text!r}") from None
+    if k < 2:
+        raise SpecError("levels", f"need at least 2 queues, got {k}")
+    return k
+
+
+def _load(text: str) -> float | None:
+    if text in ("batch", "none"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise SpecError("load", f"a number or 'batch', got {text!r}") from None
+
+
+def _network(args: argparse.Namespace) -> dict[str, Any]:
+    if args.network:
+        try:
+            spec = json.loads(args.network)
+        except ValueError as exc:
+            raise SpecError("network", f"not JSON: {exc}") from None
+        if not isinstance(spec, dict):
+            raise SpecError("network", "must be a JSON object")
+        return spec
+    return {
+        "kind": args.net,
+        "gbit": args.gbit,
+        "oversubscription": args.oversub,
+        "hosts": 16,
+        "leaves": 4,
+        "hosts_per_leaf": 4,
+        "spines": 2,
+        "k": 4,
+    }
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mix", default="pipeline", help="pipeline | hybrid | dp | mixed")
+    p.add_argument("--jobs", type=int, default=6, help="jobs drawn from the mix")
+    p.add_argument("--load", default="batch", help="offered load (Poisson arrivals) or 'batch'")
+    p.add_argument("--iterations", type=int, default=3)
+    p.add_argument("--seed", default="0")
+    p.add_argument("--net", default="leafspine", choices=("bigswitch", "leafspine", "fattree"))
+    p.add_argument("--gbit", type=float, default=100.0, help="host link speed")
+    p.add_argument("--oversub", type=float, default=2.0, help="leaf-spine oversubscription")
+    p.add_argument("--network", help="network as JSON (overrides --net/--gbit/--oversub)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="echelon-sim", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run", help="simulate one trace or mix with one policy")
+    _add_common(run)
+    run.add_argument("--trace", help="trace file (.json/.yaml/.csv) instead of --mix")
+    run.add_argument("--policy", default="echelon")
+    run.add_argument("--levels", default="ideal", help="'ideal' or K switch queues (e.g. 8)")
+    run.add_argument("--rerank", default="group", choices=("group", "flow"))
+    run.add_argument("--out", help="directory for CSV results")
+    run.add_argument("--json", help="file for JSON results")
+    gen = sub.add_parser("gen", help="write a trace generated from a mix")
+    _add_common(gen)
+    gen.add_argument("--out", required=True, help="trace file (.json or .yaml)")
+    sw = sub.add_parser("sweep", help="run a parameter grid in parallel")
+    _add_common(sw)
+    sw.add_argument("--trace", help="trace file instead of --mix")
+    sw.add_argument("--policy", default="echelon,fair,fifo,srpt,edf,varys,sincronia")
+    sw.add_argument("--levels", default="ideal,8")
+    sw.add_argument("--workers", type=int, default=0, help="local processes (0 = CPU count)")
+    sw.add_argument("--ray-address", help="run on a Ray cluster (pip install ray)")
+    sw.add_argument("--out", required=True, help="results (.csv or .json)")
+    return ap
+
+
+def _cmd_run(args: argparse.Namespace) -> None:
+    from sim.engine import SimConfig, Simulator
+    from sim.topology import hosts_of, make_network
+    from sim.traces import load_trace
+    from sim.workloads import generate_mix
+
+    net_spec = _network(args)
+    if args.trace:
+        trace_net, jobs = load_trace(args.trace)
+        net_spec = trace_net or net_spec
+    net = make_network(net_spec)
+    if not args.trace:
+        bw = float(net_spec.get("gbit", 100)) * 1e9 / 8
+        jobs = generate_mix(
+            args.mix,
+            hosts_of(net),
+            bw,
+            args.jobs,
+            _load(args.load),
+            args.iterations,
+            int(args.seed),
+        )
+    runs = [j.to_run(hosts_of(net)) for j in jobs]
+    cfg = SimConfig(
+        policy=args.policy,
+        levels=_levels(args.levels),
+        rerank=args.rerank,
+        record_tasks=bool(args.out or args.json),
+    )
+    res = Simulator(net, runs, cfg).run()
+    print(json.dumps(res.summary(), indent=1))
+    if args.out:
+        res.write_csv(args.out)
+    if args.json:
+        res.write_json(args.json)
+
+
+def _cmd_gen(args: argparse.Namespace) -> None:
+    from sim.topology import hosts_of, make_network
+    from sim.traces import write_trace
+    from sim.workloads import generate_mix
+
+    net_spec = _network(args)
+    net = make_network(net_spec)
+    bw = float(net_spec.get("gbit", 100)) * 1e9 / 8
+    jobs = generate_mix(
+        args.mix, hosts_of(net), bw, args.jobs, _load(args.load), args.iterations, int(args.seed)
+    )
+    print(write_trace(args.out, jobs, net_spec))
+
+
+def _split(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _cmd_sweep(args: argparse.Namespace) -> None:
+    from echelon.policies import get_policy
+    from sim.sweep import grid, run_sweep, write_rows
+
+    policies = _split(args.policy)
+    for p in policies:
+        get_policy(p)  # fail fast on a typo
+    points = grid(
+        mix=_split(args.mix) if not args.trace else ["trace"],
+        policy=policies,
+        levels=[_levels(x) for x in _split(args.levels)],
+        load=[_load(x) for x in _split(args.load)],
+        seed=[int(x) for x in _split(args.seed)],
+        n_jobs=[args.jobs],
+        iterations=[args.iterations],
+        network=[json.dumps(_network(args))],
+        trace=[args.trace],
+    )
+    rows = run_sweep(points, args.workers or None, args.ray_address)
+    write_rows(args.out, rows)
+    for r in rows:
+        print(
+            f"{r['mix']:9s} {r['policy']:10s} {r['levels']:6s} load={r['load']!s:6s} "
+            f"seed={r['seed']} iter_mean={r['iter_mean']:.4f} iter_p99={r['iter_p99']:.4f} "
+            f"jct_mean={r['jct_mean']:.3f} wall={r['wall_s']:.2f}s"
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        {"run": _cmd_run, "gen": _cmd_gen, "sweep": _cmd_sweep}[args.cmd](args)
+    except SpecError as exc:
+        print(f"error: {exc.field}: {exc.message}", file=sys.stderr)
+        return 2
+    except (EchelonError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""What a simulation is given: jobs (anything with ``plan()``), and how to run them.
+
+Kept apart from :mod:`sim.engine` so that sweeps, traces and the CLI can build
+configurations without importing the event loop.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from echelon.errors import EchelonError
+from echelon.model import IterationPlan
+from echelon.schedule import Policy
+
+
+class SimError(EchelonError):
+    """The simulation cannot proceed (e.g. a dependency cycle in a plan)."""
+
+
+class Plannable(Protocol):
+    """What the engine needs of a job: the core's ``JobSpec`` satisfies it."""
+
+    @property
+    def job_id(self) -> str: ...
+
+    def plan(self, iteration: int = 0, t0: float = 0.0) -> IterationPlan: ...
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """A job to simulate: arrives at ``arrival`` and runs ``iterations`` iterations."""
+
+    spec: Plannable
+    arrival: float = 0.0
+    iterations: int = 1
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """How to run: policy name (or object), levels (``None`` = ideal ranks, else K
+    switch queues), when to re-rank, packet overhead, and what to record.
+
+    ``header_bytes``/``payload_bytes`` turn a flow's ``size`` into bytes on the
+    wire: ``size + ceil(size / payload_bytes) * header_bytes``.
+    """
+
+    policy: str | Policy = "echelon"
+    levels: int | None = None
+    rerank: Literal["group", "flow"] = "group"
+    header_bytes: int = 0
+    payload_bytes: int = 1400
+    record_flows: bool = True
+    record_tasks: bool = False
+    max_events: int | None = None
+
+    def wire_bytes(self, size: int) -> float:
+        if self.header_bytes <= 0:
+            return float(size)
+        return float(size + math.ceil(size / self.payload_bytes) * self.header_bytes)
+
+    @property
+    def levels_label(self) -> str:
+        return "ideal" if self.levels is None else f"K={self.levels}"
+
+
+def resolve_policy(policy: str | Policy) -> Policy:
+    if not isinstance(policy, str):
+        return policy
+    from echelon.policies import get_policy
+
+    return get_policy(policy)

@@ -1,0 +1,419 @@
+"""Event-driven flow-level simulator of training jobs on a strict-priority network.
+
+Model
+-----
+* A job runs ``iterations`` iterations back to back; iteration ``i`` is the
+  core's :class:`echelon.model.IterationPlan` (``spec.plan(i, t0)`` with ``t0`` the
+  moment the previous iteration ended), so late communication in one iteration
+  delays every later one.
+* Compute tasks run one at a time per (job, host), in plan order, once their
+  ``after_tasks`` have finished and their ``after_flows`` have fully arrived.
+  A flow is released when its producer task ends (at iteration start if it has none).
+* Bandwidth between events is the fluid allocation of :mod:`sim.alloc`: strict
+  priority across levels, max-min fair within a level, recomputed whenever the
+  set of active flows or their levels change.
+* Levels come from a policy (:func:`echelon.policies.get_policy`). The policy is
+  asked again at *group events* only: when an EchelonFlow releases its first
+  flow or finishes its last one (``rerank="flow"`` also re-asks at every flow
+  release/finish). That keeps policy cost proportional to the number of groups,
+  not flows; the ranks given to not-yet-released flows of a live group are kept
+  until the next group event. With ``levels=None`` a flow's rank is its level
+  ("ideal ranks"); with ``levels=K`` the ranks go through
+  :func:`echelon.quantize.flow_levels` onto the K-1 echelon levels of a K-queue
+  switch, exactly as the data plane would see them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from echelon.errors import SpecError
+from echelon.model import EchelonFlow, FlowKey, IterationPlan
+from echelon.schedule import Network
+from sim.alloc import allocate
+from sim.config import JobRun, Plannable, SimConfig, SimError, resolve_policy
+from sim.results import (
+    EchelonRecord,
+    FlowRecord,
+    IterationRecord,
+    JobRecord,
+    SimResult,
+    TaskRecord,
+)
+from sim.state import ActiveFlows, GrowArray
+
+__all__ = ["JobRun", "Plannable", "SimConfig", "SimError", "Simulator", "simulate"]
+
+#: A flow whose remaining transfer time is below this is finished (seconds).
+_TIME_EPS = 1e-9
+
+
+class _Job:
+    """Run-time state of one job's current iteration."""
+
+    def __init__(self, idx: int, run: JobRun) -> None:
+        self.idx = idx
+        self.run = run
+        self.name = run.spec.job_id
+        self.iteration = -1
+        self.start = 0.0
+        self.plan: IterationPlan | None = None
+        self.tasks_left = 0
+        self.flows_left = 0
+        self.queues: dict[str, deque[str]] = {}
+        self.busy: set[str] = set()
+        self.deps: dict[str, int] = {}
+        self.task_host: dict[str, str] = {}
+        self.task_dur: dict[str, float] = {}
+        self.task_start: dict[str, float] = {}
+        self.children: dict[str, list[str]] = {}
+        self.produces: dict[str, list[int]] = {}
+
+
+class Simulator:
+    """One simulation: ``Simulator(network, jobs, config).run() -> SimResult``."""
+
+    def __init__(self, network: Network, jobs: Sequence[JobRun], config: SimConfig) -> None:
+        names = [j.spec.job_id for j in jobs]
+        if len(set(names)) != len(names):
+            raise SpecError("jobs", "job ids must be unique in one simulation")
+        self.net = network
+        self.cfg = config
+        self.policy = resolve_policy(config.policy)
+        self.link_ix = {name: i for i, name in enumerate(network.links)}
+        self.capacity = np.array([network.links[n] for n in network.links], dtype=np.float64)
+        self.jobs = [_Job(i, r) for i, r in enumerate(jobs)]
+        self.now = 0.0
+        self.heap: list[tuple[float, int, str, int, str]] = []
+        self._seq = 0
+        self.active = ActiveFlows(len(self.capacity))
+        self.rank = GrowArray(np.int64)
+        # per-flow registry (global flow ids)
+        self.f_key: list[FlowKey] = []
+        self.f_ech: list[int] = []
+        self.f_size: list[float] = []
+        self.f_path: list[tuple[int, ...]] = []
+        self.f_release: list[float] = []
+        self.f_finish: list[float] = []
+        self.f_consumers: list[list[str]] = []
+        # per-echelon registry
+        self.e_obj: list[EchelonFlow] = []
+        self.e_job: list[int] = []
+        self.e_iter: list[int] = []
+        self.e_gids: list[list[int]] = []
+        self.e_released: list[int] = []
+        self.e_left: list[int] = []
+        self.e_start: list[float] = []
+        self.alive: dict[int, None] = {}
+        self._path_cache: dict[tuple[str, str], tuple[int, ...]] = {}
+        self._pending: list[int] = []
+        self._group_event = False
+        self._flow_event = False
+        self.result = SimResult(str(getattr(self.policy, "name", "?")), config.levels_label)
+
+    # ------------------------------------------------------------------ loop
+
+    def run(self) -> SimResult:
+        wall = time.perf_counter()
+        for job in self.jobs:
+            self._push(job.run.arrival, "arrive", job.idx, "")
+            ideal = getattr(job.run.spec, "ideal_iteration_s", None)
+            if isinstance(ideal, int | float):
+                self.result.ideal_iteration[job.name] = float(ideal)
+        events = 0
+        while True:
+            t_heap = self.heap[0][0] if self.heap else math.inf
+            t_flow = self.now + self.active.time_to_next()
+            t = min(t_heap, t_flow)
+            if t == math.inf:
+                if len(self.active):
+                    raise SimError("flows are active but none can make progress")
+                break
+            self.active.advance(t - self.now)
+            self.now = t
+            for gid in self.active.pop_finished(_TIME_EPS):
+                self._flow_done(gid)
+            while self.heap and self.heap[0][0] <= self.now:
+                _, _, kind, jidx, task = heapq.heappop(self.heap)
+                if kind == "arrive":
+                    self._start_iteration(self.jobs[jidx])
+                else:
+                    self._task_done(self.jobs[jidx], task)
+            self._apply_changes()
+            events += 1
+            if self.cfg.max_events is not None and events > self.cfg.max_events:
+                raise SimError(f"more than {self.cfg.max_events} events")
+        unfinished = [j.name for j in self.jobs if j.iteration < j.run.iterations]
+        if unfinished:
+            raise SimError(f"jobs never finished (dependency cycle?): {unfinished}")
+        self.result.n_events = events
+        self.result.n_flows = len(self.f_key)
+        self.result.end_time = self.now
+        self.result.wall_s = time.perf_counter() - wall
+        return self.result
+
+    def _push(self, t: float, kind: str, jidx: int, task: str) -> None:
+        self._seq += 1
+        heapq.heappush(self.heap, (t, self._seq, kind, jidx, task))
+
+    def _apply_changes(self) -> None:
+        changed = bool(self._pending) or self._flow_event
+        if self._pending:
+            self.active.add(
+                self._pending,
+                [self.f_path[g] for g in self._pending],
+                [self.f_size[g] for g in self._pending],
+            )
+            self._pending = []
+        if self._group_event or (self.cfg.rerank == "flow" and changed):
+            self._rerank()
+            changed = True
+        self._group_event = self._flow_event = False
+        if changed and len(self.active):
+            keys = self.rank.data[self.active.gid]
+            self.active.rate[:] = allocate(self.active.paths, keys, self.capacity)
+
+    # ------------------------------------------------------------ policies
+
+    def _rerank(self) -> None:
+        if not self.alive:
+            return
+        echelons = [self.e_obj[e] for e in self.alive]
+        remaining: dict[FlowKey, int] = {}
+        for e in self.alive:
+            for g in self.e_gids[e]:
+                remaining[self.f_key[g]] = math.ceil(self.f_size[g])
+        for g, rem in zip(self.active.gid.tolist(), self.active.rem.tolist(), strict=True):
+            remaining[self.f_key[g]] = max(1, math.ceil(rem))
+        for e in self.alive:
+            for g in self.e_gids[e]:
+                if not math.isnan(self.f_finish[g]):
+                    remaining[self.f_key[g]] = 0
+        sched = self.policy.schedule(echelons, self.net, remaining, self.now)
+        if self.cfg.levels is None:
+            ranks: Mapping[FlowKey, int] = sched.flow_rank
+            sign = 1
+        else:
+            from echelon.quantize import flow_levels
+
+            ranks = flow_levels(sched, echelons, tuple(range(1, self.cfg.levels)))
+            sign = -1  # switch levels: higher is served first
+        data = self.rank.data
+        for e in self.alive:
+            for g in self.e_gids[e]:
+                r = ranks.get(self.f_key[g])
+                data[g] = sign * r if r is not None else np.iinfo(np.int64).max
+        self.result.n_reranks += 1
+
+    # ------------------------------------------------------------ jobs/tasks
+
+    def _start_iteration(self, job: _Job) -> None:
+        job.iteration += 1
+        job.start = self.now
+        plan = job.run.spec.plan(job.iteration, self.now)
+        job.plan = plan
+        job.queues = {}
+        job.busy = set()
+        job.deps, job.children, job.produces = {}, {}, {}
+        job.task_host, job.task_dur, job.task_start = {}, {}, {}
+        ids = {t.id for t in plan.tasks}
+        for t in plan.tasks:
+            job.queues.setdefault(t.host, deque()).append(t.id)
+            job.task_host[t.id] = t.host
+            job.task_dur[t.id] = t.duration
+            for dep in t.after_tasks:
+                if dep not in ids:
+                    raise SpecError(f"{plan.job}.tasks.{t.id}.after_tasks", f"unknown task {dep}")
+                job.children.setdefault(dep, []).append(t.id)
+            job.deps[t.id] = len(t.after_tasks) + len(t.after_flows)
+        job.tasks_left = len(plan.tasks)
+        new_flows: list[int] = []
+        key_gid: dict[FlowKey, int] = {}
+        for ef in plan.echelons:
+            e = len(self.e_obj)
+            self.e_obj.append(ef)
+            self.e_job.append(job.idx)
+            self.e_iter.append(job.iteration)
+            self.e_released.append(0)
+            self.e_left.append(len(ef.flows))
+            self.e_start.append(math.nan)
+            gids = []
+            for f in ef.flows:
+                g = self._new_flow(ef, e, f.index, f.src, f.dst, f.size)
+                key_gid[(ef.name, f.index)] = g
+                gids.append(g)
+            self.e_gids.append(gids)
+            new_flows += gids
+        job.flows_left = len(new_flows)
+        for t in plan.tasks:
+            for fk in t.after_flows:
+                if fk not in key_gid:
+                    raise SpecError(f"{plan.job}.tasks.{t.id}.after_flows", f"unknown flow {fk}")
+                self.f_consumers[key_gid[fk]].append(t.id)
+        for fk, tid in plan.producer.items():
+            if tid not in ids or fk not in key_gid:
+                raise SpecError(f"{plan.job}.producer", f"bad producer {tid} for {fk}")
+            job.produces.setdefault(tid, []).append(key_gid[fk])
+        produced = {key_gid[fk] for fk in plan.producer}
+        for g in new_flows:
+            if g not in produced:
+                self._release(g)
+        for host in job.queues:
+            self._try_start(job, host)
+        self._maybe_end_iteration(job)
+
+    def _new_flow(self, ef: EchelonFlow, e: int, idx: int, src: str, dst: str, size: int) -> int:
+        g = len(self.f_key)
+        self.f_key.append((ef.name, idx))
+        self.f_ech.append(e)
+        self.f_size.append(self.cfg.wire_bytes(size))
+        self.f_path.append(self._path(src, dst))
+        self.f_release.append(math.nan)
+        self.f_finish.append(math.nan)
+        self.f_consumers.append([])
+        self.rank.append(0)
+        return g
+
+    def _path(self, src: str, dst: str) -> tuple[int, ...]:
+        key = (src, dst)
+        p = self._path_cache.get(key)
+        if p is None:
+            try:
+                p = tuple(self.link_ix[name] for name in self.net.path(src, dst))
+            except KeyError as exc:
+                raise SpecError("network", f"path {src}->{dst} uses unknown link {exc}") from exc
+            self._path_cache[key] = p
+        return p
+
+    def _try_start(self, job: _Job, host: str) -> None:
+        q = job.queues[host]
+        if host in job.busy or not q or job.deps[q[0]] > 0:
+            return
+        tid = q[0]
+        job.busy.add(host)
+        job.task_start[tid] = self.now
+        self._push(self.now + job.task_dur[tid], "task", job.idx, tid)
+
+    def _task_done(self, job: _Job, tid: str) -> None:
+        host = job.task_host[tid]
+        job.queues[host].popleft()
+        job.busy.discard(host)
+        job.tasks_left -= 1
+        if self.cfg.record_tasks:
+            self.result.tasks.append(
+                TaskRecord(job.name, job.iteration, host, tid, job.task_start[tid], self.now)
+            )
+        touched = {host}
+        for child in job.children.get(tid, ()):
+            job.deps[child] -= 1
+            touched.add(job.task_host[child])
+        for g in job.produces.get(tid, ()):
+            self._release(g)
+        for h in touched:
+            self._try_start(job, h)
+        self._maybe_end_iteration(job)
+
+    def _release(self, g: int) -> None:
+        self.f_release[g] = self.now
+        e = self.f_ech[g]
+        if self.e_released[e] == 0:
+            self.e_start[e] = self.now
+            self.alive[e] = None
+            self._group_event = True
+        self.e_released[e] += 1
+        if not self.f_path[g] or self.f_size[g] <= 0:
+            self._flow_done(g)
+        else:
+            self._pending.append(g)
+
+    def _flow_done(self, g: int) -> None:
+        self.f_finish[g] = self.now
+        self._flow_event = True
+        e = self.f_ech[g]
+        job = self.jobs[self.e_job[e]]
+        touched = set()
+        for tid in self.f_consumers[g]:
+            job.deps[tid] -= 1
+            touched.add(job.task_host[tid])
+        for h in touched:
+            self._try_start(job, h)
+        self.e_left[e] -= 1
+        job.flows_left -= 1
+        if self.e_left[e] == 0:
+            self._echelon_done(e)
+        self._maybe_end_iteration(job)
+
+    def _echelon_done(self, e: int) -> None:
+        from echelon.model import completion_time, lateness
+
+        self.alive.pop(e, None)
+        self._group_event = True
+        ef = self.e_obj[e]
+        gids = self.e_gids[e]
+        finish = {i: self.f_finish[g] for i, g in enumerate(gids)}
+        late = lateness(ef, finish)
+        job = self.jobs[self.e_job[e]]
+        self.result.echelons.append(
+            EchelonRecord(
+                ef.name,
+                job.name,
+                self.e_iter[e],
+                ef.group,
+                len(ef.flows),
+                ef.total_bytes,
+                ef.t_ref,
+                self.e_start[e],
+                self.now,
+                completion_time(ef, finish),
+                sum(late.values()),
+                max(late.values()),
+            )
+        )
+        if self.cfg.record_flows:
+            for f, g in zip(ef.flows, gids, strict=True):
+                self.result.flows.append(
+                    FlowRecord(
+                        job.name,
+                        self.e_iter[e],
+                        ef.name,
+                        ef.group,
+                        f.index,
+                        f.src,
+                        f.dst,
+                        f.size,
+                        self.f_release[g],
+                        self.f_finish[g],
+                        ef.ideal_finish(f.index),
+                    )
+                )
+        # Drop references we no longer need so long runs stay small in memory.
+        self.e_gids[e] = []
+        for g in gids:
+            self.f_consumers[g] = []
+
+    def _maybe_end_iteration(self, job: _Job) -> None:
+        if job.plan is None or job.tasks_left or job.flows_left:
+            return
+        self.result.iterations.append(IterationRecord(job.name, job.iteration, job.start, self.now))
+        if job.iteration + 1 < job.run.iterations:
+            self._push(self.now, "arrive", job.idx, "")
+            job.plan = None
+        else:
+            job.plan = None
+            job.iteration = job.run.iterations
+            self.result.jobs.append(
+                JobRecord(job.name, job.run.arrival, self.now, job.run.iterations)
+            )
+
+
+def simulate(
+    network: Network, jobs: Sequence[JobRun], config: SimConfig | None = None
+) -> SimResult:
+    """Convenience wrapper: run one simulation."""
+    return Simulator(network, jobs, config or SimConfig()).run()

@@ -1,0 +1,142 @@
+"""The evaluation's grids: policies x mixes x loads x levels, and the scale runs.
+
+All runs go through :mod:`sim.sweep` (local processes). Results are averaged
+over seeds; p99 columns are the mean over seeds of each run's p99.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sim.sweep import Point, run_sweep
+
+POLICIES = ("echelon", "fair", "fifo", "srpt", "edf", "varys", "sincronia", "coflow")
+BASELINES = POLICIES[1:]
+MIXES = ("pipeline", "hybrid", "dp", "mixed")
+#: 16 hosts at 100 Gbit/s under 4 leaves, 2 spines, 2:1 oversubscribed uplinks.
+NETWORK = {
+    "kind": "leafspine",
+    "leaves": 4,
+    "hosts_per_leaf": 4,
+    "spines": 2,
+    "gbit": 100,
+    "oversubscription": 2.0,
+}
+METRICS = (
+    "iter_mean",
+    "iter_p99",
+    "slowdown_mean",
+    "slowdown_p99",
+    "job_slowdown_max",
+    "job_slowdown_min",
+    "ecct_mean",
+    "tardiness_total",
+    "jct_mean",
+    "jct_p99",
+    "flows",
+    "wall_s",
+)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How big an evaluation run is. ``tiny`` exists for the end-to-end test."""
+
+    seeds: tuple[int, ...]
+    loads: tuple[float, ...]
+    batch_jobs: int
+    load_jobs: int
+    iterations: int
+    scale_targets: tuple[int, ...]
+
+
+PROFILES = {
+    "full": Profile((0, 1, 2), (0.3, 0.6, 0.9), 8, 12, 3, (1_000, 10_000, 100_000)),
+    "quick": Profile((0,), (0.5,), 8, 12, 3, (1_000, 10_000)),
+    "tiny": Profile((0,), (0.5,), 3, 3, 1, (300,)),
+}
+
+
+def main_points(profile: Profile) -> list[Point]:
+    """Closed batches (every job contends from t=0) with ideal ranks and K=8, plus
+    Poisson arrivals at several offered loads with ideal ranks."""
+    net = json.dumps(NETWORK)
+    it = profile.iterations
+    pts = [
+        Point(mix, pol, levels, None, seed, profile.batch_jobs, it, net)
+        for mix in MIXES
+        for pol in POLICIES
+        for levels in (None, 8)
+        for seed in profile.seeds
+    ]
+    pts += [
+        Point(mix, pol, None, load, seed, profile.load_jobs, it, net)
+        for mix in MIXES
+        for pol in POLICIES
+        for load in profile.loads
+        for seed in profile.seeds
+    ]
+    return pts
+
+
+def average(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
+    """Mean of :data:`METRICS` over rows sharing ``keys`` (i.e. over seeds)."""
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r[k] for k in keys), []).append(r)
+    out = []
+    for key, rs in groups.items():
+        row: dict[str, Any] = dict(zip(keys, key, strict=True))
+        for m in METRICS:
+            vals = [float(r[m]) for r in rs if not math.isnan(float(r[m]))]
+            row[m] = sum(vals) / len(vals) if vals else math.nan
+        row["seeds"] = len(rs)
+        out.append(row)
+    return out
+
+
+def run_main(profile: Profile, workers: int | None) -> list[dict[str, Any]]:
+    return run_sweep(main_points(profile), workers)
+
+
+def scale_points(profile: Profile) -> list[tuple[int, Point]]:
+    """Runs of the ``mixed`` mix sized to about 1k, 10k (and 100k) flows."""
+    from sim.topology import hosts_of, make_network
+    from sim.workloads import generate_mix
+
+    targets = profile.scale_targets
+    net_spec = dict(NETWORK)
+    net = make_network(net_spec)
+    per_iter = {}
+    for n_jobs in (2, 4, 8):
+        jobs = generate_mix("mixed", hosts_of(net), 100e9 / 8, n_jobs, None, 1, 0)
+        per_iter[n_jobs] = sum(
+            sum(len(ef.flows) for ef in j.to_run().spec.plan(0, 0.0).echelons) for j in jobs
+        )
+    out = []
+    for target in targets:
+        # as many concurrent jobs as fit (one iteration may overshoot by half)
+        fits = [n for n, f in per_iter.items() if f <= 1.5 * target]
+        n_jobs = max(fits) if fits else min(per_iter)
+        iters = max(1, round(target / per_iter[n_jobs]))
+        for pol in ("echelon", "fair", "varys"):
+            net_json = json.dumps(net_spec)
+            out.append((target, Point("mixed", pol, None, None, 0, n_jobs, iters, net_json)))
+    return out
+
+
+def run_scale(profile: Profile) -> list[dict[str, Any]]:
+    """Serial (one process) so wall-clock times are comparable."""
+    rows = []
+    for target, p in scale_points(profile):
+        t = time.perf_counter()
+        r = run_sweep([p], 1)[0]
+        r["target"] = target
+        r["total_s"] = time.perf_counter() - t
+        rows.append(r)
+    return rows

@@ -1,0 +1,196 @@
+"""Hand-known instances of the fluid model: each answer is computed in the test."""
+
+from __future__ import annotations
+
+import pytest
+
+from echelon.model import ComputeTask, EchelonFlow, Flow, IterationPlan
+from sim.engine import JobRun, SimConfig, simulate
+from tests.sim.conftest import FAIR, Links, PlanJob, RankPolicy
+
+CAP = 1000.0  # bytes/s
+
+
+def one_link() -> Links:
+    return Links({"l": CAP}, {("a", "b"): ["l"], ("c", "b"): ["l"]})
+
+
+def flows_job(name: str, sizes: list[int], srcs: list[str] | None = None) -> PlanJob:
+    """One iteration: one EchelonFlow per size, all released at t0, no compute."""
+
+    def make(it: int, t0: float) -> IterationPlan:
+        efs = tuple(
+            EchelonFlow(
+                f"{name}/{it}/g{i}",
+                name,
+                f"g{i}",
+                (Flow(0, (srcs or ["a"] * len(sizes))[i], "b", s, 0.0),),
+                t_ref=t0,
+            )
+            for i, s in enumerate(sizes)
+        )
+        return IterationPlan(name, it, efs, (), {})
+
+    return PlanJob(name, make)
+
+
+def finish_times(res) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    return {f.echelon.split("/")[-1]: f.finish for f in res.flows}
+
+
+def test_one_flow_one_link() -> None:
+    size = 12_345
+    res = simulate(one_link(), [JobRun(flows_job("j", [size]))], SimConfig(policy=FAIR))
+    assert finish_times(res)["g0"] == pytest.approx(size / CAP)
+
+
+def test_two_flows_share_then_survivor_speeds_up() -> None:
+    small, big = 1000, 3000
+    res = simulate(one_link(), [JobRun(flows_job("j", [small, big]))], SimConfig(policy=FAIR))
+    ft = finish_times(res)
+    t1 = small / (CAP / 2)  # equal split until the small one is done
+    assert ft["g0"] == pytest.approx(t1)
+    assert ft["g1"] == pytest.approx(t1 + (big - small) / CAP)
+
+
+def test_strict_priority_preempts() -> None:
+    """A low-priority flow runs alone, is preempted by a high-priority one, resumes."""
+    a_size, b_size, delay = 2000, 1000, 0.5
+
+    def make(it: int, t0: float) -> IterationPlan:
+        lo = EchelonFlow("j/0/lo", "j", "lo", (Flow(0, "a", "b", a_size, 0.0),), t_ref=t0)
+        hi = EchelonFlow("j/0/hi", "j", "hi", (Flow(0, "c", "b", b_size, 0.0),), t_ref=t0)
+        task = ComputeTask("t", "c", delay)
+        return IterationPlan("j", it, (lo, hi), (task,), {("j/0/hi", 0): "t"})
+
+    prio = RankPolicy("prio", lambda ef, j: 0 if ef.group == "hi" else 1)
+    res = simulate(one_link(), [JobRun(PlanJob("j", make))], SimConfig(policy=prio))
+    ft = finish_times(res)
+    hi_done = delay + b_size / CAP
+    assert ft["hi"] == pytest.approx(hi_done)
+    sent_before = delay * CAP
+    assert ft["lo"] == pytest.approx(hi_done + (a_size - sent_before) / CAP)
+
+
+def pipeline_job(micro: int, c0: float, c1: float, size: int) -> PlanJob:
+    """Two stages on hosts a and b; micro-batch m's activation flows a->b."""
+
+    def make(it: int, t0: float) -> IterationPlan:
+        name = f"p/{it}/fwd"
+        flows = tuple(Flow(m, "a", "b", size, m * c1) for m in range(micro))
+        ef = EchelonFlow(name, "p", "fwd", flows, t_ref=t0 + c0 + size / CAP)
+        tasks = [ComputeTask(f"a{m}", "a", c0) for m in range(micro)]
+        tasks += [ComputeTask(f"b{m}", "b", c1, after_flows=((name, m),)) for m in range(micro)]
+        producer = {(name, m): f"a{m}" for m in range(micro)}
+        return IterationPlan("p", it, (ef,), tuple(tasks), producer)
+
+    return PlanJob("p", make)
+
+
+@pytest.mark.parametrize("micro", [1, 4])
+def test_two_stage_pipeline_iteration_time(micro: int) -> None:
+    c0, c1, size = 1.0, 2.0, 500
+    job = pipeline_job(micro, c0, c1, size)
+    res = simulate(
+        Links({"l": CAP}, {("a", "b"): ["l"]}),
+        [JobRun(job, arrival=3.0, iterations=2)],
+        SimConfig(policy=FAIR, record_tasks=True),
+    )
+    # c1 >= c0 and each transfer (0.5 s) is shorter than c0: stage b is the bottleneck
+    # once the first activation has arrived.
+    expected = c0 + size / CAP + micro * c1
+    assert [r.duration for r in res.iterations] == pytest.approx([expected, expected])
+    assert res.jobs[0].jct == pytest.approx(2 * expected)
+    assert res.iterations[1].start == pytest.approx(3.0 + expected)
+    b_tasks = [t for t in res.tasks if t.host == "b" and t.iteration == 0]
+    assert all(t.end - t.start == pytest.approx(c1) for t in b_tasks)
+
+
+def test_real_paradigm_job_through_the_engine() -> None:
+    """A core GPipe job: iteration time equals the core's contention-free timeline when
+    the network is fast, and grows when it is slow."""
+    from echelon.jobs import load_job
+    from sim.topology import big_switch
+
+    desc = {
+        "job": "g",
+        "paradigm": "gpipe",
+        "hosts": ["h0", "h1", "h2"],
+        "micro_batches": 3,
+        "stages": [{"fwd_s": 0.1, "bwd_s": 0.2, "activation_bytes": 1000}] * 2
+        + [{"fwd_s": 0.1, "bwd_s": 0.2}],
+    }
+    spec = load_job(desc)
+    fast = simulate(big_switch(spec.hosts, 1e12), [JobRun(spec, iterations=2)], SimConfig())
+    assert [r.duration for r in fast.iterations] == pytest.approx(
+        [spec.ideal_iteration_s] * 2, rel=1e-6
+    )
+    slow = simulate(big_switch(spec.hosts, 1e4), [JobRun(spec)], SimConfig())
+    assert slow.iterations[0].duration > spec.ideal_iteration_s + 0.1  # 0.1 s per 1000 B hop
+
+
+def test_dependency_cycle_is_reported() -> None:
+    from sim.engine import SimError
+
+    def make(it: int, t0: float) -> IterationPlan:
+        tasks = (
+            ComputeTask("a", "x", 1.0, after_tasks=("b",)),
+            ComputeTask("b", "y", 1.0, after_tasks=("a",)),
+        )
+        ef = EchelonFlow("j/0/g", "j", "g", (Flow(0, "a", "b", 10, 0.0),), t_ref=t0)
+        return IterationPlan("j", it, (ef,), tasks, {})
+
+    with pytest.raises(SimError, match="never finished"):
+        simulate(one_link(), [JobRun(PlanJob("j", make))], SimConfig(policy=FAIR))
+
+
+def test_bad_plans_are_spec_errors() -> None:
+    from echelon.errors import SpecError
+
+    def make(it: int, t0: float) -> IterationPlan:
+        ef = EchelonFlow("j/0/g", "j", "g", (Flow(0, "a", "b", 10, 0.0),), t_ref=t0)
+        task = ComputeTask("t", "x", 1.0, after_flows=(("j/0/other", 0),))
+        return IterationPlan("j", it, (ef,), (task,), {})
+
+    with pytest.raises(SpecError, match="unknown flow"):
+        simulate(one_link(), [JobRun(PlanJob("j", make))], SimConfig(policy=FAIR))
+    job = flows_job("same", [10])
+    with pytest.raises(SpecError):
+        simulate(one_link(), [JobRun(job), JobRun(job)], SimConfig(policy=FAIR))
+
+
+def test_packet_overhead_counts_on_the_wire() -> None:
+    size = 10_000
+    cfg = SimConfig(policy=FAIR, header_bytes=50, payload_bytes=1000)
+    res = simulate(one_link(), [JobRun(flows_job("j", [size]))], cfg)
+    assert finish_times(res)["g0"] == pytest.approx((size + 10 * 50) / CAP)
+
+
+def test_flow_rerank_mode_calls_the_policy_more_often() -> None:
+    """Three flows of one group released at different times: group mode asks the policy
+    once per group event, flow mode at every release/finish as well."""
+    calls: list[float] = []
+
+    def fn(ef: EchelonFlow, j: int) -> int:
+        return j
+
+    class Counting(RankPolicy):
+        def schedule(self, echelons, network, remaining=None, now=0.0):  # type: ignore[no-untyped-def]
+            calls.append(now)
+            return super().schedule(echelons, network, remaining, now)
+
+    def make(it: int, t0: float) -> IterationPlan:
+        flows = tuple(Flow(i, "a", "b", 1000, float(i)) for i in range(3))
+        ef = EchelonFlow("j/0/g", "j", "g", flows, t_ref=t0)
+        tasks = tuple(ComputeTask(f"t{i}", "a", 0.3) for i in range(3))
+        return IterationPlan("j", it, (ef,), tasks, {("j/0/g", i): f"t{i}" for i in range(3)})
+
+    counts = {}
+    for mode in ("group", "flow"):
+        calls.clear()
+        res = simulate(
+            one_link(), [JobRun(PlanJob("j", make))], SimConfig(Counting("c", fn), rerank=mode)
+        )
+        counts[mode] = (len(calls), res.n_reranks)
+    assert counts["group"][0] == counts["group"][1] == 1  # the group's first release only
+    assert counts["flow"][0] > counts["group"][0]
