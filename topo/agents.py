@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from echelon.errors import EchelonError
-from echelon.model import IterationPlan
+from echelon.jobs import JobSpec
 from hostagent.plan import build_scenario
 from hostagent.report import formation_report, merge_records
 from topo.net import EchelonNet
@@ -28,16 +28,18 @@ READY_TIMEOUT_S = 30.0
 
 def play_scenario(
     net: EchelonNet,
-    plans: Sequence[IterationPlan],
+    jobs: Sequence[JobSpec],
+    iterations: int,
     ids: Mapping[tuple[str, str], int],
     out_dir: Path,
     rate_mbit: float = 40.0,
     timeout_s: float = 60.0,
 ) -> dict[str, Any]:
-    """Write the scenario, run an agent in every host, return the formation report."""
+    """Write the scenario (``iterations`` of every job's plan), run an agent in every
+    host, return the formation report."""
     out_dir.mkdir(parents=True, exist_ok=True)
     hosts = {h.name: h.ip for h in net.topo.hosts.values()}
-    sc = build_scenario(plans, ids, hosts, start_at=time.time() + READY_TIMEOUT_S,
+    sc = build_scenario(jobs, iterations, ids, hosts, start_at=time.time() + READY_TIMEOUT_S,
                         default_rate_mbit=rate_mbit, timeout_s=timeout_s,
                         packet_bytes=PACKET_BYTES)  # fmt: skip
     path = out_dir / "scenario.json"

@@ -1,87 +1,126 @@
-"""The two contending demo jobs of ``make run``, as iteration plans on the star topology.
+"""The two contending demo jobs of ``make run``: job-description files, scaled down.
 
-* ``pipe`` — a GPipe-style two-stage pipeline: stage 0 on h1 computes
-  ``MICRO`` micro-batches one after the other (``FWD0_S`` each) and sends each
-  one's activations to stage 1 on h4, which consumes them one per ``FWD1_S``.
-  The activations of one iteration form an EchelonFlow with
-  ``A(j) = j * FWD1_S``: a staggered formation, the case EchelonFlow is about.
-* ``dp`` — data parallel with a parameter server on h4: workers h2 and h3
-  push their gradients at the same time and the update needs all of them, a
-  Coflow (``A == 0``).
+The jobs are ordinary paradigm job descriptions (``topo/jobs/*.yaml``, the
+:func:`echelon.jobs.load_job` format): a GPipe pipeline h1 -> h4 and a
+parameter-server data-parallel job h2, h3 -> h4. Their EchelonFlows come from
+the paradigm builders, like any job's; nothing here builds flows by hand.
 
-Both end at h4, so every byte crosses the 10 Mbit/s bottleneck into h4. Sizes
-are chosen so that the Python soft switch (~20 kpps) is never the bottleneck
-and a run of all policies takes well under a minute. Ideal times assume the
-bottleneck rate (``BOTTLENECK_BYTES_S``), as a contention-free schedule would.
+**One scale factor.** The files describe the jobs at their own scale (hundreds
+of kB per tensor, 0.1-0.4 s per compute step). The demo multiplies every size
+(``*_bytes``) *and* every compute duration (``*_s``) by ``scale`` (default
+:data:`DEFAULT_SCALE`). On the same network that shrinks the whole timeline by
+``scale`` and keeps the ratio of compute to transfer time, so a run takes
+seconds instead of minutes. It changes bytes per flow, not packets per second:
+the soft switch (~20-30 kpps) only ever sees the hosts' pacing rate. The scaled
+description is what the controller registers, so the deadlines on the wire
+(``A(j)`` in µs) and the switch's deadline ranges agree.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from echelon.model import ComputeTask, EchelonFlow, Flow, FlowKey, IterationPlan
+import yaml
 
-BOTTLENECK_BYTES_S = 10e6 / 8
-MICRO = 6
-ACT_BYTES = 60_000
-#: Stage 0 produces a micro-batch every FWD0_S; stage 1 consumes one every FWD1_S.
-#: Producing faster than consuming releases several flows at once that are
-#: needed one after the other: what the arrangement A(j) = j * FWD1_S encodes
-#: and what a Coflow (all flows equal) cannot express.
-FWD0_S = 0.01
-FWD1_S = 0.06
-GRAD_BYTES = 300_000
-BACKWARD_S = 0.05
-UPDATE_S = 0.05
+from echelon.errors import SpecError
+from echelon.jobs import JobSpec, load_job
+
+ROOT = Path(__file__).resolve().parents[1]
+JOB_FILES = ("topo/jobs/pipe.yaml", "topo/jobs/dp.yaml")
+#: Sizes and compute durations are multiplied by this (see the module docstring).
+DEFAULT_SCALE = 0.1
 
 
-def pipe_plan(it: int) -> IterationPlan:
-    name = f"pipe/{it}/act"
-    flows = tuple(Flow(j, "h1", "h4", ACT_BYTES, round(j * FWD1_S, 6)) for j in range(MICRO))
-    t_ref = FWD0_S + ACT_BYTES / BOTTLENECK_BYTES_S  # first micro-batch computed and sent
-    ef = EchelonFlow(name, "pipe", "act", flows, t_ref=t_ref)
-    tasks: list[ComputeTask] = []
-    producer: dict[FlowKey, str] = {}
-    for j in range(MICRO):
-        tasks.append(ComputeTask(f"fwd0/{j}", "h1", FWD0_S))
-        producer[(name, j)] = f"fwd0/{j}"
-    tasks += [
-        ComputeTask(f"fwd1/{j}", "h4", FWD1_S, after_flows=((name, j),)) for j in range(MICRO)
-    ]
-    return IterationPlan("pipe", it, (ef,), tuple(tasks), producer)
+@dataclass(frozen=True)
+class DemoJob:
+    """A job as registered: the scaled description (sent to the controller) and its spec."""
+
+    path: str
+    description: dict[str, Any]
+    spec: JobSpec
 
 
-def dp_plan(it: int) -> IterationPlan:
-    name = f"dp/{it}/grad"
-    workers = ("h2", "h3")
-    flows = tuple(Flow(j, w, "h4", GRAD_BYTES, 0.0) for j, w in enumerate(workers))
-    t_ref = BACKWARD_S + len(workers) * GRAD_BYTES / BOTTLENECK_BYTES_S
-    ef = EchelonFlow(name, "dp", "grad", flows, t_ref=t_ref)
-    tasks = [ComputeTask(f"bwd/{w}", w, BACKWARD_S) for w in workers]
-    tasks.append(
-        ComputeTask("update", "h4", UPDATE_S, after_flows=tuple((name, j) for j in range(2)))
-    )
-    producer = {(name, j): f"bwd/{w}" for j, w in enumerate(workers)}
-    return IterationPlan("dp", it, (ef,), tuple(tasks), producer)
+def scale_description(desc: Any, scale: float) -> Any:
+    """``desc`` with every ``*_bytes`` (rounded, >= 1) and ``*_s`` value multiplied by ``scale``.
+
+    Why by field name: the job format's convention is that sizes end in
+    ``_bytes`` and durations in ``_s`` (``echelon.specfields``), in every
+    paradigm, so one rule scales any of them without knowing its schema.
+    """
+    if isinstance(desc, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in desc.items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                if str(k).endswith("_bytes") and v > 0:
+                    v = max(1, round(v * scale))
+                elif str(k).endswith("_s"):
+                    v = round(v * scale, 9)
+            out[k] = scale_description(v, scale)
+        return out
+    if isinstance(desc, list):
+        return [scale_description(v, scale) for v in desc]
+    return desc
 
 
-def plans(iterations: int) -> list[IterationPlan]:
-    return [p for it in range(iterations) for p in (pipe_plan(it), dp_plan(it))]
+def load_demo_jobs(
+    paths: Sequence[str], scale: float, known_hosts: Collection[str]
+) -> list[DemoJob]:
+    """Read, scale and validate the job files (errors name the file and field)."""
+    if not scale > 0:
+        raise SpecError("scale", f"must be positive, got {scale}")
+    jobs: list[DemoJob] = []
+    for p in paths:
+        path = Path(p) if Path(p).is_absolute() or Path(p).exists() else ROOT / p
+        try:
+            raw = yaml.safe_load(path.read_text())
+        except OSError as exc:
+            raise SpecError(str(p), f"cannot read: {exc.strerror or exc}") from None
+        except yaml.YAMLError as exc:
+            raise SpecError(str(p), f"not valid YAML/JSON: {exc}") from None
+        if not isinstance(raw, Mapping):
+            raise SpecError(str(p), "must be a job description (a mapping)")
+        desc = scale_description(raw, scale)
+        try:
+            spec = load_job(desc, known_hosts)
+        except SpecError as exc:
+            raise SpecError(f"{p}: {exc.field}", exc.message) from None
+        if any(j.spec.job_id == spec.job_id for j in jobs):
+            raise SpecError(f"{p}: job", f"duplicate job {spec.job_id!r}")
+        jobs.append(DemoJob(str(p), desc, spec))
+    if not jobs:
+        raise SpecError("jobs", "no job files given")
+    return jobs
 
 
-def registration(plan: IterationPlan) -> dict[str, Any]:
-    """The controller's explicit EchelonFlow registration for a job (its groups' formations)."""
-    return {
-        "job": plan.job,
-        "echelonflows": [
-            {
-                "group": ef.group,
-                "t_ref": ef.t_ref,
-                "flows": [
-                    {"src": f.src, "dst": f.dst, "size": f.size, "offset": f.offset}
-                    for f in ef.flows
-                ],
-            }
-            for ef in plan.echelons
-        ],
-    }
+def specs_from_results(results: Mapping[str, Any]) -> list[JobSpec]:
+    """The (scaled) job specs a ``demo-results.json`` was run with."""
+    descs = results.get("jobs")
+    if not isinstance(descs, list) or not descs:
+        raise SpecError("jobs", "results hold no job descriptions (not from python -m topo.run?)")
+    return [load_job(d) for d in descs]
+
+
+def group_table(results: Mapping[str, Any]) -> str:
+    """Mean EchelonFlow completion time per (job, group) and policy, over iterations.
+
+    Why next to the per-job table: a job's mean mixes groups the switch can
+    prioritise (flows into the bottleneck) with groups it cannot (flows leaving
+    h4 through its unprioritised host link), which hides where a policy acts.
+    """
+    pols = list(results["policies"])
+    lines = [f"{'job':<6} {'group':<11} " + " ".join(f"{p:>8}" for p in pols)]
+    rows: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for pol in pols:
+        for job, j in sorted(results["policies"][pol]["jobs"].items()):
+            for e in j["echelons"]:
+                if e["completion_time"] is not None:
+                    by_pol = rows.setdefault((job, e["group"]), {})
+                    by_pol.setdefault(pol, []).append(e["completion_time"])
+    for (job, group), by_pol in rows.items():
+        cells = [sum(v) / len(v) if (v := by_pol.get(p)) else None for p in pols]
+        lines.append(f"{job:<6} {group:<11} " + " ".join(
+            "     n/a" if c is None else f"{c:8.3f}" for c in cells))  # fmt: skip
+    return "\n".join(lines)

@@ -234,6 +234,10 @@ class EchelonNet:
         for sc in sysctls:
             subprocess.run([*ns, "sysctl", "-qw", sc], capture_output=True)
         ends = {"wa": (lk.a, lk.a_port), "wb": (lk.b, lk.b_port)}
+        # Neighbours last: changing an interface's MAC flushes its neighbour table,
+        # permanent entries included, which silently broke the first routed direction
+        # of a switch-switch wire when the second direction set the MAC.
+        neighbours: list[list[str]] = []
         for table, (in_if, out_if) in enumerate((("wb", "wa"), ("wa", "wb")), start=100):
             sender, sport = ends[in_if]
             if sender not in self.topo.switches or sport is None:
@@ -247,12 +251,14 @@ class EchelonNet:
                 ["ip", "rule", "add", "iif", in_if, "table", str(table)],
                 ["ip", "route", "add", "default", "via", "169.254.0.1", "dev", out_if,
                  "onlink", "table", str(table)],
-                ["ip", "neigh", "replace", "169.254.0.1", "lladdr", mac, "dev", out_if,
-                 "nud", "permanent"],
             ):  # fmt: skip
                 tc.run_tc(argv, ns=ns)
+            neighbours.append(["ip", "neigh", "replace", "169.254.0.1", "lladdr", mac,
+                               "dev", out_if, "nud", "permanent"])  # fmt: skip
             rate = lk.bw_mbit or 1000.0
             self.shaper_mode = tc.apply_bottleneck(tc.Bottleneck(out_if, rate), ns=ns)
+        for argv in neighbours:
+            tc.run_tc(argv, ns=ns)
 
     def _limit(
         self, mn: Mininet, node: str, port: int | None, mbit: float | None, delay_ms: float

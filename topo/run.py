@@ -2,10 +2,13 @@
 
     python -m topo.run [--topo topo/star.yaml] [--target auto|soft|bmv2] [--headless]
                        [--policies echelon,coflow,fifo] [--iterations 3] [--out-dir run]
+                       [--jobs topo/jobs/pipe.yaml,topo/jobs/dp.yaml] [--scale 0.1]
 
 Starts the topology (BMv2 if installed, else the soft switch), the controller
-daemon on it, registers the demo jobs (:mod:`topo.demo`), plays their traffic
-once per policy (switching the controller's policy between runs) and writes
+daemon on it, registers the demo jobs -- paradigm job descriptions, scaled by
+``--scale`` (:mod:`topo.demo`) -- through the controller's job registration,
+reads back each group's echelon ID, plays the jobs' plans on the hosts once per
+policy (switching the controller's policy between runs) and writes
 ``run/demo-results.json``, ``run/demo-finish-times.png`` and a comparison table.
 Every process, namespace and interface it made is removed on exit, Ctrl-C or
 failure. With a terminal on stdin and no ``--headless`` it first drops into the
@@ -25,6 +28,7 @@ from types import FrameType
 from typing import Any
 
 from echelon.errors import EchelonError
+from echelon.jobs import JobSpec
 from topo import demo
 from topo.agents import PACKET_BYTES, play_scenario
 from topo.controller import ControllerProcess
@@ -53,16 +57,38 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--prefix", default="ec", help="prefix of root-namespace interface names")
     p.add_argument("--api-port", type=int, default=8086)
     p.add_argument("--rate-mbit", type=float, default=40.0, help="host sender pacing rate")
+    p.add_argument("--jobs", default=",".join(demo.JOB_FILES), help="job description files")
+    p.add_argument("--scale", type=float, default=demo.DEFAULT_SCALE,
+                   help="multiplies every size and compute duration of the jobs")  # fmt: skip
     return p.parse_args(argv)
 
 
+def read_echelon_ids(ctl: ControllerProcess, specs: list[JobSpec]) -> dict[tuple[str, str], int]:
+    """``(job, group) -> echelon ID`` as the controller stored it (``GET /jobs/{job}``).
+
+    Why read back rather than trust the registration reply: the IDs on the wire
+    must be the ones the switch entries key on, and every group the agents will
+    send must be known to the controller.
+    """
+    ids: dict[tuple[str, str], int] = {}
+    for spec in specs:
+        shown = ctl.get(f"/jobs/{spec.job_id}")
+        for g in shown["groups"]:
+            ids[(spec.job_id, str(g["group"]))] = int(g["echelon_id"])
+        missing = {ef.group for ef in spec.plan().echelons} - {
+            g for j, g in ids if j == spec.job_id
+        }
+        if missing:
+            raise EchelonError(f"controller: job {spec.job_id!r} lacks groups {sorted(missing)}")
+    return ids
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.iterations < 1:
+        raise EchelonError(f"iterations: must be at least 1, got {args.iterations}")
     topo = load(args.topo)
-    missing = {"h1", "h2", "h3", "h4"} - set(topo.hosts)
-    if missing:
-        raise EchelonError(
-            f"topo: the demo jobs need hosts h1..h4; {args.topo} lacks {sorted(missing)}"
-        )
+    files = [f.strip() for f in args.jobs.split(",") if f.strip()]
+    jobs = demo.load_demo_jobs(files, args.scale, set(topo.hosts))
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     unknown = [p for p in policies if p not in POLICIES]
     if unknown or not policies:
@@ -81,6 +107,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "topo_path": str(Path(args.topo).resolve()),
         "target": net.kind,
         "iterations": args.iterations,
+        "scale": args.scale,
+        "job_files": files,
+        "jobs": [j.description for j in jobs],
         "packet_bytes": PACKET_BYTES,
         "rate_mbit": args.rate_mbit,
         "policies": {},
@@ -90,23 +119,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"*** network up: {len(topo.hosts)} hosts, {len(topo.switches)} switches, "
               f"bottleneck shaper: {net.shaper_mode}")  # fmt: skip
         ctl.start()
-        plans = demo.plans(args.iterations)
-        ids: dict[tuple[str, str], int] = {}
-        for plan in plans[:2]:
-            reply = ctl.register(demo.registration(plan))
-            for g in reply["groups"]:
-                ids[(plan.job, g["group"])] = int(g["echelon_id"])
-        print(f"*** registered jobs {sorted({p.job for p in plans})}, echelon IDs {ids}")
+        for job in jobs:
+            ctl.register(job.description)  # what `echelonctl register FILE` posts
+        ids = read_echelon_ids(ctl, [j.spec for j in jobs])
+        print(f"*** registered jobs {[j.spec.job_id for j in jobs]} (scale {args.scale}), "
+              f"echelon IDs {ids}")  # fmt: skip
+        specs = [j.spec for j in jobs]
         for policy in policies:
             ctl.set_policy(policy)
             t0 = time.monotonic()
-            report = play_scenario(net, plans, ids, out / policy, rate_mbit=args.rate_mbit)
+            report = play_scenario(net, specs, args.iterations, ids, out / policy,
+                                   rate_mbit=args.rate_mbit)  # fmt: skip
             report["wall_s"] = time.monotonic() - t0
             results["policies"][policy] = report
             print(f"*** {policy}: done in {report['wall_s']:.1f} s")
         results["stats"] = ctl.get("/stats")
         (out / "demo-results.json").write_text(json.dumps(results, indent=1))
         print(table(results))
+        print("mean ECT per EchelonFlow group (s):")
+        print(demo.group_table(results))
         plot_finish_times(results, out / "demo-finish-times.png")
         print(f"*** wrote {out / 'demo-results.json'} and {out / 'demo-finish-times.png'}")
         if sys.stdin.isatty() and not args.headless and net.mn is not None:

@@ -1,73 +1,104 @@
-"""Release times from iteration plans, the scenario built from them, and the report."""
+"""Scenarios from job specs: release times from the paradigm plans, iterations, the report."""
 
 from __future__ import annotations
 
 import pytest
 
 from echelon.errors import SpecError
-from echelon.model import ComputeTask, EchelonFlow, Flow, IterationPlan
-from hostagent.plan import build_scenario, ideal_schedule, release_times
+from echelon.jobs import JobSpec, load_job
+from echelon.paradigms.plan import ideal_timeline
+from hostagent.plan import build_scenario, iteration_plans, release_times
 from hostagent.report import formation_report
-from topo import demo
 
 HOSTS = {"h1": "10.0.0.1", "h2": "10.0.0.2", "h3": "10.0.0.3", "h4": "10.0.0.4"}
-IDS = {("pipe", "act"): 3, ("dp", "grad"): 4}
+PIPE = {
+    "job": "pipe",
+    "paradigm": "gpipe",
+    "hosts": ["h1", "h4"],
+    "micro_batches": 3,
+    "stages": [
+        {"fwd_s": 0.01, "bwd_s": 0.02, "activation_bytes": 5000},
+        {"fwd_s": 0.03, "bwd_s": 0.04},
+    ],
+}
+DP = {
+    "job": "dp",
+    "paradigm": "dp_ps",
+    "hosts": ["h2", "h3", "h4"],
+    "ps": "h4",
+    "layers": [{"fwd_s": 0.01, "bwd_s": 0.02, "param_bytes": 7000}],
+}
 
 
-def test_pipeline_releases_follow_stage0_and_consumers_wait_for_ideal_arrivals() -> None:
-    plan = demo.pipe_plan(0)
+def specs() -> list[JobSpec]:
+    return [load_job(PIPE), load_job(DP)]
+
+
+def ids(jobs: list[JobSpec]) -> dict[tuple[str, str], int]:
+    groups = sorted({(ef.job, ef.group) for s in jobs for ef in s.plan().echelons})
+    return {g: i + 1 for i, g in enumerate(groups)}
+
+
+def test_release_is_the_producers_ideal_end_and_flows_without_producer_start_at_zero() -> None:
+    plan = load_job(DP).plan()
     rel = release_times(plan)
-    ef = plan.echelons[0]
-    for j in range(demo.MICRO):
-        assert rel[(ef.name, j)] == pytest.approx((j + 1) * demo.FWD0_S)
-    end, makespan = ideal_schedule(plan)
-    # Stage 1 consumes micro-batch j at its ideal finish t_ref + A(j), one at a time.
-    for j in range(demo.MICRO):
-        start = max(ef.ideal_finish(j), end[f"fwd1/{j - 1}"] if j else 0.0)
-        assert end[f"fwd1/{j}"] == pytest.approx(start + demo.FWD1_S)
-    assert makespan == pytest.approx(end[f"fwd1/{demo.MICRO - 1}"])
+    ends = {t: e for t, (_, e) in ideal_timeline(plan).items()}
+    for ef in plan.echelons:
+        for f in ef.flows:
+            producer = plan.producer.get((ef.name, f.index))
+            assert rel[(ef.name, f.index)] == (ends[producer] if producer else 0.0)
+    assert any(r == 0.0 for r in rel.values()) and any(r > 0 for r in rel.values())
 
 
-def test_scenario_stacks_iterations_and_keeps_ports_unique() -> None:
-    plans = demo.plans(2)
-    sc = build_scenario(plans, IDS, HOSTS, start_at=100.0, job_offset={"dp": 0.5}, scale=0.5)
+def test_scenario_plays_each_iteration_of_the_plan_at_its_ideal_start() -> None:
+    jobs = specs()
+    sc = build_scenario(jobs, 2, ids(jobs), HOSTS, start_at=100.0)
     by_name = {e.name: e for e in sc.echelons}
-    _, pipe_span = ideal_schedule(demo.pipe_plan(0))
-    p0, p1 = by_name["pipe/0/act"], by_name["pipe/1/act"]
-    assert p1.t_ref == pytest.approx(p0.t_ref + pipe_span)
-    assert p1.flows[0].release == pytest.approx(p0.flows[0].release + pipe_span)
-    assert by_name["dp/0/grad"].flows[0].release == pytest.approx(0.5 + demo.BACKWARD_S)
-    assert {e.echelon_id for e in sc.echelons if e.job == "pipe"} == {3}
-    assert p0.flows[0].size == demo.ACT_BYTES // 2
+    for spec in jobs:
+        span = spec.ideal_iteration_s
+        for i in range(2):
+            plan = spec.plan(i, i * span)
+            rel = release_times(plan)
+            for ef in plan.echelons:
+                got = by_name[ef.name]
+                assert got.t_ref == pytest.approx(ef.t_ref)
+                assert got.echelon_id == ids(jobs)[(ef.job, ef.group)]
+                for f, g in zip(ef.flows, got.flows, strict=True):
+                    assert (g.src, g.dst, g.size, g.offset) == (f.src, f.dst, f.size, f.offset)
+                    assert g.release == pytest.approx(i * span + rel[(ef.name, f.index)])
+    first = by_name["pipe/1/fwd/s0-s1"].t_ref - by_name["pipe/0/fwd/s0-s1"].t_ref
+    assert first == pytest.approx(jobs[0].ideal_iteration_s)
     ports = [(f.src, f.sport) for e in sc.echelons for f in e.flows]
-    assert len(ports) == len(set(ports)) == 2 * (demo.MICRO + 2)
+    assert len(ports) == len(set(ports)) == sum(len(e.flows) for e in sc.echelons)
 
 
-def test_missing_echelon_id_and_cycles_are_spec_errors() -> None:
+def test_missing_echelon_id_and_bad_iterations_are_spec_errors() -> None:
+    jobs = specs()
+    partial = {k: v for k, v in ids(jobs).items() if k != ("dp", "push")}
     with pytest.raises(SpecError) as e:
-        build_scenario(demo.plans(1), {("pipe", "act"): 1}, HOSTS, start_at=0.0)
-    assert e.value.field == "dp/0/grad.group"
-    ef = EchelonFlow("x/0/g", "x", "g", (Flow(0, "h1", "h2", 10, 0.0),))
-    tasks = (
-        ComputeTask("a", "h1", 1.0, after_tasks=("b",)),
-        ComputeTask("b", "h2", 1.0, after_tasks=("a",)),
-    )
-    loop = IterationPlan("x", 0, (ef,), tasks, {})
-    with pytest.raises(SpecError, match="cycle"):
-        ideal_schedule(loop)
+        build_scenario(jobs, 1, partial, HOSTS, start_at=0.0)
+    assert e.value.field == "dp/0/push.group"
+    with pytest.raises(SpecError) as e:
+        iteration_plans(jobs, 0)
+    assert e.value.field == "iterations"
 
 
 def test_report_marks_missing_flows_and_computes_metrics() -> None:
-    sc = build_scenario(demo.plans(1), IDS, HOSTS, start_at=0.0)
-    pipe = next(e for e in sc.echelons if e.job == "pipe")
+    jobs = specs()
+    sc = build_scenario(jobs, 1, ids(jobs), HOSTS, start_at=0.0)
     late = 0.01
-    finish: dict[str, float | None] = {
-        pipe.uid(f): pipe.t_ref + f.offset + (late if f.index == 2 else 0.0) for f in pipe.flows
-    }
+    finish: dict[str, float | None] = {}
+    for e in sc.echelons:
+        if e.job == "pipe":
+            for f in e.flows:
+                extra = late if (e.group == "fwd/s0-s1" and f.index == 2) else 0.0
+                finish[e.uid(f)] = e.t_ref + f.offset + extra
     rep = formation_report(sc, finish)
     p = rep["jobs"]["pipe"]
     assert p["complete"] and p["total_lateness"] == pytest.approx(late)
     assert p["ect_max"] == pytest.approx(late)
-    assert p["echelons"][0]["flows"][2]["lateness"] == pytest.approx(late)
+    fwd = next(e for e in p["echelons"] if e["group"] == "fwd/s0-s1")
+    assert fwd["flows"][2]["lateness"] == pytest.approx(late)
     d = rep["jobs"]["dp"]  # no finish times at all
-    assert not d["complete"] and d["ect_mean"] is None and len(d["missing"]) == 2
+    n_dp = sum(len(e.flows) for e in sc.echelons if e.job == "dp")
+    assert not d["complete"] and d["ect_mean"] is None and len(d["missing"]) == n_dp

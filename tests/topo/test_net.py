@@ -90,3 +90,22 @@ def test_name_too_long_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(NetError, match="15 characters"):
         n.start()
     assert not {x for x in root_links() if x.startswith("toolongpfx")}
+
+
+def test_switch_switch_wire_routes_both_directions(tmp_path: Path) -> None:
+    """Both routed directions keep their next hop: setting one side's MAC once flushed
+    the other direction's permanent neighbour, and leaf2 -> leaf1 lost every packet."""
+    topo = load(topo_on_free_ports("topo/leafspine.yaml", tmp_path / "ls.yaml"))
+    n = EchelonNet(topo, kind="soft", prefix=PREFIX, log_dir=tmp_path / "logs")
+    try:
+        n.start()
+        i, lk = next((i, lk) for i, lk in enumerate(topo.links) if lk.bottleneck)
+        assert lk.a in topo.switches and lk.b in topo.switches and lk.b_port is not None
+        wire = n[f"w{i}"]
+        for dev, (far, port) in {"wa": (lk.b, lk.b_port), "wb": (lk.a, lk.a_port)}.items():
+            assert port is not None
+            neigh = wire.cmd(f"ip neigh show 169.254.0.1 dev {dev}")
+            assert n.next_hop_mac(far, port) in neigh and "PERMANENT" in neigh, (dev, neigh)
+    finally:
+        n.stop()
+    assert ours() == set()

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from topo import demo
-from topo.crosscheck import DEFAULT_TOLERANCE_S, compare
+from topo.crosscheck import DEFAULT_TOLERANCE_S, compare, completion_rows
+from topo.demo import specs_from_results
 from topo.net import root_links
 from topo.targets import free_port, wait_until
 
@@ -48,13 +48,26 @@ def test_demo_runs_and_echelon_beats_fifo_for_the_pipeline(tmp_path: Path) -> No
             assert j["complete"], (policy, job, j["missing"])
             flows = [f for e in j["echelons"] for f in e["flows"]]
             assert flows and all(f["actual"] is not None for f in flows)
+    # The jobs really are the job files' paradigm plans, with the controller's IDs.
+    specs = specs_from_results(results)
+    assert [s.job_id for s in specs] == ["pipe", "dp"]
+    assert {s.paradigm for s in specs} == {"gpipe", "dp_ps"}
+    planned = {ef.name: ef for s in specs for ef in s.plan(0, 0.0).echelons}
+    played = {e["name"]: e for e in results["policies"]["echelon"]["jobs"]["pipe"]["echelons"]}
+    assert set(played) == {n for n in planned if n.startswith("pipe/")}
+    for name, e in played.items():
+        assert [f["ideal"] for f in e["flows"]] == [
+            pytest.approx(planned[name].ideal_finish(f.index)) for f in planned[name].flows
+        ]
     ect = {p: r["jobs"]["pipe"]["ect_mean"] for p, r in results["policies"].items()}
     assert ect["echelon"] < ect["fifo"], ect
     # Cross-check with the simulator's fluid model (strict priority: few ms apart).
     rows = compare(results, "echelon")
-    assert len(rows) == demo.MICRO + 2
-    worst = max(abs(r["diff"]) for r in rows)
-    assert worst <= DEFAULT_TOLERANCE_S, rows
+    assert len(rows) == sum(len(ef.flows) for ef in planned.values())
+    ects = completion_rows(rows)
+    assert len(ects) == len(planned)
+    worst = max(abs(e["diff"]) for e in ects)
+    assert worst <= DEFAULT_TOLERANCE_S, ects
     # Nothing left behind: interfaces with our prefix, the switch, controller, agents.
     assert not {n for n in root_links() if n.startswith(PREFIX)}
     assert not procs_mentioning(f"@{PREFIX}s1-") and not procs_mentioning(str(tmp_path))
