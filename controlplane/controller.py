@@ -32,14 +32,13 @@ from controlplane.p4info import P4Info, TableEntry
 from controlplane.planning import (
     POLICIES,
     ParsedJob,
-    TopologyNetwork,
     parse_job,
     plan_groups,
 )
 from controlplane.registry import JobRecord, Registry, UnknownJobError
 from echelon.constants import SPECIAL_COUNT
 from echelon.errors import SpecError
-from topo.topology import Topology
+from topo.topology import Topology, TopologyNetwork
 
 log = logging.getLogger(__name__)
 

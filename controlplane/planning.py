@@ -20,7 +20,6 @@ Everything here is pure; :func:`plan_groups` is called under the controller lock
 from __future__ import annotations
 
 import importlib
-import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,11 +30,9 @@ from echelon.errors import SpecError
 from echelon.model import EchelonFlow, Flow
 from echelon.schedule import DeadlineRange, EchelonLevels
 from echelon.specfields import check_keys, count, mapping, path, seconds, text
-from topo.topology import Topology
+from topo.topology import Topology, TopologyNetwork
 
 POLICIES = ("echelon", "coflow", "fifo")
-#: Capacity assumed for a topology link without ``bw_mbit`` (bytes/s, 10 Gbit/s).
-DEFAULT_LINK_BYTES_S = 10e9 / 8
 
 
 class UnknownHostError(SpecError):
@@ -59,31 +56,6 @@ class ParsedJob:
             mine = tuple(ef for ef in self.echelons if ef.group == group)
             cache[group] = (mine, tuple(sorted({f.src for ef in mine for f in ef.flows})))
         return cache[group]
-
-
-class TopologyNetwork:
-    """The core's ``Network`` protocol over a topology file: one link per direction."""
-
-    def __init__(self, topo: Topology) -> None:
-        self.topo = topo
-        caps: dict[str, float] = {}
-        for lk in topo.links:
-            cap = lk.bw_mbit * 1e6 / 8 if lk.bw_mbit else DEFAULT_LINK_BYTES_S
-            caps[f"{lk.a}->{lk.b}"] = cap
-            caps[f"{lk.b}->{lk.a}"] = cap
-        self._links = caps
-        self._paths: dict[tuple[str, str], tuple[str, ...]] = {}
-
-    @property
-    def links(self) -> Mapping[str, float]:
-        return self._links
-
-    def path(self, src: str, dst: str) -> tuple[str, ...]:
-        key = (src, dst)
-        if key not in self._paths:
-            hops = self.topo.path(src, dst)
-            self._paths[key] = tuple(f"{u}->{v}" for u, v in itertools.pairwise(hops))
-        return self._paths[key]
 
 
 # ---------------------------------------------------------------- parsing

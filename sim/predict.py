@@ -26,7 +26,8 @@ from echelon.errors import SpecError
 from echelon.model import FlowKey, IterationPlan
 from sim.config import JobRun, Plannable, SimConfig
 from sim.engine import Simulator
-from sim.topology import TopoNetwork
+from sim.topology import UNLIMITED_BYTES_PER_S
+from topo.topology import TopologyNetwork
 
 #: Ethernet + IPv4 + UDP + echelon header bytes per packet.
 DEFAULT_HEADER_BYTES = 14 + 20 + 8 + 16
@@ -124,5 +125,5 @@ def predict_finish_times(
         header_bytes=header_bytes,
         payload_bytes=payload_bytes,
     )
-    res = Simulator(TopoNetwork(topology), runs, cfg).run()
+    res = Simulator(TopologyNetwork(topology, UNLIMITED_BYTES_PER_S), runs, cfg).run()
     return {(f.echelon, f.index): f.finish for f in res.flows}

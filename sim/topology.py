@@ -11,7 +11,6 @@ without per-flow re-hashing), so a run is deterministic and reproducible.
 
 from __future__ import annotations
 
-import itertools
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -163,39 +162,6 @@ class FatTree:
         )
 
 
-class TopoNetwork:
-    """A ``topo.topology.Topology`` (the emulation's YAML file) as a ``Network``.
-
-    Each cable becomes two directed links ``a>b`` and ``b>a`` with the cable's
-    ``bw_mbit`` (unlimited cables get :data:`UNLIMITED_BYTES_PER_S`); paths are the
-    file's shortest paths, the same the controller installs.
-    """
-
-    def __init__(self, topology: Any) -> None:
-        self.topology = topology
-        links: dict[str, float] = {}
-        for lk in topology.links:
-            cap = UNLIMITED_BYTES_PER_S if lk.bw_mbit is None else lk.bw_mbit * 1e6 / 8
-            links[f"{lk.a}>{lk.b}"] = cap
-            links[f"{lk.b}>{lk.a}"] = cap
-        self._links = links
-        self._paths: dict[tuple[str, str], tuple[str, ...]] = {}
-
-    @property
-    def links(self) -> Mapping[str, float]:
-        return self._links
-
-    def path(self, src: str, dst: str) -> tuple[str, ...]:
-        key = (src, dst)
-        if key not in self._paths:
-            for h in key:
-                if h not in self.topology.hosts:
-                    raise SpecError("hosts", f"{h} is not a host of topology {self.topology.name}")
-            hops = self.topology.path(src, dst)
-            self._paths[key] = tuple(f"{u}>{v}" for u, v in itertools.pairwise(hops))
-        return self._paths[key]
-
-
 def _host_index(host: str, n: int) -> int:
     if not host.startswith("h") or not host[1:].isdigit() or int(host[1:]) >= n:
         raise SpecError("hosts", f"{host} is not a host of this topology (h0..h{n - 1})")
@@ -230,9 +196,9 @@ def make_network(spec: Mapping[str, Any]) -> Network:
         if kind == "fattree":
             return FatTree(int(spec.get("k", 4)), bw, over)
         if kind == "file":
-            from topo.topology import load
+            from topo.topology import TopologyNetwork, load
 
-            return TopoNetwork(load(str(spec["path"])))
+            return TopologyNetwork(load(str(spec["path"])), UNLIMITED_BYTES_PER_S)
     except (TypeError, ValueError, KeyError) as exc:
         if isinstance(exc, SpecError):
             raise

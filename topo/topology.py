@@ -141,6 +141,45 @@ class Topology:
         ]
 
 
+#: Capacity given to a link whose file entry has no ``bw_mbit`` (unshaped veth): 10 Gbit/s.
+UNSHAPED_LINK_BYTES_S = 10e9 / 8
+
+
+class TopologyNetwork:
+    """A topology file as the core's ``Network`` (``echelon.schedule.Network``).
+
+    Each cable becomes two directed links ``a>b`` and ``b>a`` with the cable's
+    ``bw_mbit`` (unshaped cables get ``unshaped_bytes_s``); paths are the file's
+    shortest paths, the ones the controller installs. The controller schedules
+    on it and the simulator predicts the emulation with it, so both see the same
+    bottleneck.
+    """
+
+    def __init__(self, topo: Topology, unshaped_bytes_s: float = UNSHAPED_LINK_BYTES_S) -> None:
+        self.topology = topo
+        caps: dict[str, float] = {}
+        for lk in topo.links:
+            cap = unshaped_bytes_s if lk.bw_mbit is None else lk.bw_mbit * 1e6 / 8
+            caps[f"{lk.a}>{lk.b}"] = cap
+            caps[f"{lk.b}>{lk.a}"] = cap
+        self._links = caps
+        self._paths: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    @property
+    def links(self) -> Mapping[str, float]:
+        return self._links
+
+    def path(self, src: str, dst: str) -> tuple[str, ...]:
+        key = (src, dst)
+        if key not in self._paths:
+            for h in key:
+                if h not in self.topology.hosts:
+                    raise SpecError("hosts", f"{h} is not a host of topology {self.topology.name}")
+            hops = self.topology.path(src, dst)
+            self._paths[key] = tuple(f"{u}>{v}" for u, v in itertools.pairwise(hops))
+        return self._paths[key]
+
+
 def _switch_mac(switch: str, port: int | None) -> str:
     """A stable locally-administered MAC for a switch port (next hop between switches)."""
     digest = sum(ord(c) * 31**i for i, c in enumerate(switch)) & 0xFFFF

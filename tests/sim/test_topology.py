@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from echelon.errors import SpecError
-from sim.topology import FatTree, LeafSpine, TopoNetwork, hosts_of, make_network
+from sim.topology import FatTree, LeafSpine, hosts_of, make_network
+from topo.topology import TopologyNetwork
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,7 +40,7 @@ def test_fattree_k4() -> None:
 
 def test_topology_file_network() -> None:
     net = make_network({"kind": "file", "path": str(ROOT / "topo" / "star.yaml")})
-    assert isinstance(net, TopoNetwork)
+    assert isinstance(net, TopologyNetwork)
     assert net.path("h1", "h4") == ("h1>s1", "s1>h4")
     assert net.links["s1>h4"] == pytest.approx(10e6 / 8)
     assert net.links["h1>s1"] == pytest.approx(100e6 / 8)
