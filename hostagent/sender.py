@@ -6,6 +6,15 @@ packet by packet, as parallel transfers from one host would. Without pacing the
 Python senders would outrun the soft switch and packets would be lost at its
 input instead of queueing at the emulated bottleneck, which is what we study.
 
+Why round-robin matters: flows a host releases together -- a parameter
+server's per-layer pulls -- leave interleaved, one packet each in turn, with no
+regard to their priority (the host knows none; only the switch classifies).
+So under one priority level (a Coflow) they reach the switch's FIFO queue
+interleaved and all finish near the group's end, while per-flow levels
+(EchelonFlow) let the switch pull the earliest-needed one ahead. A sender that
+sent them one after another in layer order would hand a Coflow the echelon's
+order for free.
+
 Each flow instance has its own socket bound to ``(host ip, sport)``: the source
 address is what the switch classifies on, the source port tells instances of
 the same flow in different iterations apart at the receiver.

@@ -5,8 +5,10 @@
 Runs :func:`sim.predict.predict_finish_times` on the demo jobs (the scaled job
 descriptions stored in the results, played open-loop as the agents play them:
 :class:`OpenLoopJob`) and topology of a ``make run`` result and prints predicted
-vs measured finish times. Exit 1
-when a flow differs by more than ``--tolerance`` seconds.
+vs measured finish times and, per EchelonFlow, completion times. Exit 1 when a
+checked EchelonFlow's completion differs by more than ``--tolerance`` seconds
+(checked: those sharing no sending host with another group, see
+:func:`completion_rows`).
 
 Which comparisons are meaningful (docs/demo.md has the numbers):
 
@@ -121,9 +123,9 @@ def compare(results: dict[str, Any], policy: str) -> list[dict[str, Any]]:
                 key = (e["name"], f["index"])
                 if key not in pred or f["actual"] is None:
                     continue
-                rows.append({"echelon": e["name"], "index": f["index"], "ideal": f["ideal"],
-                             "predicted": pred[key], "measured": f["actual"],
-                             "diff": f["actual"] - pred[key]})  # fmt: skip
+                rows.append({"echelon": e["name"], "index": f["index"], "src": f["src"],
+                             "ideal": f["ideal"], "predicted": pred[key],
+                             "measured": f["actual"], "diff": f["actual"] - pred[key]})  # fmt: skip
     return rows
 
 
@@ -136,16 +138,31 @@ def completion_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     serves them in arrival order; the level's last byte leaves at the same
     instant either way (both are work-conserving), so the EchelonFlow's
     completion agrees even where single flows of one level do not.
+
+    ``checked`` is False for an EchelonFlow with a flow leaving a host that
+    also sends another EchelonFlow's flows (``shared_host`` names it). Why:
+    only the switch has priority queues; a host's NIC (the agent, then the
+    host link's plain shaper) shares its rate round-robin across all its flows,
+    whereas the fluid model gives every link, host links included, strict
+    priorities. When two groups leave one host the two networks order them
+    differently -- a model difference, not an emulation error -- so such a
+    group's completion is printed but not held to the tolerance.
     """
     by_ef: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_ef.setdefault(r["echelon"], []).append(r)
+    senders: dict[str, set[str]] = {}
+    for name, rs in by_ef.items():
+        for r in rs:
+            senders.setdefault(r["src"], set()).add(name)
     out = []
     for name, rs in by_ef.items():
         sim = max(r["predicted"] - r["ideal"] for r in rs)
         emul = max(r["measured"] - r["ideal"] for r in rs)
+        shared = sorted({r["src"] for r in rs if len(senders[r["src"]]) > 1})
         out.append({"echelon": name, "flows": len(rs), "predicted": sim, "measured": emul,
-                    "diff": emul - sim})  # fmt: skip
+                    "diff": emul - sim, "checked": not shared,
+                    "shared_host": shared})  # fmt: skip
     return out
 
 
@@ -174,12 +191,18 @@ def main(argv: list[str] | None = None) -> int:
     flow_worst = max((abs(r["diff"]) for r in rows), default=0.0)
     print(f"largest per-flow |diff| {flow_worst * 1000:.1f} ms (not checked, see docs/demo.md)")
     ects = completion_rows(rows)
-    print(f"\n{'EchelonFlow':<{w}} {'ECT sim':>8} {'ECT emul':>8} {'diff':>7}")
+    print(f"\n{'EchelonFlow':<{w}} {'ECT sim':>8} {'ECT emul':>8} {'diff':>7}  checked")
     for e in ects:
-        print(f"{e['echelon']:<{w}} {e['predicted']:8.3f} {e['measured']:8.3f} {e['diff']:+7.3f}")
-    worst = max((abs(e["diff"]) for e in ects), default=0.0)
-    print(f"largest ECT |diff| {worst * 1000:.1f} ms (tolerance {args.tolerance * 1000:.0f} ms)")
-    return 0 if ects and worst <= args.tolerance else 1
+        note = (
+            "yes" if e["checked"] else f"no (host {','.join(e['shared_host'])} sends other groups)"
+        )
+        print(f"{e['echelon']:<{w}} {e['predicted']:8.3f} {e['measured']:8.3f} "
+              f"{e['diff']:+7.3f}  {note}")  # fmt: skip
+    checked = [e for e in ects if e["checked"]]
+    worst = max((abs(e["diff"]) for e in checked), default=0.0)
+    print(f"largest checked ECT |diff| {worst * 1000:.1f} ms over {len(checked)} of "
+          f"{len(ects)} EchelonFlows (tolerance {args.tolerance * 1000:.0f} ms)")  # fmt: skip
+    return 0 if checked and worst <= args.tolerance else 1
 
 
 if __name__ == "__main__":

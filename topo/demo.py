@@ -2,7 +2,8 @@
 
 The jobs are ordinary paradigm job descriptions (``topo/jobs/*.yaml``, the
 :func:`echelon.jobs.load_job` format): a GPipe pipeline h1 -> h4 and a
-parameter-server data-parallel job h2, h3 -> h4. Their EchelonFlows come from
+parameter-server data-parallel job (PS h2, workers h3, h4) whose layer-wise
+pull to h4 meets the pipeline's activations at h4's bottleneck. Their EchelonFlows come from
 the paradigm builders, like any job's; nothing here builds flows by hand.
 
 **One scale factor.** The files describe the jobs at their own scale (hundreds

@@ -76,12 +76,37 @@ def test_open_loop_job_releases_every_flow_at_the_agents_release_time() -> None:
 
 def test_completion_rows_take_each_echelonflows_latest_flow() -> None:
     rows = [
-        {"echelon": "a", "index": 0, "ideal": 1.0, "predicted": 1.5, "measured": 1.2},
-        {"echelon": "a", "index": 1, "ideal": 2.0, "predicted": 2.1, "measured": 2.6},
+        {"echelon": "a", "index": 0, "src": "h1", "ideal": 1.0, "predicted": 1.5, "measured": 1.2},
+        {"echelon": "a", "index": 1, "src": "h1", "ideal": 2.0, "predicted": 2.1, "measured": 2.6},
     ]
     (row,) = completion_rows(rows)
     assert row["predicted"] == pytest.approx(0.5) and row["measured"] == pytest.approx(0.6)
     assert row["diff"] == pytest.approx(0.1) and row["flows"] == 2
+    assert row["checked"] and row["shared_host"] == []
+
+
+def test_groups_sharing_a_sending_host_are_not_held_to_the_tolerance() -> None:
+    def r(ef: str, src: str) -> dict[str, object]:
+        return {"echelon": ef, "index": 0, "src": src, "ideal": 0.0, "predicted": 0.1,
+                "measured": 0.1}  # fmt: skip
+
+    ects = completion_rows([r("a", "h1"), r("b", "h4"), r("c", "h3"), r("c", "h4")])
+    assert {e["echelon"]: e["shared_host"] for e in ects} == {"a": [], "b": ["h4"], "c": ["h4"]}
+    assert [e["checked"] for e in ects] == [True, False, False]
+
+
+def test_the_ps_pull_to_h4_is_released_together_and_consumed_staggered() -> None:
+    """Why the demo places the PS on h2: its layer-wise pull to worker h4 crosses the
+    switch's bottleneck into h4, next to the pipeline's activations."""
+    (dp,) = [
+        j.spec for j in demo.load_demo_jobs(demo.JOB_FILES, 0.1, HOSTS) if j.spec.job_id == "dp"
+    ]
+    plan = dp.plan(0, 0.0)
+    (pull,) = [ef for ef in plan.echelons if ef.group == "pull"]
+    to_h4 = [f for f in pull.flows if f.dst == "h4"]
+    assert len(to_h4) >= 4 and all(f.src != "h4" for f in to_h4)
+    assert {release_times(plan)[(pull.name, f.index)] for f in to_h4} == {0.0}
+    assert len({f.offset for f in to_h4}) == len(to_h4)  # staggered consumption
 
 
 def test_group_table_averages_each_groups_completion_over_iterations() -> None:

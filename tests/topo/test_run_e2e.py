@@ -22,7 +22,9 @@ PREFIX = f"t6e{os.getpid() % 1000}"  # unique per test process
 KILL_PREFIX = f"t6k{os.getpid() % 1000}"
 
 
-def test_demo_runs_and_echelon_beats_fifo_for_the_pipeline(tmp_path: Path) -> None:
+def test_demo_runs_echelon_beats_fifo_for_the_pipeline_and_coflow_for_the_pull(
+    tmp_path: Path,
+) -> None:
     topo = topo_on_free_ports("topo/star.yaml", tmp_path / "star.yaml")
     out = tmp_path / "run"
     argv = [sys.executable, "-m", "topo.run", "--headless", "--target", "soft",
@@ -61,12 +63,23 @@ def test_demo_runs_and_echelon_beats_fifo_for_the_pipeline(tmp_path: Path) -> No
         ]
     ect = {p: r["jobs"]["pipe"]["ect_mean"] for p, r in results["policies"].items()}
     assert ect["echelon"] < ect["fifo"], ect
+    # The PS pull to h4 (all layers released together, needed layer by layer): per-flow
+    # levels deliver the early layers first, one Coflow level finishes them together.
+    # Measured 0.235-0.240 vs 0.253-0.254 s over 5 runs (docs/demo.md); 5 ms margin.
+    pull = {p: next(e["completion_time"] for e in r["jobs"]["dp"]["echelons"]
+                    if e["group"] == "pull") for p, r in results["policies"].items()}  # fmt: skip
+    assert pull["echelon"] + 0.005 < pull["coflow"], pull
     # Cross-check with the simulator's fluid model (strict priority: few ms apart).
     rows = compare(results, "echelon")
     assert len(rows) == sum(len(ef.flows) for ef in planned.values())
     ects = completion_rows(rows)
     assert len(ects) == len(planned)
-    worst = max(abs(e["diff"]) for e in ects)
+    # Held to the tolerance: every group no other group shares a sending host with --
+    # at least both groups crossing the switch's strict-priority bottleneck into h4
+    # (host NICs have no priorities, the fluid model does: see topo.crosscheck).
+    checked = {e["echelon"] for e in ects if e["checked"]}
+    assert {"pipe/0/fwd/s0-s1", "dp/0/pull"} <= checked, ects
+    worst = max(abs(e["diff"]) for e in ects if e["checked"])
     assert worst <= DEFAULT_TOLERANCE_S, ects
     # Nothing left behind: interfaces with our prefix, the switch, controller, agents.
     assert not {n for n in root_links() if n.startswith(PREFIX)}
