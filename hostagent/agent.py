@@ -5,10 +5,13 @@
 
 ``play`` runs inside an emulated host (Mininet namespace): a receiver thread
 bound to the echelon port records the flows addressed to this host while the
-main thread sends this host's flows at their release times. It exits when it has
-sent everything and received every expected flow, or at ``start_at + timeout``,
-and writes its record as JSON (``sent`` and ``received`` per flow instance).
-SIGTERM ends it early and still writes what it has.
+main thread sends this host's flows as they are released -- closed loop (the
+scenario's default): by this host's compute tasks, which start when their input
+flows have arrived (:mod:`hostagent.closedloop`); open loop: at fixed times. It
+exits when it has run every task, sent everything and received every expected
+flow, or at ``start_at + timeout``, and writes its record as JSON (``sent`` and
+``received`` per flow instance, ``tasks`` with their start and end,
+``iteration_starts``). SIGTERM ends it early and still writes what it has.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from types import FrameType
 from typing import Any
 
 from echelon.errors import EchelonError
+from hostagent.closedloop import ClosedLoop, releaser
 from hostagent.receiver import Receiver
 from hostagent.report import formation_report, load_records, merge_records
 from hostagent.scenario import load
@@ -68,6 +72,9 @@ def play(
         raise EchelonError(f"host: {host!r} is not in the scenario ({', '.join(sc.hosts)})")
     receiver = Receiver(sc, host, bind_ip)  # bind before anyone sends
     sender = Sender(sc, host)
+    rel = releaser(sc, host)
+    if isinstance(rel, ClosedLoop):
+        receiver.on_complete = rel.arrive
     if out:  # tells the driver this host is ready (socket bound)
         Path(out).with_suffix(".ready").write_text(str(time.time()))
     start_at = wait_go(Path(go), sc.timeout_s) if go else sc.start_at
@@ -77,7 +84,7 @@ def play(
     thread.start()
     sent: dict[str, Any] = {}
     try:
-        sent = sender.run(stop_at).flows
+        sent = sender.run(stop_at, rel).flows
         while thread.is_alive() and time.time() < stop_at:
             thread.join(0.2)
     except _Stop:
@@ -90,7 +97,11 @@ def play(
         "sent": sent,
         "received": receiver.report(),
         "unknown_packets": receiver.unknown,
+        "release": sc.release,
+        "tasks": rel.records if isinstance(rel, ClosedLoop) else {},
+        "iteration_starts": rel.iteration_starts() if isinstance(rel, ClosedLoop) else {},
         "complete": receiver.pending == 0
+        and rel.finished()
         and len(sent) == len(sender.flows)
         and all(s["packets"] == s["expected"] for s in sent.values()),
     }
@@ -124,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
             if not args.out:
                 print(json.dumps(rec, indent=1))
             return 0 if rec["complete"] else 1
-        report = formation_report(load(args.scenario), merge_records(load_records(args.records)))
+        recs = load_records(args.records)
+        report = formation_report(load(args.scenario), merge_records(recs), recs)
         text = json.dumps(report, indent=1)
         if args.out:
             Path(args.out).write_text(text)

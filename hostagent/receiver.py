@@ -13,6 +13,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from echelon.constants import ECHELON_UDP_PORT
@@ -53,6 +54,9 @@ class Receiver:
             key = (scenario.hosts[f.src], f.sport)
             self.expect[key] = _Expect(e.uid(f), e.echelon_id, f.index, n, bytearray(n))
         self.unknown = 0
+        #: Called (in the receiver's thread) with ``(flow uid, finish)`` as each flow completes:
+        #: the closed loop's input arrivals.
+        self.on_complete: Callable[[str, float], None] | None = None
         self.pending = len(self.expect)
         self.done = threading.Event()
         if not self.expect:
@@ -107,6 +111,8 @@ class Receiver:
         x.count += 1
         if x.count == x.total:
             x.finish = t
+            if self.on_complete is not None:
+                self.on_complete(x.uid, t)
             self.pending -= 1
             if self.pending == 0:
                 self.done.set()

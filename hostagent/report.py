@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,62 @@ def merge_records(records: Iterable[Mapping[str, Any]]) -> dict[str, float | Non
     return out
 
 
-def formation_report(sc: Scenario, finish: Mapping[str, float | None]) -> dict[str, Any]:
+def iteration_times(
+    sc: Scenario, records: Iterable[Mapping[str, Any]], ideal: Mapping[str, float] | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """Per job and iteration: actual ``start``, ``end``, ``time`` (end - start) and ``ideal``.
+
+    ``start`` is the first instant any host began the iteration -- a task start, or
+    the release of the iteration's flows that no task produces (a PS's pull: the
+    iteration begins when its parameters are sent, not when a worker can first
+    compute) -- and ``end`` the last task end, over all hosts' records. So
+    iteration ``i + 1`` starts where ``i`` ends in the demo's jobs, and the times
+    add up to the run. ``None`` where a task never ran.
+    """
+    starts: dict[tuple[str, int], list[float]] = {}
+    ends: dict[tuple[str, int], list[float]] = {}
+    for rec in records:
+        for t in dict(rec.get("tasks", {})).values():
+            key = (str(t["job"]), int(t["iteration"]))
+            starts.setdefault(key, []).append(float(t["start"]))
+            ends.setdefault(key, []).append(float(t["end"]))
+        for job, its in dict(rec.get("iteration_starts", {})).items():
+            for i, t in dict(its).items():
+                starts.setdefault((str(job), int(i)), []).append(float(t))
+    planned: dict[tuple[str, int], int] = {}
+    for task in sc.tasks:
+        planned[(task.job, task.iteration)] = planned.get((task.job, task.iteration), 0) + 1
+    keys = sorted({(e.job, e.iteration) for e in sc.echelons} | set(planned))
+    out: dict[str, list[dict[str, Any]]] = {}
+    for job, i in keys:
+        done = len(ends.get((job, i), [])) >= planned.get((job, i), 0) and (job, i) in starts
+        s = min(starts[(job, i)]) if done else None
+        e = max(ends[(job, i)]) if done and (job, i) in ends else None
+        out.setdefault(job, []).append(
+            {"iteration": i, "start": s, "end": e,
+             "time": None if s is None or e is None else e - s,
+             "ideal": None if ideal is None else ideal.get(job)}
+        )  # fmt: skip
+    return out
+
+
+def formation_report(
+    sc: Scenario,
+    finish: Mapping[str, float | None],
+    records: Iterable[Mapping[str, Any]] = (),
+    ideal_iteration_s: Mapping[str, float] | None = None,
+) -> dict[str, Any]:
+    """The report; ``records`` (the agents' own) are needed in closed loop only."""
+    its = iteration_times(sc, records, ideal_iteration_s) if sc.release == "closed" else {}
+    begin = {(job, r["iteration"]): r["start"] for job, rs in its.items() for r in rs}
     jobs: dict[str, dict[str, Any]] = {}
     for spec in sc.echelons:
+        if sc.release == "closed":
+            t0 = begin.get((spec.job, spec.iteration))
+            if t0 is None:  # the iteration never (fully) ran: no reference
+                finish = {**finish, **{spec.uid(f): None for f in spec.flows}}
+                t0 = 0.0
+            spec = replace(spec, t_ref=t0 + spec.t_ref)
         ef = spec.echelonflow()
         actual = {f.index: finish.get(spec.uid(f)) for f in spec.flows}
         done = {j: t for j, t in actual.items() if t is not None}
@@ -68,7 +122,14 @@ def formation_report(sc: Scenario, finish: Mapping[str, float | None]) -> dict[s
         )
         ends = [f["actual"] for e in job["echelons"] for f in e["flows"] if f["actual"] is not None]
         job["finish"] = max(ends) if job["complete"] and ends else None
-    return {"start_at": sc.start_at, "jobs": jobs}
+    for name, job in jobs.items():
+        rows = its.get(name, [])
+        times = [r["time"] for r in rows]
+        job["iterations"] = rows
+        measured = bool(rows) and all(t is not None for t in times)
+        job["iteration_time_mean"] = sum(times) / len(times) if measured else None
+        job["iteration_time_ideal"] = (ideal_iteration_s or {}).get(name)
+    return {"start_at": sc.start_at, "release": sc.release, "jobs": jobs}
 
 
 def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:

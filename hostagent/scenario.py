@@ -8,6 +8,13 @@ can rebuild the EchelonFlows and use the core's metrics unchanged.
 Times inside are seconds relative to ``start_at``, a wall-clock (``time.time``)
 instant: all emulated hosts share the machine's clock, so one number
 synchronises them, and receive timestamps (``SO_TIMESTAMPNS``) use that clock.
+
+``release`` says how flows are released (:mod:`hostagent.closedloop`):
+``"closed"`` (default) -- the agents run the jobs' compute ``tasks`` and a flow
+leaves when its producer task ends (``FlowSpec.release`` is then only the ideal
+release, for the record, and ``t_ref`` is relative to the iteration's actual
+start); ``"open"`` -- every flow leaves at its fixed ``FlowSpec.release`` and
+``t_ref`` is absolute.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from echelon.model import EchelonFlow, Flow
 
 #: Bytes of the IPv4 + UDP headers in front of the echelon header.
 IP_UDP_OVERHEAD = 28
+#: How the agents release flows (module docstring).
+RELEASE_MODES = ("closed", "open")
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,7 @@ class EchelonSpec:
     echelon_id: int
     t_ref: float
     flows: tuple[FlowSpec, ...]
+    iteration: int = 0
 
     def echelonflow(self) -> EchelonFlow:
         return EchelonFlow(
@@ -66,6 +76,24 @@ class EchelonSpec:
 
     def uid(self, flow: FlowSpec) -> str:
         return flow_uid(self.name, flow.index)
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One compute task instance a host runs in closed loop (:class:`echelon.model.ComputeTask`).
+
+    ``after_flows`` and ``produces`` are flow uids (:func:`flow_uid`): the flows
+    that must have fully arrived before it starts, and the flows its end releases.
+    """
+
+    id: str
+    job: str
+    iteration: int
+    host: str
+    duration: float
+    after_tasks: tuple[str, ...] = ()
+    after_flows: tuple[str, ...] = ()
+    produces: tuple[str, ...] = ()
 
 
 def flow_uid(echelon: str, index: int) -> str:
@@ -84,6 +112,8 @@ class Scenario:
     rate_mbit: Mapping[str, float] = field(default_factory=dict)
     default_rate_mbit: float = 20.0
     timeout_s: float = 60.0
+    release: str = "closed"
+    tasks: tuple[TaskSpec, ...] = ()
 
     @property
     def chunk(self) -> int:
@@ -141,6 +171,7 @@ def parse(data: Any) -> Scenario:
         spec = EchelonSpec(
             str(e.get("name", "")), str(e.get("job", "")), str(e.get("group", "")),
             eid, float(_num(e, "t_ref", where, float)), flows,
+            int(_num(e, "iteration", where, int)) if "iteration" in e else 0,
         )  # fmt: skip
         spec.echelonflow()  # the core validates the formation
         echelons.append(spec)
@@ -152,7 +183,12 @@ def parse(data: Any) -> Scenario:
         rate_mbit={str(k): float(v) for k, v in dict(data.get("rate_mbit", {})).items()},
         default_rate_mbit=float(data.get("default_rate_mbit", 20.0)),
         timeout_s=float(data.get("timeout_s", 60.0)),
+        release=str(data.get("release", "closed")),
+        tasks=tuple(_task(t, f"tasks[{i}]") for i, t in enumerate(data.get("tasks", []))),
     )
+    if sc.release not in RELEASE_MODES:
+        raise SpecError("release", f"must be one of {list(RELEASE_MODES)}, got {sc.release!r}")
+    _check_tasks(sc)
     if not 64 <= sc.packet_bytes <= 1472:
         raise SpecError(
             "packet_bytes", f"must be 64..1472 (one Ethernet frame), got {sc.packet_bytes}"
@@ -205,3 +241,46 @@ def _flow(f: Any, where: str, hosts: Mapping[str, Any]) -> FlowSpec:
         size=_num(f, "size", where, int), offset=float(_num(f, "offset", where, float)),
         release=release, sport=sport,
     )  # fmt: skip
+
+
+def _task(t: Any, where: str) -> TaskSpec:
+    if not isinstance(t, dict):
+        raise SpecError(where, "must be an object")
+    duration = float(_num(t, "duration", where, float))
+    if duration < 0:
+        raise SpecError(f"{where}.duration", f"must be >= 0, got {duration}")
+    lists = {}
+    for key in ("after_tasks", "after_flows", "produces"):
+        v = t.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise SpecError(f"{where}.{key}", "must be a list of strings")
+        lists[key] = tuple(v)
+    return TaskSpec(
+        str(t.get("id", "")), str(t.get("job", "")), int(_num(t, "iteration", where, int)),
+        str(t.get("host", "")), duration, lists["after_tasks"], lists["after_flows"],
+        lists["produces"],
+    )  # fmt: skip
+
+
+def _check_tasks(sc: Scenario) -> None:
+    """Closed loop is local to each host: a task's inputs must arrive at its own host,
+    its predecessors run there, and the flows it produces leave from there."""
+    flows = {e.uid(f): f for e in sc.echelons for f in e.flows}
+    tasks = {t.id: t for t in sc.tasks}
+    if len(tasks) != len(sc.tasks):
+        raise SpecError("tasks", "task ids must be unique")
+    produced: set[str] = set()
+    for t in sc.tasks:
+        if t.host not in sc.hosts:
+            raise SpecError(f"tasks.{t.id}.host", f"unknown host {t.host!r}")
+        for d in t.after_tasks:
+            if d not in tasks or tasks[d].host != t.host:
+                raise SpecError(f"tasks.{t.id}.after_tasks", f"{d!r} is no task on {t.host}")
+        for uid in t.after_flows:
+            if uid not in flows or flows[uid].dst != t.host:
+                raise SpecError(f"tasks.{t.id}.after_flows", f"{uid!r} is no flow to {t.host}")
+        for uid in t.produces:
+            if uid not in flows or flows[uid].src != t.host or uid in produced:
+                msg = f"{uid!r} is no flow from {t.host} or is produced twice"
+                raise SpecError(f"tasks.{t.id}.produces", msg)
+            produced.add(uid)

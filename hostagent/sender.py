@@ -1,4 +1,5 @@
-"""Play the flows a host sends: echelon-tagged UDP, paced, released on schedule.
+"""Play the flows a host sends: echelon-tagged UDP, paced, released as a
+:class:`hostagent.closedloop.Releaser` says (closed loop: when the producer task ends).
 
 Pacing models the host's NIC: the host sends at ``rate_mbit`` in total (wire
 bytes: payload + IPv4/UDP + Ethernet), its released flows sharing it round-robin
@@ -28,6 +29,8 @@ from dataclasses import dataclass, field
 
 from echelon.constants import ECHELON_UDP_PORT
 from echelon.wire import pack_header
+from hostagent.closedloop import Releaser
+from hostagent.closedloop import releaser as make_releaser
 from hostagent.scenario import IP_UDP_OVERHEAD, EchelonSpec, FlowSpec, Scenario
 
 ETHERNET_OVERHEAD = 14
@@ -46,6 +49,7 @@ class _Active:
     total: int
     release: float
     sent: int = 0
+    released: float | None = None
     start: float | None = None
     end: float | None = None
 
@@ -72,7 +76,6 @@ class Sender:
             / (scenario.packet_bytes + IP_UDP_OVERHEAD + ETHERNET_OVERHEAD)
         )
         self.flows = [self._open(e, f) for e, f in scenario.flows_from(host)]
-        self.flows.sort(key=lambda a: a.release)
 
     def _open(self, e: EchelonSpec, f: FlowSpec) -> _Active:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -85,24 +88,27 @@ class Sender:
     def packet(self, a: _Active) -> bytes:
         return pack_header(a.echelon_id, a.deadline_us, a.index, a.sent) + self.pad
 
-    def run(self, stop_at: float) -> SendReport:
-        """Send everything (or until wall-clock ``stop_at``); returns what was sent."""
+    def run(self, stop_at: float, releaser: Releaser | None = None) -> SendReport:
+        """Send every flow as ``releaser`` releases it (default: the scenario's mode),
+        until it has nothing more to release and all is sent, or wall-clock ``stop_at``."""
         t0 = self.start_at
-        pending = list(self.flows)
+        rel = releaser if releaser is not None else make_releaser(self.sc, self.host)
+        by_uid = {a.uid: a for a in self.flows}
         active: list[_Active] = []
         credit_t = max(time.time(), t0)
         sent_total = 0
         rr = 0
         try:
-            while (pending or active) and time.time() < stop_at:
+            while (active or not rel.finished()) and time.time() < stop_at:
                 now = time.time()
-                while pending and t0 + pending[0].release <= now:
-                    active.append(pending.pop(0))
+                for uid in rel.due(now - t0):
+                    a = by_uid[uid]
+                    a.released = now - t0
+                    active.append(a)
                 if not active:
                     # Idle link: pacing credit restarts at the next release.
-                    wake = t0 + pending[0].release
-                    time.sleep(max(0.0, min(wake - now, stop_at - now)))
-                    credit_t, sent_total = max(wake, time.time()), 0
+                    rel.wait(now - t0, stop_at - t0)
+                    credit_t, sent_total = time.time(), 0
                     continue
                 due = min(MAX_BURST, int((now - credit_t) * self.pps) + 1 - sent_total)
                 if due <= 0:
@@ -128,7 +134,8 @@ class Sender:
                 a.sock.close()
         return SendReport(
             {
-                a.uid: {"packets": a.sent, "expected": a.total, "start": a.start, "end": a.end}
+                a.uid: {"packets": a.sent, "expected": a.total, "released": a.released,
+                        "start": a.start, "end": a.end}
                 for a in self.flows
             }
-        )
+        )  # fmt: skip

@@ -34,14 +34,16 @@ def play_scenario(
     out_dir: Path,
     rate_mbit: float = 40.0,
     timeout_s: float = 60.0,
+    release: str = "closed",
 ) -> dict[str, Any]:
-    """Write the scenario (``iterations`` of every job's plan), run an agent in every
-    host, return the formation report."""
+    """Write the scenario (``iterations`` of every job's plan, flows released closed or
+    open loop: :mod:`hostagent.plan`), run an agent in every host, return the
+    formation report (with iteration times in closed loop)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     hosts = {h.name: h.ip for h in net.topo.hosts.values()}
     sc = build_scenario(jobs, iterations, ids, hosts, start_at=time.time() + READY_TIMEOUT_S,
                         default_rate_mbit=rate_mbit, timeout_s=timeout_s,
-                        packet_bytes=PACKET_BYTES)  # fmt: skip
+                        packet_bytes=PACKET_BYTES, release=release)  # fmt: skip
     path = out_dir / "scenario.json"
     sc.save(path)
     procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -84,7 +86,8 @@ def play_scenario(
         if not rec.exists():
             raise EchelonError(f"agent on {h} wrote no record; see {out_dir / (h + '.log')}")
         data.append(json.loads(rec.read_text()))
-    report = formation_report(sc, merge_records(data))
+    ideal = {spec.job_id: spec.ideal_iteration_s for spec in jobs}
+    report = formation_report(sc, merge_records(data), data, ideal)
     report["agents"] = {d["host"]: {"complete": d["complete"], "unknown": d["unknown_packets"]}
                         for d in data}  # fmt: skip
     return report

@@ -2,13 +2,14 @@
 
     python -m topo.crosscheck run/demo-results.json [--policy echelon] [--tolerance 0.02]
 
-Runs :func:`sim.predict.predict_finish_times` on the demo jobs (the scaled job
-descriptions stored in the results, played open-loop as the agents play them:
-:class:`OpenLoopJob`) and topology of a ``make run`` result and prints predicted
-vs measured finish times and, per EchelonFlow, completion times. Exit 1 when a
-checked EchelonFlow's completion differs by more than ``--tolerance`` seconds
-(checked: those sharing no sending host with another group, see
-:func:`completion_rows`).
+Runs :func:`sim.predict.predict_finish_times` on the demo jobs and topology of
+a ``make run`` result (the scaled job descriptions stored in the results;
+closed loop -- the demo's default -- as they are, since the simulator runs the
+compute tasks as the agents do; open loop as the agents then play them:
+:class:`OpenLoopJob`) and prints predicted vs measured finish times and, per
+EchelonFlow, completion times. Exit 1 when a checked EchelonFlow's completion
+differs by more than ``--tolerance`` seconds (checked: those sharing no sending
+host with another group, see :func:`completion_rows`).
 
 Which comparisons are meaningful (docs/demo.md has the numbers):
 
@@ -20,9 +21,11 @@ Which comparisons are meaningful (docs/demo.md has the numbers):
   serves in arrival order, so a flow that arrives behind a backlog waits for all
   of it. Deviations of hundreds of ms are expected — the model, not the
   emulation, is the wrong one there.
-* Only the first iteration is compared (``iterations=1``): the simulator starts
-  iteration ``i+1`` when iteration ``i`` actually ends, the agents at its ideal
-  end (see :mod:`hostagent.plan`), so later iterations overlap differently.
+* Only the first iteration is compared (``iterations=1``): open loop, the
+  agents start iteration ``i+1`` at its ideal start, the simulator when ``i``
+  actually ends; closed loop, the agents use a per-host barrier, the simulator a
+  global one (:mod:`hostagent.closedloop`), and later iterations inherit every
+  earlier difference.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ DEFAULT_TOLERANCE_S = 0.02
 class OpenLoopJob:
     """A job as the agents play it, as the simulator's ``Plannable`` (``job_id``, ``plan``).
 
-    The agents release every flow at its producer's *ideal* end
+    Open loop (``--release open``) the agents release every flow at its producer's *ideal* end
     (:mod:`hostagent.plan`), whatever the network did to upstream flows; the
     simulator would start a producer only after its input flows really arrived.
     So the simulator gets the job's own EchelonFlows (same sizes, ``t_ref``,
@@ -107,8 +110,10 @@ def compare(results: dict[str, Any], policy: str) -> list[dict[str, Any]]:
     if policy not in results["policies"]:
         raise EchelonError(f"policy: {policy!r} is not in the results")
     payload = int(results.get("packet_bytes", 1000)) - 16
+    specs = specs_from_results(results)
+    closed = results.get("release", "open") == "closed"  # files before closed loop: open
     pred = predict_finish_times(
-        [OpenLoopJob(spec) for spec in specs_from_results(results)],
+        list(specs) if closed else [OpenLoopJob(spec) for spec in specs],
         paced_topology(results["topo_path"], float(results.get("rate_mbit", 40.0))),
         policy=policy,
         levels_mode="k8",

@@ -11,14 +11,17 @@ def _fmt(x: float | None) -> str:
 
 
 def table(results: dict[str, Any]) -> str:
-    """Per job and policy: mean/max EchelonFlow completion time, total lateness, finish (s)."""
-    lines = [f"{'job':<6} {'policy':<8} {'ECT mean':>9} {'ECT max':>8} {'lateness':>9} "
-             f"{'finish':>7}  complete"]  # fmt: skip
+    """Per job and policy: mean iteration time (actual, ideal), mean/max EchelonFlow
+    completion time, total lateness, finish (s). Iteration time is what training
+    feels; it is measured in closed loop only (n/a open loop)."""
+    lines = [f"{'job':<6} {'policy':<8} {'iter':>6} {'ideal':>6} {'ECT mean':>9} {'ECT max':>8} "
+             f"{'lateness':>9} {'finish':>7}  complete"]  # fmt: skip
     jobs = sorted({j for r in results["policies"].values() for j in r["jobs"]})
     for job in jobs:
         for policy, r in results["policies"].items():
             j = r["jobs"].get(job, {})
-            lines.append(f"{job:<6} {policy:<8} {_fmt(j.get('ect_mean')):>9} "
+            lines.append(f"{job:<6} {policy:<8} {_fmt(j.get('iteration_time_mean')):>6} "
+                         f"{_fmt(j.get('iteration_time_ideal')):>6} {_fmt(j.get('ect_mean')):>9} "
                          f"{_fmt(j.get('ect_max')):>8} {_fmt(j.get('total_lateness')):>9} "
                          f"{_fmt(j.get('finish')):>7}  {j.get('complete')}")  # fmt: skip
     return "\n".join(lines)

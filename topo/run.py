@@ -3,12 +3,14 @@
     python -m topo.run [--topo topo/star.yaml] [--target auto|soft|bmv2] [--headless]
                        [--policies echelon,coflow,fifo] [--iterations 3] [--out-dir run]
                        [--jobs topo/jobs/pipe.yaml,topo/jobs/dp.yaml] [--scale 0.1]
+                       [--release closed|open]
 
 Starts the topology (BMv2 if installed, else the soft switch), the controller
 daemon on it, registers the demo jobs -- paradigm job descriptions, scaled by
 ``--scale`` (:mod:`topo.demo`) -- through the controller's job registration,
 reads back each group's echelon ID, plays the jobs' plans on the hosts once per
-policy (switching the controller's policy between runs) and writes
+policy (switching the controller's policy between runs; closed loop by default:
+the agents run the compute tasks, see :mod:`hostagent.closedloop`) and writes
 ``run/demo-results.json``, ``run/demo-finish-times.png`` and a comparison table.
 Every process, namespace and interface it made is removed on exit, Ctrl-C or
 failure. With a terminal on stdin and no ``--headless`` it first drops into the
@@ -29,6 +31,7 @@ from typing import Any
 
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
+from hostagent.scenario import RELEASE_MODES
 from topo import demo
 from topo.agents import PACKET_BYTES, play_scenario
 from topo.controller import ControllerProcess
@@ -60,6 +63,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--jobs", default=",".join(demo.JOB_FILES), help="job description files")
     p.add_argument("--scale", type=float, default=demo.DEFAULT_SCALE,
                    help="multiplies every size and compute duration of the jobs")  # fmt: skip
+    p.add_argument("--release", default="closed", choices=RELEASE_MODES,
+                   help="closed: a flow leaves when its producer task ends, tasks wait for "
+                        "their input flows; open: at the producer's ideal end")  # fmt: skip
     return p.parse_args(argv)
 
 
@@ -107,6 +113,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "topo_path": str(Path(args.topo).resolve()),
         "target": net.kind,
         "iterations": args.iterations,
+        "release": args.release,
         "scale": args.scale,
         "job_files": files,
         "jobs": [j.description for j in jobs],
@@ -129,7 +136,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             ctl.set_policy(policy)
             t0 = time.monotonic()
             report = play_scenario(net, specs, args.iterations, ids, out / policy,
-                                   rate_mbit=args.rate_mbit)  # fmt: skip
+                                   rate_mbit=args.rate_mbit, release=args.release)  # fmt: skip
             report["wall_s"] = time.monotonic() - t0
             results["policies"][policy] = report
             print(f"*** {policy}: done in {report['wall_s']:.1f} s")

@@ -36,6 +36,7 @@ def scenario_dict(start_at: float, **over: Any) -> dict[str, Any]:
         "packet_bytes": 500,
         "default_rate_mbit": 8.0,
         "timeout_s": 20.0,
+        "release": "open",  # fixed release times; closed loop: test_closedloop.py
         "echelons": [
             {
                 "name": "pipe/0/fwd", "job": "pipe", "group": "fwd", "echelon_id": 7,

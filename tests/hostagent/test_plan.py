@@ -50,9 +50,10 @@ def test_release_is_the_producers_ideal_end_and_flows_without_producer_start_at_
     assert any(r == 0.0 for r in rel.values()) and any(r > 0 for r in rel.values())
 
 
-def test_scenario_plays_each_iteration_of_the_plan_at_its_ideal_start() -> None:
+def test_open_loop_plays_each_iteration_of_the_plan_at_its_ideal_start() -> None:
     jobs = specs()
-    sc = build_scenario(jobs, 2, ids(jobs), HOSTS, start_at=100.0)
+    sc = build_scenario(jobs, 2, ids(jobs), HOSTS, start_at=100.0, release="open")
+    assert sc.release == "open" and not sc.tasks
     by_name = {e.name: e for e in sc.echelons}
     for spec in jobs:
         span = spec.ideal_iteration_s
@@ -85,7 +86,7 @@ def test_missing_echelon_id_and_bad_iterations_are_spec_errors() -> None:
 
 def test_report_marks_missing_flows_and_computes_metrics() -> None:
     jobs = specs()
-    sc = build_scenario(jobs, 1, ids(jobs), HOSTS, start_at=0.0)
+    sc = build_scenario(jobs, 1, ids(jobs), HOSTS, start_at=0.0, release="open")
     late = 0.01
     finish: dict[str, float | None] = {}
     for e in sc.echelons:
