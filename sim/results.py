@@ -125,6 +125,8 @@ class SimResult:
     def summary(self) -> dict[str, Any]:
         """Headline numbers: iteration time, EchelonFlow completion, tardiness, JCT."""
         it = np.array([r.duration for r in self.iterations])
+        first = np.array([r.duration for r in self.iterations if r.iteration == 0])
+        later = np.array([r.duration for r in self.iterations if r.iteration > 0])
         ecct = np.array([r.completion for r in self.echelons])
         jct = np.array([r.jct for r in self.jobs])
         per_job = self.job_slowdowns()
@@ -136,6 +138,10 @@ class SimResult:
             "flows": self.n_flows,
             "iter_mean": _stat(it, "mean"),
             "iter_p99": _stat(it, "p99"),
+            # first iterations (cold start: in a closed batch every job starts at once)
+            # vs later ones, so a report can say where a tail comes from
+            "iter_first_mean": _stat(first, "mean"),
+            "iter_later_mean": _stat(later, "mean"),
             "slowdown_mean": _stat(self.slowdowns(), "mean"),
             "slowdown_p99": _stat(self.slowdowns(), "p99"),
             "job_slowdown_max": max(per_job, default=math.nan),

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from echelon.errors import EchelonError
-from sim.eval import cases, experiments, figures, report
+from sim.eval import bandwidth, cases, experiments, figures, report
 from sim.eval.experiments import BASELINES, MIXES, NETWORK, POLICIES
+from sim.sweep import run_sweep
 
 
 def _workload_rows() -> list[list[Any]]:
@@ -105,16 +106,32 @@ def build(
 
     # --- main grid
     t0 = time.perf_counter()
-    rows = experiments.run_main(profile, workers)
+    main_pts = experiments.main_points(profile)
+    bw_pts = bandwidth.points(profile)
+    # one pool for both grids, so neither waits for the other's stragglers
+    all_rows = run_sweep(main_pts + bw_pts, workers)
     grid_s = time.perf_counter() - t0
+    rows, bw_only = all_rows[: len(main_pts)], all_rows[len(main_pts) :]
     avg = experiments.average(rows, ("mix", "policy", "levels", "load"))
     batch_ideal = [r for r in avg if r["load"] == "batch" and r["levels"] == "ideal"]
+    gbits = sorted(profile.bandwidths, reverse=True)
+    bw_rows = experiments.average(
+        bandwidth.tag(
+            [r for r in rows if r["load"] == "batch" and r["mix"] in bandwidth.MIXES] + bw_only
+        ),
+        ("mix", "policy", "levels", "load", "gbit"),
+    )
     md.insert(
         summary_at,
         "## Summary (closed batches, ideal ranks unless noted)\n\n"
         + report.headline([r for r in avg if r["load"] == "batch"], MIXES)
+        + "\n\nNetwork-bound regime (section 4: same jobs and seeds, slower host links; "
+        "echelon and baselines with ideal ranks):\n\n"
+        + bandwidth.versus_table(
+            [r for r in bw_rows if r["levels"] == "ideal"], bandwidth.MIXES, gbits
+        )
         + "\n\nNegative = echelon faster. Details, loads and explanations below "
-        "(section 6 says where and why EchelonFlow is not ahead).\n",
+        "(section 7 says where and why EchelonFlow is not ahead).\n",
     )
     w("## 2. Setup\n")
     w(
@@ -174,7 +191,9 @@ def build(
     figures.policy_bars(batch_ideal, MIXES, POLICIES, figdir / "policies_batch.png")
     w("![iteration time per policy](figures/policies_batch.png)\n")
 
-    w("## 4. Under Poisson arrivals (ideal ranks)\n")
+    _bandwidth_section(w, bw_rows, gbits, profile, len(bw_pts), figdir)
+
+    w("## 5. Under Poisson arrivals (ideal ranks)\n")
     loaded = [r for r in avg if r["load"] != "batch" and r["levels"] == "ideal"]
     for mix in MIXES:
         sel = [r for r in loaded if r["mix"] == mix]
@@ -188,12 +207,12 @@ def build(
             figures.load_lines(sel, mix, POLICIES, "jct_mean", figdir / name)
             w(f"![JCT vs load, {mix}](figures/{name})\n")
 
-    w("## 5. The cost of 8 queues (K=8) vs ideal ranks (closed batch)\n")
+    w("## 6. The cost of 8 queues (K=8) vs ideal ranks (closed batch)\n")
     batch = [r for r in avg if r["load"] == "batch"]
     w(report.levels_table(batch, MIXES, POLICIES) + "\n")
 
-    w("## 6. Where EchelonFlow is not ahead, and why\n")
-    w("Closed batches:\n")
+    w("## 7. Where EchelonFlow is not ahead, and why\n")
+    w("Closed batches at 100 Gbit/s (for slower links see the end of section 4):\n")
     w(report.analysis(batch, MIXES) + "\n")
     for load in sorted({r["load"] for r in loaded}):
         at = [{**r, "mix": f"{r['mix']} @ load {load}"} for r in loaded if r["load"] == load]
@@ -202,7 +221,7 @@ def build(
             w(f"Poisson arrivals, offered load {load}:\n")
             w(text + "\n")
 
-    w("## 7. The Coflow special case\n")
+    w("## 8. The Coflow special case\n")
     text, same = _coflow_check()
     w(
         f"A workload of data-parallel all-reduce jobs only (every group a Coflow, A≡0) run with "
@@ -210,7 +229,7 @@ def build(
         "(`tests/sim/test_coflow_case.py` checks the same on small instances.)\n"
     )
 
-    w("## 8. Simulator speed\n")
+    w("## 9. Simulator speed\n")
     scale = experiments.run_scale(profile)
     w(
         "Closed batches of the `mixed` mix with as many iterations as needed for about "
@@ -222,16 +241,63 @@ def build(
     figures.scale_plot(scale, figdir / "scale.png")
     w("![runtime vs flows](figures/scale.png)\n")
     w(
-        f"The policy grid above ({len(rows)} runs) took {grid_s:.0f} s on "
+        f"The policy grid and the bandwidth sweep above ({len(all_rows)} runs) took "
+        f"{grid_s:.0f} s on "
         f"{workers or 'all'} worker processes; "
         f"the whole report {time.perf_counter() - t_start:.0f} s.\n"
     )
     doc.parent.mkdir(parents=True, exist_ok=True)
     if rows_path is not None:
         rows_path.parent.mkdir(parents=True, exist_ok=True)
-        rows_path.write_text(json.dumps(rows, indent=0, default=str))
+        rows_path.write_text(json.dumps(all_rows, indent=0, default=str))
     doc.write_text("\n".join(md) + "\n" + _NOTES)
     return doc
+
+
+def _bandwidth_section(
+    w: Any,
+    bw_rows: list[dict[str, Any]],
+    gbits: list[float],
+    profile: experiments.Profile,
+    n_runs: int,
+    figdir: Path,
+) -> None:
+    """Section 4: the network-bound regime (closed batches at slower host links)."""
+    w("## 4. Network-bound regime: host-link bandwidth sweep (closed batch)\n")
+    w(bandwidth.__doc__.split("\n", 1)[1].strip() + "\n")
+    w("Host-link bandwidths and where they come from (V100 machines, as in sim/models.py):\n")
+    w(bandwidth.sources_list(gbits) + "\n")
+    w(
+        f"Mixes {', '.join(f'`{m}`' for m in bandwidth.MIXES)}; every policy with ideal ranks "
+        f"and K=8; {len(profile.seeds)} seed(s), {profile.batch_jobs} jobs x "
+        f"{profile.iterations} iteration(s) per closed batch, i.e. the same jobs, placements "
+        f"and seeds as section 3 (whose rows are the {fmt_g(NETWORK['gbit'])} Gbit/s column; "
+        f"{n_runs} further runs here). Uplinks keep the {NETWORK['oversubscription']}:1 "
+        "oversubscription, so they scale with the host links.\n"
+    )
+    w("### EchelonFlow vs the best baseline at each bandwidth\n")
+    w(
+        "*ideal* rows: every policy with ideal ranks; *K=8* rows: every policy's ranks "
+        "mapped onto 8 queues (`echelon.quantize`), and the last column compares echelon on "
+        "8 queues with the best baseline given ideal ranks. Slowdown = iteration time / "
+        "contention-free iteration time.\n"
+    )
+    w(bandwidth.versus_table(bw_rows, bandwidth.MIXES, gbits) + "\n")
+    for mix in bandwidth.MIXES:
+        w(f"### Mix `{mix}`: every policy (ideal ranks)\n")
+        w(bandwidth.policy_table(bw_rows, mix, gbits) + "\n")
+    figures.bandwidth_lines(bw_rows, bandwidth.MIXES, POLICIES, figdir / "bandwidth.png")
+    w("![iteration time vs host-link bandwidth](figures/bandwidth.png)\n")
+    w("### What changes as the links get slower\n")
+    w(bandwidth.trend(bw_rows, bandwidth.MIXES, gbits) + "\n")
+    labels = [bandwidth.label(m, g) for m in bandwidth.MIXES for g in gbits]
+    w("Where echelon is not ahead at each bandwidth, and why (same computed analysis as "
+      "section 7):\n")  # fmt: skip
+    w(report.analysis(bandwidth.as_mixes(bw_rows), labels) + "\n")
+
+
+def fmt_g(x: Any) -> str:
+    return report.fmt(float(x))
 
 
 _NOTES = """
@@ -243,6 +309,8 @@ _NOTES = """
   them (fluid model, no propagation delay, one path per host pair, policies re-ranked only
   at group arrivals/completions, compute per (job, host) independent of other jobs).
 * Closed batches with 8 jobs and 3 iterations are small samples: p99 is close to the max.
+* The bandwidth sweep (section 4) scales every link of one topology; it does not model
+  NVLink inside a machine or a different placement at a different NIC speed.
 """
 
 

@@ -30,6 +30,8 @@ NETWORK = {
 METRICS = (
     "iter_mean",
     "iter_p99",
+    "iter_first_mean",
+    "iter_later_mean",
     "slowdown_mean",
     "slowdown_p99",
     "job_slowdown_max",
@@ -53,12 +55,17 @@ class Profile:
     load_jobs: int
     iterations: int
     scale_targets: tuple[int, ...]
+    bandwidths: tuple[float, ...] = (100,)
+    """Host-link Gbit/s of the network-bound sweep (:mod:`sim.eval.bandwidth`)."""
 
+
+#: Host links of the bandwidth sweep; sources in :data:`sim.eval.bandwidth.SOURCES`.
+SWEEP_GBIT = (100.0, 25.0, 10.0, 1.0)
 
 PROFILES = {
-    "full": Profile((0, 1, 2), (0.3, 0.6, 0.9), 8, 12, 3, (1_000, 10_000, 100_000)),
-    "quick": Profile((0,), (0.5,), 8, 12, 3, (1_000, 10_000)),
-    "tiny": Profile((0,), (0.5,), 3, 3, 1, (300,)),
+    "full": Profile((0, 1, 2), (0.3, 0.6, 0.9), 8, 12, 3, (1_000, 10_000, 100_000), SWEEP_GBIT),
+    "quick": Profile((0,), (0.5,), 8, 12, 3, (1_000, 10_000), SWEEP_GBIT),
+    "tiny": Profile((0,), (0.5,), 3, 3, 1, (300,), (100.0, 10.0)),
 }
 
 
@@ -93,7 +100,7 @@ def average(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[dict
     for key, rs in groups.items():
         row: dict[str, Any] = dict(zip(keys, key, strict=True))
         for m in METRICS:
-            vals = [float(r[m]) for r in rs if not math.isnan(float(r[m]))]
+            vals = [float(r[m]) for r in rs if m in r and not math.isnan(float(r[m]))]
             row[m] = sum(vals) / len(vals) if vals else math.nan
         row["seeds"] = len(rs)
         out.append(row)

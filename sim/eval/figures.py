@@ -11,6 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from sim.results import SimResult
 
@@ -138,6 +139,46 @@ def scale_plot(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     ax.set_ylabel("wall-clock seconds")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def bandwidth_lines(
+    rows: Sequence[Mapping[str, Any]],
+    mixes: Sequence[str],
+    policies: Sequence[str],
+    path: Path,
+) -> Path:
+    """Mean (top) and p99 (bottom) iteration time against host-link bandwidth, one line
+    per policy and one column per mix; both axes logarithmic (the bandwidths span 100x)."""
+    fig, axes = plt.subplots(2, len(mixes), figsize=(5.2 * len(mixes), 7), squeeze=False)
+    gbits = sorted({float(r["gbit"]) for r in rows})
+    for col, mix in enumerate(mixes):
+        for row, (metric, what) in enumerate((("iter_mean", "mean"), ("iter_p99", "p99"))):
+            ax = axes[row, col]
+            for pol in policies:
+                pts = sorted(
+                    (float(r["gbit"]), float(r[metric]))
+                    for r in rows
+                    if r["mix"] == mix and r["policy"] == pol and r["levels"] == "ideal"
+                )
+                if pts:
+                    style = {"lw": 2.4, "color": "black"} if pol == "echelon" else {"lw": 1.0}
+                    ax.loglog([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3,
+                              label=pol, **style)  # fmt: skip
+            ax.set_xticks(gbits, [f"{g:g}" for g in gbits])
+            ax.xaxis.set_minor_locator(NullLocator())
+            # log y with readable labels at 1, 2, 3, 5 x 10^k (plain numbers, no 10^k)
+            ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 3.0, 5.0)))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.yaxis.set_minor_locator(NullLocator())
+            ax.set_xlabel("host link (Gbit/s), 2:1 oversubscribed uplinks", fontsize=8)
+            ax.set_ylabel(f"{what} iteration time (s)", fontsize=8)
+            ax.set_title(f"{mix}: {what} iteration time vs bandwidth", fontsize=9)
+            ax.grid(alpha=0.3, which="both")
+    axes[0, 0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

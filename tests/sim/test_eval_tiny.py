@@ -17,10 +17,14 @@ def test_tiny_eval_writes_report_and_figures(tmp_path: Path) -> None:
     assert rc == 0
     text = doc.read_text()
     for section in ("## Summary", "## 1. The paper's case studies", "## 3. EchelonFlow vs",
-                    "## 5. The cost of 8 queues", "## 6. Where EchelonFlow is not ahead",
-                    "## 7. The Coflow special case", "## 8. Simulator speed"):  # fmt: skip
+                    "## 4. Network-bound regime", "## 6. The cost of 8 queues",
+                    "## 7. Where EchelonFlow is not ahead", "## 8. The Coflow special case",
+                    "## 9. Simulator speed"):  # fmt: skip
         assert section in text, section
     assert "identical: **True**" in text
-    for png in ("case1.png", "case2.png", "policies_batch.png", "scale.png"):
+    # the tiny profile sweeps 100 and 10 Gbit/s: both columns must reach the report
+    assert "mean @100G (s)" in text and "mean @10G (s)" in text
+    assert "| hybrid | 10 | K=8 |" in text and "`hybrid @ 10 Gbit/s`" in text
+    for png in ("case1.png", "case2.png", "policies_batch.png", "scale.png", "bandwidth.png"):
         assert (figs / png).stat().st_size > 1000
     assert rows.stat().st_size > 0

@@ -97,3 +97,20 @@ def test_analysis_explains_tail_and_compute_bound() -> None:
     assert "`calm`: every policy is within 0.10 %" in text
     assert "fair the lower p99 (5 s vs 6 s)" in text and "4x under echelon vs 3x" in text
     assert "changes by +10.0%" in text
+
+
+def test_tail_gap_in_first_iterations_is_called_cold_start() -> None:
+    from sim.eval.report import analysis
+
+    def r(pol: str, mean: float, p99: float, first: float, later: float) -> dict[str, object]:
+        return {
+            "mix": "m", "policy": pol, "levels": "ideal", "iter_mean": mean, "iter_p99": p99,
+            "slowdown_mean": 2.0, "job_slowdown_max": 3.0, "job_slowdown_min": 1.0,
+            "iter_first_mean": first, "iter_later_mean": later,
+        }  # fmt: skip
+
+    cold = analysis([r("echelon", 10.0, 20.0, 15.0, 8.0), r("edf", 11.0, 13.0, 12.0, 10.5)], ["m"])
+    assert "first iterations average 15 s under echelon vs 12 s under edf (+25.0%)" in cold
+    assert "cold start" in cold and "echelon is ahead" in cold
+    warm = analysis([r("echelon", 10.0, 20.0, 9.0, 11.0), r("edf", 11.0, 13.0, 12.0, 10.5)], ["m"])
+    assert "cold start" not in warm and "later ones 11 s vs 10.5 s (+4.8%)" in warm
