@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from controlplane.entries import Step, TableFullError, apply_steps, count_by_table, plan_updates
 from controlplane.p4info import P4Info, TableEntry
@@ -38,15 +38,15 @@ BACKOFF_MAX_S = 2.0
 
 @dataclass
 class AgentStatus:
+    """Counters and flags ``/status`` reports; "primary" is read live off the connection."""
+
     connected: bool = False
-    primary: bool = False
     in_sync: bool = False
     pipeline_cookie: int | None = None
     pipeline_pushes: int = 0
     reconciles: int = 0
     updates_written: int = 0
     last_error: str | None = None
-    entries: dict[str, int] = field(default_factory=dict)
 
 
 class SwitchAgent:
@@ -134,7 +134,6 @@ class SwitchAgent:
     def _mark_down(self, why: str) -> None:
         with self.synced:
             self.status.connected = self.conn is not None and self.conn.is_alive
-            self.status.primary = self.status.connected and bool(self.conn and self.conn.is_primary)
             self.status.in_sync = False
             self.status.last_error = why
 
@@ -151,7 +150,6 @@ class SwitchAgent:
             conn.connect(self.connect_timeout)
             self.status.connected = True
         conn = self.conn
-        self.status.primary = conn.is_primary
         if not conn.is_primary:
             raise P4RuntimeConnectionError(
                 "PERMISSION_DENIED", f"{self.name}: another controller is primary"

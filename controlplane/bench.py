@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,15 +32,10 @@ import yaml
 
 from controlplane.p4info import P4Info
 from controlplane.p4rt import SwitchConnection
+from topo.targets import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait(cond: Any, timeout: float, what: str) -> Any:
@@ -78,8 +72,9 @@ def job(name: str) -> dict[str, Any]:
 class Bench:
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
-        self.grpc = _port()
-        self.api = f"http://127.0.0.1:{_port()}"
+        self.grpc = free_port()
+        self.api = f"http://127.0.0.1:{free_port()}"
+        self.p4info = P4Info.load(P4INFO)
         self.topo = tmp / "topo.yaml"
         hosts = {f"h{i}": {"ip": f"10.0.0.{i}", "mac": f"00:00:0a:00:00:0{i}"} for i in range(1, 5)}
         self.topo.write_text(
@@ -97,18 +92,18 @@ class Bench:
         self.http = httpx.Client(base_url=self.api, timeout=60)
 
     def start_switch(self) -> None:
-        log = (self.tmp / "switch.log").open("ab")
-        argv = [sys.executable, "-m", "softswitch", "--thrift-port", str(_port()), "--no-p4"]
+        argv = [sys.executable, "-m", "softswitch", "--thrift-port", str(free_port()), "--no-p4"]
         argv += ["--", "--grpc-server-addr", f"127.0.0.1:{self.grpc}", "--priority-queues", "8"]
-        self.switch = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
+        with (self.tmp / "switch.log").open("ab") as log:  # the child keeps its own copy
+            self.switch = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
 
     def start_daemon(self) -> float:
-        log = (self.tmp / "daemon.log").open("ab")
         argv = [sys.executable, "-m", "controlplane.daemon", "--topo", str(self.topo)]
         argv += ["--db", str(self.tmp / "reg.db"), "--port", self.api.rsplit(":", 1)[1]]
         argv += ["--log-level", "warning"]
         t0 = time.monotonic()
-        self.daemon = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
+        with (self.tmp / "daemon.log").open("ab") as log:
+            self.daemon = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
         _wait(lambda: self.status()["switches"]["s1"]["in_sync"], 300, "controller in sync")
         return time.monotonic() - t0
 
@@ -134,8 +129,8 @@ class Bench:
         return dt
 
     def installed_ids(self) -> set[int]:
-        info = P4Info.load(P4INFO)
-        with SwitchConnection(f"127.0.0.1:{self.grpc}", election_id=(0, 0), p4info=info) as sw:
+        addr = f"127.0.0.1:{self.grpc}"
+        with SwitchConnection(addr, election_id=(0, 0), p4info=self.p4info) as sw:
             return {
                 int(e.match_dict()["hdr.echelon.echelon_id"])  # type: ignore[arg-type]
                 for e in sw.read_table_entries("echelon_ids")

@@ -29,22 +29,25 @@ from controlplane.entries import (
     group_entries,
 )
 from controlplane.p4info import P4Info, TableEntry
-from controlplane.planning import (
-    POLICIES,
-    ParsedJob,
-    parse_job,
-    plan_groups,
-)
+from controlplane.planning import ParsedJob, check_policy, parse_job, plan_groups
 from controlplane.registry import JobRecord, Registry, UnknownJobError
 from echelon.constants import SPECIAL_COUNT
-from echelon.errors import SpecError
 from topo.topology import Topology, TopologyNetwork
 
 log = logging.getLogger(__name__)
 
 C_ECHELON = "EchelonIngress.echelon_pkts"
 C_SPECIAL = "EchelonIngress.special_pkts"
-SPECIAL_NAMES = ("plain", "unknown", "spoofed", "malformed", "non_ipv4", "ttl_expired")
+#: Names of the ``special_pkts`` slots, in index order (``echelon.constants.SPECIAL_*``).
+SPECIAL_NAMES = (
+    "plain",
+    "unknown",
+    "spoofed",
+    "malformed",
+    "non_ipv4",
+    "ttl_expired",
+    "ipv4_options",
+)
 
 
 class Controller:
@@ -61,8 +64,7 @@ class Controller:
         policy: str | None = None,
     ) -> None:
         if policy is not None:
-            if policy not in POLICIES:
-                raise SpecError("policy", f"unknown policy {policy!r} (one of {list(POLICIES)})")
+            check_policy(policy)
             registry.set_setting("policy", policy)
         self.topo = topo
         self.p4info = p4info
@@ -171,8 +173,7 @@ class Controller:
             self._parsed.pop(job_id, None)
 
     def set_policy(self, name: str) -> None:
-        if name not in POLICIES:
-            raise SpecError("policy", f"unknown policy {name!r} (one of {list(POLICIES)})")
+        check_policy(name)
         with self.lock:
             self.registry.begin()
             try:

@@ -172,9 +172,8 @@ class CounterInfo:
 class P4Info:
     """A loaded P4Info with look-ups by full name (``EchelonIngress.ipv4_lpm``) or alias."""
 
-    def __init__(self, msg: p4info_pb2.P4Info, text: str | None = None) -> None:
+    def __init__(self, msg: p4info_pb2.P4Info) -> None:
         self.proto = msg
-        self.text = text if text is not None else text_format.MessageToString(msg)
         self._tables: dict[str, TableInfo] = {}
         self._actions: dict[str, ActionInfo] = {}
         self._counters: dict[str, CounterInfo] = {}
@@ -222,7 +221,7 @@ class P4Info:
             text_format.Parse(text, msg)
         except text_format.ParseError as exc:
             raise P4InfoError("p4info", f"not a P4Info text message: {exc}") from exc
-        return cls(msg, text)
+        return cls(msg)
 
     @classmethod
     def load(cls, path: str | Path) -> P4Info:

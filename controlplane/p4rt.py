@@ -38,6 +38,7 @@ from controlplane.p4rt_errors import (
     P4RuntimeError,
     P4RuntimeWriteError,
     UpdateStatus,
+    grpc_code,
     rpc_error,
     write_statuses,
 )
@@ -318,7 +319,7 @@ class SwitchConnection:
             try:
                 self.stub.Write(req, timeout=RPC_TIMEOUT_S)
             except grpc.RpcError as exc:
-                code = exc.code().name if exc.code() is not None else "UNKNOWN"
+                code = grpc_code(exc)
                 if code in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
                     raise rpc_error(exc, "Write") from None
                 statuses = write_statuses(exc, start, len(part))

@@ -45,11 +45,10 @@ class P4RuntimeWriteError(P4RuntimeError):
     earlier chunks that went through."""
 
     def __init__(self, code: str, message: str, statuses: list[UpdateStatus], applied: int) -> None:
-        failed = [s for s in statuses if s.code != "OK"]
-        detail = "; ".join(f"#{s.index} {s.code}: {s.message}" for s in failed[:5])
-        super().__init__(code, f"{message} [{detail}]" if detail else message)
         self.statuses = statuses
         self.applied = applied
+        detail = "; ".join(f"#{s.index} {s.code}: {s.message}" for s in self.failed[:5])
+        super().__init__(code, f"{message} [{detail}]" if detail else message)
 
     @property
     def failed(self) -> list[UpdateStatus]:
@@ -74,8 +73,14 @@ def code_name(code: int) -> str:
         return f"CODE_{code}"
 
 
+def grpc_code(exc: grpc.RpcError) -> str:
+    """The status name of a failed RPC (``UNKNOWN`` when gRPC gives none)."""
+    code = exc.code()
+    return str(code.name) if code is not None else "UNKNOWN"
+
+
 def rpc_error(exc: grpc.RpcError, what: str) -> P4RuntimeError:
-    code = exc.code().name if exc.code() is not None else "UNKNOWN"
+    code = grpc_code(exc)
     cls = (
         P4RuntimeConnectionError if code in ("UNAVAILABLE", "DEADLINE_EXCEEDED") else P4RuntimeError
     )
@@ -94,5 +99,5 @@ def write_statuses(exc: grpc.RpcError, offset: int, count: int) -> list[UpdateSt
             if anymsg.Unpack(err):
                 out.append(UpdateStatus(offset + i, code_name(err.canonical_code), err.message))
         return out
-    code = exc.code().name if exc.code() is not None else "UNKNOWN"
+    code = grpc_code(exc)
     return [UpdateStatus(offset + i, code, str(exc.details())) for i in range(count)]

@@ -154,14 +154,19 @@ def _core(module: str, what: str) -> Any:
 # ---------------------------------------------------------------- planning
 
 
+def check_policy(name: str) -> None:
+    """Raise ``SpecError("policy")`` unless ``name`` is one of :data:`POLICIES`."""
+    if name not in POLICIES:
+        raise SpecError("policy", f"unknown policy {name!r} (one of {list(POLICIES)})")
+
+
 def plan_groups(
     policy: str,
     jobs: Sequence[tuple[ParsedJob, Sequence[GroupIds]]],
     network: TopologyNetwork,
 ) -> list[GroupPlan]:
     """One :class:`GroupPlan` per registered (job, group) under ``policy``."""
-    if policy not in POLICIES:
-        raise SpecError("policy", f"unknown policy {policy!r} (one of {list(POLICIES)})")
+    check_policy(policy)
     efs = [ef for job, _ in jobs for ef in job.echelons]
     levels = compute_levels(policy, efs, network) if policy != "fifo" and efs else {}
     out = []
@@ -188,7 +193,4 @@ def compute_levels(
     policies = _core("echelon.policies", "scheduling")
     quantize = _core("echelon.quantize", "quantisation")
     schedule = policies.get_policy(policy).schedule(efs, network)
-    levels = quantize.quantize(schedule, efs)
-    if isinstance(levels, Mapping):
-        return dict(levels)
-    return {lv.echelon: lv for lv in levels}
+    return dict(quantize.quantize(schedule, efs))

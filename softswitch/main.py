@@ -213,10 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda _s, _f: stop.set())
         run(opts, stop)
-    except UsageError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except EchelonError as err:
+    except EchelonError as err:  # UsageError and anything a bad --p4info raises
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0

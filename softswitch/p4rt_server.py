@@ -335,7 +335,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
 
 
 def make_server(service: P4RuntimeService, address: str) -> tuple[grpc.Server, int]:
-    """A started-ready (not yet started) gRPC server bound to ``address``; returns the port."""
+    """A gRPC server bound to ``address`` but not yet started, and the port it got."""
     # No SO_REUSEPORT: a second switch on the same address must fail, not share it.
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="p4rt"),

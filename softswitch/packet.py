@@ -29,7 +29,11 @@ from echelon.constants import (
 NO_ERROR = 0
 PACKET_TOO_SHORT = 1
 ECHELON_BAD_VERSION = 7
-ERROR_NAMES = {NO_ERROR: "NoError", PACKET_TOO_SHORT: "PacketTooShort", 7: "EchelonBadVersion"}
+ERROR_NAMES = {
+    NO_ERROR: "NoError",
+    PACKET_TOO_SHORT: "PacketTooShort",
+    ECHELON_BAD_VERSION: "EchelonBadVersion",
+}
 
 #: simple_switch's drop port: mark_to_drop() sets egress_spec to it.
 DROP_PORT = 511

@@ -104,7 +104,7 @@ def _bind_actions(p4info: p4info_pb2.P4Info) -> dict[int, ActionInfo]:
             raise InvalidArgument(name, "action is not implemented by the soft switch")
         want = prog.ACTIONS[name]
         got = [(p.name, p.bitwidth) for p in a.params]
-        if sorted(got) != sorted(want) or len(got) != len(want):
+        if sorted(got) != sorted(want):
             raise InvalidArgument(f"{name}.params", f"P4Info has {got}, program has {list(want)}")
         order = {pname: i for i, (pname, _w) in enumerate(want)}
         params = {p.id: (order[p.name], p.bitwidth) for p in a.params}
@@ -212,7 +212,6 @@ class Pipeline:
         self.program = prog.EchelonProgram(by_name)
         self.actions = _bind_actions(p4info)
         self.tables = _bind_tables(p4info, self.actions, self.program)
-        self.table_by_name = {ti.name: ti for ti in self.tables.values()}
         self.counter_by_name = {ci.name: ci for ci in self.counters.values()}
 
     def process(self, data: bytearray, ingress_port: int) -> tuple[int, int, bytearray] | None:

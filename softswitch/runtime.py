@@ -91,10 +91,7 @@ class RuntimeServer:
         class Handler(socketserver.StreamRequestHandler):
             def handle(self) -> None:
                 for raw in self.rfile:
-                    try:
-                        text = raw.decode("utf-8", "replace")
-                    except Exception:
-                        text = ""
+                    text = raw.decode("utf-8", "replace")  # cannot raise: bad bytes become U+FFFD
                     out = execute(text, outer.queues, outer.lock, outer.stats)
                     reply = "".join(f"{o}\n" for o in out) + END_MARK + "\n"
                     self.wfile.write(reply.encode())

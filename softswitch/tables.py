@@ -24,7 +24,6 @@ EXACT = "exact"
 LPM = "lpm"
 RANGE = "range"
 TERNARY = "ternary"
-MATCH_KINDS = (EXACT, LPM, RANGE, TERNARY)
 
 #: An action implementation: called with the packet and the action's parameters.
 ActionFn = Callable[..., None]
@@ -93,7 +92,6 @@ class Table:
             self._members: dict[Any, dict[tuple[MatchKey, int], Entry]] = {}
             ex = [attrs[i] for i in self._exact_pos]
             self._group_get: Callable[[Any], Any] | None = attrgetter(*ex) if ex else None
-            self._all_get = attrgetter(*attrs) if not self._single else None
         elif LPM in kinds:
             if kinds.count(LPM) != 1:
                 raise InvalidArgument(name, "at most one lpm field per table is supported")
@@ -196,10 +194,6 @@ class Table:
         """Replace the default action; None restores the program's initial default."""
         self.default = self.initial_default if call is None else call
         self.default_payload = None if call is None else payload
-
-    def clear(self) -> None:
-        for entry in list(self.entries.values()):
-            self.delete(entry.key, entry.priority)
 
     # ----------------------------------------------------------- lookup views
     def _index(self, entry: Entry) -> None:

@@ -48,13 +48,19 @@ def spec(job: str, groups: int = 1, sources: tuple[str, ...] = ("h1", "h2")) -> 
 
 
 def wait_until(cond: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll ``cond`` until it returns a truthy value; fail naming ``what`` at the deadline."""
+    """Poll ``cond`` until it returns a truthy value; fail naming ``what`` at the deadline.
+
+    Other exceptions mean "not ready yet"; an ``AssertionError`` raised by ``cond``
+    (e.g. "the process exited") fails at once instead of waiting out the deadline.
+    """
     deadline = time.monotonic() + timeout
     delay = 0.01
     last: Exception | None = None
     while True:
         try:
             got = cond()
+        except AssertionError:
+            raise
         except Exception as exc:  # not ready yet (connection refused ...)
             got, last = None, exc
         else:

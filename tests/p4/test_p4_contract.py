@@ -114,3 +114,12 @@ def test_wire_layer_matches_p4_header(text: str) -> None:
     raw = pack_header(echelon_id=0x1234, deadline_us=1500, flow_index=3, seq=42)
     assert bytes(Echelon(echelon_id=0x1234, deadline_us=1500, flow_index=3, seq=42)) == raw
     assert unpack_header(raw) == (C.ECHELON_VERSION, 0x1234, 1500, 3, 42)
+
+
+def test_controller_names_every_special_counter_slot() -> None:
+    from controlplane.controller import SPECIAL_NAMES
+
+    for i, name in enumerate(SPECIAL_NAMES):
+        assert getattr(C, f"SPECIAL_{name.upper()}") == i, name
+    used = {v for k, v in vars(C).items() if k.startswith("SPECIAL_") and k != "SPECIAL_COUNT"}
+    assert used == set(range(len(SPECIAL_NAMES)))

@@ -280,8 +280,7 @@ def veth_hosts(prefix: str, count: int) -> Iterator[list[tuple[str, str]]]:
             sh("ip", "-n", ns, "link", "set", f"{prefix}e{i}", "name", "eth0")
             sh("ip", "-n", ns, "link", "set", "eth0", "up")
             sh("ip", "link", "set", sw, "up")
-            for dev in (sw,):
-                sh("sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1")
+            sh("sysctl", "-q", "-w", f"net.ipv6.conf.{sw}.disable_ipv6=1")
         yield made
     finally:
         for sw, ns in made:
