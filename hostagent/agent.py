@@ -87,8 +87,8 @@ def play(
         sent = sender.run(stop_at, rel).flows
         while thread.is_alive() and time.time() < stop_at:
             thread.join(0.2)
-    except _Stop:
-        sent = sent or {}
+    except _Stop:  # SIGTERM: still write what was sent and received so far
+        pass
     receiver.done.set()
     thread.join(1.0)
     record = {

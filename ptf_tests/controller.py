@@ -10,7 +10,6 @@ group's, at the DSCPs the controller's levels imply.
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import tempfile
@@ -22,7 +21,7 @@ import httpx
 from ptf_tests import packets as pk
 from ptf_tests.base import EchelonTest
 from ptf_tests.burst import burst
-from topo.targets import free_port
+from topo.targets import free_port, stop_process
 
 OUT = 4
 N = 3
@@ -75,12 +74,7 @@ class ControllerDrivenOrdering(EchelonTest):
                 try:
                     self.drive(api, daemon)
                 finally:
-                    daemon.send_signal(signal.SIGTERM)
-                    try:
-                        daemon.wait(10)
-                    except subprocess.TimeoutExpired:
-                        daemon.kill()
-                        daemon.wait()
+                    stop_process(daemon, 10)
 
     def drive(self, api: str, daemon: subprocess.Popen[bytes]) -> None:
         def in_sync() -> bool:

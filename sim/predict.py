@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from echelon.constants import ECHELON_HEADER_LEN
 from echelon.errors import SpecError
 from echelon.model import FlowKey, IterationPlan
 from sim.config import JobRun, Plannable, SimConfig
@@ -29,8 +30,8 @@ from sim.engine import Simulator
 from sim.topology import UNLIMITED_BYTES_PER_S
 from topo.topology import TopologyNetwork
 
-#: Ethernet + IPv4 + UDP + echelon header bytes per packet.
-DEFAULT_HEADER_BYTES = 14 + 20 + 8 + 16
+#: Ethernet + IPv4 + UDP + echelon header bytes per packet (58), as tc/htb counts it.
+DEFAULT_HEADER_BYTES = 14 + 20 + 8 + ECHELON_HEADER_LEN
 
 
 class _Scaled:

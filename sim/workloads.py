@@ -37,9 +37,6 @@ class Template:
     """Transformer layers per modelled layer for the per-layer paradigms (FSDP wrap
     unit; TP/MoE/DP blocks): fewer, larger flows with the same bytes and compute."""
 
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
 
 def _ddp_bucket_bytes() -> int:
     return 25 * 2**20  # PyTorch DDP's default bucket_cap_mb = 25

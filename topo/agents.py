@@ -16,7 +16,7 @@ from echelon.jobs import JobSpec
 from hostagent.plan import build_scenario
 from hostagent.report import formation_report, merge_records
 from topo.net import EchelonNet
-from topo.targets import wait_until
+from topo.targets import stop_process, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 #: From "every agent is ready" to the shared start instant (all agents poll the go file).
@@ -74,13 +74,7 @@ def play_scenario(
         wait_until(finished, sc.start_at + timeout_s + 10 - time.time(), "agents to finish", 0.1)
     finally:
         for p in procs.values():
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            stop_process(p, 5)
     data = []
     for h, rec in records.items():
         if not rec.exists():

@@ -10,7 +10,7 @@ from typing import IO, Any
 import httpx
 
 from echelon.errors import EchelonError
-from topo.targets import wait_until
+from topo.targets import stop_process, wait_until
 
 
 class ControllerError(EchelonError):
@@ -75,13 +75,8 @@ class ControllerProcess:
         wait_until(self._in_sync, timeout, "switches in sync with the controller", 0.1)
 
     def stop(self, timeout: float = 10.0) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            stop_process(self.proc, timeout)
         self.proc = None
         if self._log:
             self._log.close()

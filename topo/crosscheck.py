@@ -37,6 +37,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from echelon.constants import ECHELON_HEADER_LEN
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
 from echelon.model import ComputeTask, FlowKey, IterationPlan
@@ -44,8 +45,6 @@ from hostagent.plan import release_times
 from topo.demo import specs_from_results
 from topo.topology import Topology, load
 
-#: Ethernet + IPv4 + UDP + echelon header per packet, as tc counts it.
-HEADER_BYTES = 14 + 20 + 8 + 16
 DEFAULT_TOLERANCE_S = 0.02
 
 
@@ -103,13 +102,13 @@ def paced_topology(path: str, rate_mbit: float) -> Topology:
 
 def compare(results: dict[str, Any], policy: str) -> list[dict[str, Any]]:
     """Rows ``{echelon, index, ideal, predicted, measured, diff}`` for iteration 0."""
-    from sim.predict import predict_finish_times
+    from sim.predict import DEFAULT_HEADER_BYTES, predict_finish_times
 
     if "topo_path" not in results or "policies" not in results:
         raise EchelonError("results: not a demo-results.json of python -m topo.run")
     if policy not in results["policies"]:
         raise EchelonError(f"policy: {policy!r} is not in the results")
-    payload = int(results.get("packet_bytes", 1000)) - 16
+    payload = int(results.get("packet_bytes", 1000)) - ECHELON_HEADER_LEN
     specs = specs_from_results(results)
     closed = results.get("release", "open") == "closed"  # files before closed loop: open
     pred = predict_finish_times(
@@ -117,7 +116,7 @@ def compare(results: dict[str, Any], policy: str) -> list[dict[str, Any]]:
         paced_topology(results["topo_path"], float(results.get("rate_mbit", 40.0))),
         policy=policy,
         levels_mode="k8",
-        header_bytes=HEADER_BYTES,
+        header_bytes=DEFAULT_HEADER_BYTES,
         payload_bytes=payload,
         iterations=1,
     )

@@ -128,10 +128,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ctl.start()
         for job in jobs:
             ctl.register(job.description)  # what `echelonctl register FILE` posts
-        ids = read_echelon_ids(ctl, [j.spec for j in jobs])
-        print(f"*** registered jobs {[j.spec.job_id for j in jobs]} (scale {args.scale}), "
-              f"echelon IDs {ids}")  # fmt: skip
         specs = [j.spec for j in jobs]
+        ids = read_echelon_ids(ctl, specs)
+        print(f"*** registered jobs {[s.job_id for s in specs]} (scale {args.scale}), "
+              f"echelon IDs {ids}")  # fmt: skip
         for policy in policies:
             ctl.set_policy(policy)
             t0 = time.monotonic()

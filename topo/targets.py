@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Any, Literal
 
 from echelon.errors import EchelonError
 
@@ -52,6 +52,18 @@ def wait_until(cond: Callable[[], bool], timeout: float, what: str, interval: fl
         if time.monotonic() > deadline:
             raise TargetError(f"timed out after {timeout:.1f}s waiting for {what}")
         time.sleep(interval)
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> int:
+    """SIGTERM ``proc``, then SIGKILL if it is still there after ``timeout``; its exit status."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
 
 
 def _port_open(addr: str) -> bool:

@@ -93,12 +93,6 @@ class Topology:
     def neighbours(self, node: str) -> list[tuple[Link, str]]:
         return [(lk, lk.other(node)) for lk in self.links if node in (lk.a, lk.b)]
 
-    def host_by_ip(self, ip: str) -> Host:
-        for h in self.hosts.values():
-            if h.ip == ip:
-                return h
-        raise KeyError(ip)
-
     def path(self, src: str, dst: str) -> list[str]:
         """Shortest node path from ``src`` to ``dst`` (BFS; ties broken by file order)."""
         prev: dict[str, str | None] = {src: None}
@@ -132,13 +126,6 @@ class Topology:
             mac = host.mac if nxt == host.name else _switch_mac(nxt, link.port_of(nxt))
             out.append(Route(switch, host.name, f"{host.ip}/32", port, mac))
         return out
-
-    def links_on_path(self, src: str, dst: str) -> list[Link]:
-        hops = self.path(src, dst)
-        return [
-            next(lk for lk, other in self.neighbours(u) if other == v)
-            for u, v in itertools.pairwise(hops)
-        ]
 
 
 #: Capacity given to a link whose file entry has no ``bw_mbit`` (unshaped veth): 10 Gbit/s.

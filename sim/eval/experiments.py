@@ -107,10 +107,6 @@ def average(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[dict
     return out
 
 
-def run_main(profile: Profile, workers: int | None) -> list[dict[str, Any]]:
-    return run_sweep(main_points(profile), workers)
-
-
 def scale_points(profile: Profile) -> list[tuple[int, Point]]:
     """Runs of the ``mixed`` mix sized to about 1k, 10k (and 100k) flows."""
     from sim.topology import hosts_of, make_network

@@ -21,7 +21,7 @@ from hostagent.receiver import Receiver
 from hostagent.report import formation_report, merge_records
 from hostagent.scenario import parse
 from hostagent.sender import Sender
-from topo.targets import wait_until
+from topo.targets import stop_process, wait_until
 
 # Loopback addresses unique to this test process (all of 127/8 is local), so parallel
 # runs of the suite never compete for the echelon port on the same address.
@@ -140,13 +140,7 @@ def run_agent(args: list[str]) -> subprocess.Popen[bytes]:
 
 def stop(procs: list[subprocess.Popen[bytes]]) -> None:
     for p in procs:
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_process(p, 5)
 
 
 def test_agents_play_scenario_end_to_end(tmp_path: Path) -> None:

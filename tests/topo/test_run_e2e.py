@@ -13,7 +13,7 @@ import pytest
 from topo.crosscheck import DEFAULT_TOLERANCE_S, compare, completion_rows
 from topo.demo import specs_from_results
 from topo.net import root_links
-from topo.targets import free_port, wait_until
+from topo.targets import free_port, stop_process, wait_until
 
 from .helpers import ROOT, alive, needs_root, topo_on_free_ports
 
@@ -35,9 +35,7 @@ def test_demo_runs_echelon_beats_fifo_for_the_pipeline_and_coflow_for_the_pull(
     try:
         text, _ = proc.communicate(timeout=150)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, 60)  # SIGTERM first: the run removes its namespaces and processes
     log = text.decode(errors="replace")
     assert proc.returncode == 0, log
     assert "target: soft" in log
