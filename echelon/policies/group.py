@@ -72,10 +72,11 @@ def mdd_order(t: FlowTable, now: float, use_offsets: bool) -> Ints:
     return np.lexsort((t.name_rank, t.t_ref, key))
 
 
-class EchelonPolicy:
-    """Ours: inter-group modified due date on the formation, intra-group EDF."""
+class _GroupPolicy:
+    """Builds the flow table once and ranks flows by (group position, intra-group
+    rank); subclasses only say how groups are ordered and, optionally, flows inside."""
 
-    name = "echelon"
+    name = ""
 
     def schedule(
         self,
@@ -85,60 +86,58 @@ class EchelonPolicy:
         now: float = 0.0,
     ) -> Schedule:
         t = build_table(echelons, network, remaining)
-        return _schedule(self.name, t, mdd_order(t, now, True), intra_edf(t))
+        return _schedule(self.name, t, self.order(t, now), self.intra(t))
+
+    def order(self, t: FlowTable, now: float) -> Ints:
+        raise NotImplementedError
+
+    def intra(self, t: FlowTable) -> Ints | None:
+        """``None``: every flow of a group shares its group's rank."""
+        return None
 
 
-class CoflowPolicy:
+class EchelonPolicy(_GroupPolicy):
+    """Ours: inter-group modified due date on the formation, intra-group EDF."""
+
+    name = "echelon"
+
+    def order(self, t: FlowTable, now: float) -> Ints:
+        return mdd_order(t, now, True)
+
+    def intra(self, t: FlowTable) -> Ints | None:
+        return intra_edf(t)
+
+
+class CoflowPolicy(_GroupPolicy):
     """The echelon policy with ``A`` treated as 0 and no intra-group order: what a
     Coflow scheduler would do with the same groups (an ablation)."""
 
     name = "coflow"
 
-    def schedule(
-        self,
-        echelons: Sequence[EchelonFlow],
-        network: Network,
-        remaining: Mapping[FlowKey, int] | None = None,
-        now: float = 0.0,
-    ) -> Schedule:
-        t = build_table(echelons, network, remaining)
-        return _schedule(self.name, t, mdd_order(t, now, False), None)
+    def order(self, t: FlowTable, now: float) -> Ints:
+        return mdd_order(t, now, False)
 
 
-class VarysPolicy:
+class VarysPolicy(_GroupPolicy):
     """Varys SEBF: smallest bottleneck ``max_l bytes_l / cap_l`` (per weight) first;
     ties by arrival (``t_ref``), then name."""
 
     name = "varys"
 
-    def schedule(
-        self,
-        echelons: Sequence[EchelonFlow],
-        network: Network,
-        remaining: Mapping[FlowKey, int] | None = None,
-        now: float = 0.0,
-    ) -> Schedule:
-        t = build_table(echelons, network, remaining)
+    def order(self, t: FlowTable, now: float) -> Ints:
         key = effective_bottleneck(t, use_offsets=False) / t.weight
-        return _schedule(self.name, t, np.lexsort((t.name_rank, t.t_ref, key)), None)
+        return np.lexsort((t.name_rank, t.t_ref, key))
 
 
-class SincroniaPolicy:
+class SincroniaPolicy(_GroupPolicy):
     """Sincronia's BSSI: repeatedly take the most loaded link and put last the
     group with the smallest weight per unit of work on it, then discount the
     weights of the other groups on that link."""
 
     name = "sincronia"
 
-    def schedule(
-        self,
-        echelons: Sequence[EchelonFlow],
-        network: Network,
-        remaining: Mapping[FlowKey, int] | None = None,
-        now: float = 0.0,
-    ) -> Schedule:
-        t = build_table(echelons, network, remaining)
-        return _schedule(self.name, t, bssi_order(t), None)
+    def order(self, t: FlowTable, now: float) -> Ints:
+        return bssi_order(t)
 
 
 def bssi_order(t: FlowTable) -> Ints:
