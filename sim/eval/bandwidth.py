@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sim.eval.experiments import NETWORK, POLICIES, Profile
-from sim.eval.report import fmt, pct, table
+from sim.eval.report import echelon_vs_best, fmt, pct, table
 from sim.sweep import Point
 
 #: Mixes swept (the ones made of pipeline-parallel jobs).
@@ -86,29 +86,18 @@ def versus_table(
     queues; the last column compares echelon on 8 queues with the best baseline given
     ideal ranks (an upper bound for what any baseline could do with unlimited queues).
     """
-    idx = {(r["mix"], r["policy"], r["levels"], r["gbit"]): r for r in rows}
     body = []
     for mix in mixes:
         for g in gbits:
             for lv in ("ideal", "K=8"):
-                e = idx.get((mix, "echelon", lv, g))
-                base = [
-                    r
-                    for (m, p, lvl, gg), r in idx.items()
-                    if m == mix and gg == g and lvl == lv and p != "echelon"
-                ]
-                if e is None or not base:
+                found = echelon_vs_best(rows, mix=mix, gbit=g, levels=lv)
+                if found is None:
                     continue
-                bm = min(base, key=lambda r: r["iter_mean"])
-                bp = min(base, key=lambda r: r["iter_p99"])
-                ideal = [
-                    r
-                    for (m, p, lvl, gg), r in idx.items()
-                    if m == mix and gg == g and lvl == "ideal" and p != "echelon"
-                ]
+                e, bm, bp = found
                 vs_ideal = "–"
-                if lv != "ideal" and ideal:
-                    bi = min(ideal, key=lambda r: r["iter_mean"])
+                ideal = echelon_vs_best(rows, mix=mix, gbit=g, levels="ideal")
+                if lv != "ideal" and ideal is not None:
+                    bi = ideal[1]
                     vs_ideal = f"{pct(e['iter_mean'], bi['iter_mean'])} ({bi['policy']})"
                 body.append(
                     [
@@ -151,22 +140,15 @@ def sources_list(gbits: Sequence[float]) -> str:
 def trend(rows: Sequence[Mapping[str, Any]], mixes: Sequence[str], gbits: Sequence[float]) -> str:
     """Per mix and rank mode: how echelon's slowdown and its gap to the best baseline
     (same rank mode) move as the links get slower -- computed, not written by hand."""
-    idx = {(r["mix"], r["policy"], r["levels"], r["gbit"]): r for r in rows}
     out = []
     for mix in mixes:
         for lv, what in (("ideal", "ideal ranks"), ("K=8", "every policy on 8 queues")):
             parts = []
             for g in sorted(gbits, reverse=True):
-                e = idx.get((mix, "echelon", lv, float(g)))
-                base = [
-                    r
-                    for (m, p, lvl, gg), r in idx.items()
-                    if m == mix and lvl == lv and gg == g and p != "echelon"
-                ]
-                if e is None or not base:
+                found = echelon_vs_best(rows, mix=mix, levels=lv, gbit=float(g))
+                if found is None:
                     continue
-                bm = min(base, key=lambda r: r["iter_mean"])
-                bp = min(base, key=lambda r: r["iter_p99"])
+                e, bm, bp = found
                 parts.append(
                     f"{fmt(float(g))} Gbit/s: slowdown {fmt(e['slowdown_mean'])}x, mean "
                     f"{pct(e['iter_mean'], bm['iter_mean'])} vs {bm['policy']}, p99 "

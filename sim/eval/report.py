@@ -287,18 +287,31 @@ def _cold_start(e: Mapping[str, Any], best: Mapping[str, Any]) -> str:
     return text
 
 
+Row = Mapping[str, Any]
+
+
+def echelon_vs_best(rows: Sequence[Row], **same: Any) -> tuple[Row, Row, Row] | None:
+    """Among the rows matching ``same`` (e.g. ``mix=..., levels=...``): echelon's row,
+    the baseline with the best mean and the one with the best p99 iteration time
+    (first in row order on ties); ``None`` if either side is missing."""
+    group = [r for r in rows if all(r[k] == v for k, v in same.items())]
+    e = next((r for r in group if r["policy"] == "echelon"), None)
+    base = [r for r in group if r["policy"] != "echelon"]
+    if e is None or not base:
+        return None
+    return e, min(base, key=lambda r: r["iter_mean"]), min(base, key=lambda r: r["iter_p99"])
+
+
 def headline(batch: Sequence[Mapping[str, Any]], mixes: Sequence[str]) -> str:
     """One row per mix: echelon against the best baseline on mean and on p99."""
-    idx = {(r["mix"], r["policy"], r["levels"]): r for r in batch}
+    k8s = {r["mix"]: r for r in batch if r["policy"] == "echelon" and r["levels"] == "K=8"}
     body = []
     for mix in mixes:
-        e = idx.get((mix, "echelon", "ideal"))
-        base = [r for (m, p, lv), r in idx.items() if m == mix and lv == "ideal" and p != "echelon"]
-        if e is None or not base:
+        found = echelon_vs_best(batch, mix=mix, levels="ideal")
+        if found is None:
             continue
-        bm = min(base, key=lambda r: r["iter_mean"])
-        bp = min(base, key=lambda r: r["iter_p99"])
-        k8 = idx.get((mix, "echelon", "K=8"))
+        e, bm, bp = found
+        k8 = k8s.get(mix)
         body.append(
             [
                 mix,
