@@ -6,26 +6,14 @@ bandwidth. They are what a switch does without knowing the formation.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import numpy as np
 
-from echelon.model import EchelonFlow, FlowKey
-from echelon.policies.table import FlowTable, Ints, build_table, dense_rank
-from echelon.schedule import Network, Schedule
+from echelon.policies.table import FlowTable, Ints, TablePolicy, dense_rank
+from echelon.schedule import Schedule
 
 
-class _PerFlow:
-    name = ""
-
-    def schedule(
-        self,
-        echelons: Sequence[EchelonFlow],
-        network: Network,
-        remaining: Mapping[FlowKey, int] | None = None,
-        now: float = 0.0,
-    ) -> Schedule:
-        t = build_table(echelons, network, remaining)
+class _PerFlow(TablePolicy):
+    def decide(self, t: FlowTable, now: float) -> Schedule:
         rank = self.rank(t) if len(t.keys) else np.zeros(0, dtype=np.int64)
         return Schedule(self.name, (), dict(zip(t.keys, rank.tolist(), strict=True)))
 

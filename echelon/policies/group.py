@@ -6,22 +6,19 @@ Each returns an ``echelon_order`` and flow ranks that are lexicographic in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import numpy as np
 
-from echelon.model import EchelonFlow, FlowKey
 from echelon.policies.table import (
     Floats,
     FlowTable,
     Ints,
+    TablePolicy,
     bottlenecks,
-    build_table,
     dense_rank,
     effective_bottleneck,
     link_loads,
 )
-from echelon.schedule import Network, Schedule
+from echelon.schedule import Schedule
 
 
 def _schedule(policy: str, t: FlowTable, order: Ints, intra: Ints | None) -> Schedule:
@@ -72,20 +69,11 @@ def mdd_order(t: FlowTable, now: float, use_offsets: bool) -> Ints:
     return np.lexsort((t.name_rank, t.t_ref, key))
 
 
-class _GroupPolicy:
-    """Builds the flow table once and ranks flows by (group position, intra-group
-    rank); subclasses only say how groups are ordered and, optionally, flows inside."""
+class _GroupPolicy(TablePolicy):
+    """Ranks flows by (group position, intra-group rank); subclasses only say how
+    groups are ordered and, optionally, flows inside."""
 
-    name = ""
-
-    def schedule(
-        self,
-        echelons: Sequence[EchelonFlow],
-        network: Network,
-        remaining: Mapping[FlowKey, int] | None = None,
-        now: float = 0.0,
-    ) -> Schedule:
-        t = build_table(echelons, network, remaining)
+    def decide(self, t: FlowTable, now: float) -> Schedule:
         return _schedule(self.name, t, self.order(t, now), self.intra(t))
 
     def order(self, t: FlowTable, now: float) -> Ints:

@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, FlowKey
-from echelon.schedule import Network
+from echelon.schedule import Network, Schedule
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -179,3 +179,24 @@ def dense_rank(*keys: npt.NDArray[np.generic]) -> Ints:
     ranks = np.empty(len(order), dtype=np.int64)
     ranks[order] = np.cumsum(new) - 1
     return ranks
+
+
+class TablePolicy:
+    """Base of every policy: build the :class:`FlowTable` once, then decide on it.
+
+    Subclasses implement :meth:`decide`; :meth:`schedule` is the ``Policy`` protocol.
+    """
+
+    name = ""
+
+    def schedule(
+        self,
+        echelons: Sequence[EchelonFlow],
+        network: Network,
+        remaining: Mapping[FlowKey, int] | None = None,
+        now: float = 0.0,
+    ) -> Schedule:
+        return self.decide(build_table(echelons, network, remaining), now)
+
+    def decide(self, t: FlowTable, now: float) -> Schedule:
+        raise NotImplementedError
