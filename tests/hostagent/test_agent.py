@@ -143,18 +143,19 @@ def stop(procs: list[subprocess.Popen[bytes]]) -> None:
         stop_process(p, 5)
 
 
-def test_agents_play_scenario_end_to_end(tmp_path: Path) -> None:
-    """Three agent processes over loopback: every flow completes, the report is consistent."""
+def play(tmp_path: Path, scenario: dict[str, Any], hosts: list[str]) -> list[dict[str, Any]]:
+    """Run one agent process per host on ``scenario`` over loopback, release them
+    together, wait for each to exit 0 and return their records."""
     path = tmp_path / "scenario.json"
-    path.write_text(json.dumps(scenario_dict(0.0)))
+    path.write_text(json.dumps(scenario))
     go = tmp_path / "go"
     procs = []
     try:
-        for h, ip in HOSTS.items():
-            out = tmp_path / f"{h}.json"
+        for h in hosts:
             procs.append(run_agent(["play", "--scenario", str(path), "--host", h,
-                                    "--out", str(out), "--bind", ip, "--go", str(go)]))  # fmt: skip
-        ready = [tmp_path / f"{h}.ready" for h in HOSTS]
+                                    "--out", str(tmp_path / f"{h}.json"), "--bind", HOSTS[h],
+                                    "--go", str(go)]))  # fmt: skip
+        ready = [tmp_path / f"{h}.ready" for h in hosts]
         wait_until(lambda: all(r.exists() for r in ready), 30, "agents ready")
         go.write_text(repr(time.time() + 0.2))
         for p in procs:
@@ -162,7 +163,13 @@ def test_agents_play_scenario_end_to_end(tmp_path: Path) -> None:
             assert p.returncode == 0, p.stderr.read() if p.stderr else ""
     finally:
         stop(procs)
-    records = [json.loads((tmp_path / f"{h}.json").read_text()) for h in HOSTS]
+    return [json.loads((tmp_path / f"{h}.json").read_text()) for h in hosts]
+
+
+def test_agents_play_scenario_end_to_end(tmp_path: Path) -> None:
+    """Three agent processes over loopback: every flow completes, the report is consistent."""
+    records = play(tmp_path, scenario_dict(0.0), list(HOSTS))
+    path = tmp_path / "scenario.json"
     assert all(r["complete"] for r in records)
     res = run_agent(
         ["report", "--scenario", str(path), *(str(tmp_path / f"{h}.json") for h in HOSTS)]

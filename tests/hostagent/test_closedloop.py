@@ -4,7 +4,6 @@ each host's lane enters an iteration only after finishing its previous one."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +14,8 @@ from hostagent.closedloop import ClosedLoop, OpenLoop, releaser
 from hostagent.plan import build_scenario
 from hostagent.report import formation_report, iteration_times, merge_records
 from hostagent.scenario import Scenario, parse
-from topo.targets import wait_until
 
-from .test_agent import HOSTS, run_agent, stop
+from .test_agent import HOSTS, play
 from .test_plan import ids, specs
 
 P, C, D = 0.01, 0.02, 0.005  # durations: producer on h1, consumer on h2, last step on h1
@@ -151,24 +149,7 @@ def test_paradigm_plans_satisfy_the_host_local_rules_and_iteration_times_add_up(
 def test_agents_run_the_closed_loop_end_to_end(tmp_path: Path) -> None:
     """Real agents over loopback: each consumer starts after its input arrived, the
     iteration's times are measured, and ideal finishes follow the iteration's start."""
-    path = tmp_path / "scenario.json"
-    path.write_text(json.dumps(chain()))
-    go = tmp_path / "go"
-    procs = []
-    try:
-        for h in ("h1", "h2"):
-            procs.append(run_agent(["play", "--scenario", str(path), "--host", h, "--out",
-                                    str(tmp_path / f"{h}.json"), "--bind", HOSTS[h],
-                                    "--go", str(go)]))  # fmt: skip
-        ready = [tmp_path / f"{h}.ready" for h in ("h1", "h2")]
-        wait_until(lambda: all(r.exists() for r in ready), 30, "agents ready")
-        go.write_text(repr(time.time() + 0.2))
-        for p in procs:
-            p.wait(30)
-            assert p.returncode == 0, p.stderr.read() if p.stderr else ""
-    finally:
-        stop(procs)
-    recs = [json.loads((tmp_path / f"{h}.json").read_text()) for h in ("h1", "h2")]
+    recs = play(tmp_path, chain(), ["h1", "h2"])
     h1, h2 = recs
     assert all(r["complete"] and r["release"] == "closed" for r in recs)
     finish = merge_records(recs)
