@@ -25,7 +25,12 @@ class Flow:
     """One flow of an EchelonFlow: ``size`` bytes from ``src`` to ``dst``.
 
     ``index`` is the flow's position in the formation and ``offset`` its
-    arrangement value ``A(index)`` in seconds.
+    arrangement value ``A(index)`` in seconds. ``slack`` is the flow's total
+    float in the job's contention-free timeline: how much later than
+    ``t_ref + A(index)`` it may finish without delaying the end of its
+    iteration (0 for flows on the critical path; builders fill it in from the
+    computation DAG, hand-made flows default to 0). Schedulers use it to let
+    transfers that can wait yield to ones that cannot; the wire never carries it.
     """
 
     index: int
@@ -33,6 +38,7 @@ class Flow:
     dst: str
     size: int
     offset: float
+    slack: float = 0.0
 
     @property
     def offset_us(self) -> int:
@@ -107,6 +113,8 @@ def validate(ef: EchelonFlow) -> None:
             raise SpecError(f"{where}.src", "source and destination hosts are required")
         if f.offset < 0 or (pos == 0 and f.offset != 0.0):
             raise SpecError(f"{where}.offset", "A(first) must be 0 and offsets non-negative")
+        if not f.slack >= 0:
+            raise SpecError(f"{where}.slack", f"must be non-negative, got {f.slack}")
         if f.offset < prev:
             raise SpecError(
                 f"{where}.offset", f"arrangement must be non-decreasing ({f.offset} < {prev})"

@@ -17,6 +17,13 @@ band (intra-group order). Rules (checked by tests):
   higher levels; the ranges of one echelon cover ``0..2^32-1`` without overlap;
 * level 0 (best-effort) is never used for a registered echelon.
 
+An *interleaved* schedule (``Schedule.interleaved``: groups' ranks interleave)
+gets no bands: the distinct ranks of all flows are cut into ``K-1`` contiguous
+runs, one level each, and every echelon's deadline ranges follow its flows'
+levels over its offsets (flows with the same offset, which the switch cannot
+tell apart, take the best level among them). Ranges may then go up and down
+with the offset; the data plane's range table allows any level per range.
+
 :func:`flow_levels` is the per-flow view the simulator uses. For group
 schedules it is computed *from* :func:`quantize`'s ranges, so it is exactly what
 the switch does. For per-flow policies (no ``echelon_order``) it is the ideal
@@ -42,7 +49,53 @@ def quantize(
     levels: Sequence[int] = ECHELON_LEVELS,
 ) -> dict[str, EchelonLevels]:
     """Bands and deadline ranges for every EchelonFlow, keyed by its name."""
+    if schedule.interleaved:
+        return _quantize_flows(schedule, echelons, _levels(levels))
     return _quantize(schedule, echelons, _levels(levels))
+
+
+def _quantize_flows(
+    schedule: Schedule, echelons: Sequence[EchelonFlow], desc: Sequence[int]
+) -> dict[str, EchelonLevels]:
+    """Per-flow levels (interleaved schedules): ranges follow each flow's level."""
+    level = _rank_levels(schedule, echelons, desc)
+    out: dict[str, EchelonLevels] = {}
+    for ef in echelons:
+        best: dict[int, int] = {}
+        for f in ef.flows:
+            us = _us(f.offset)
+            lv = level[(ef.name, f.index)]
+            best[us] = max(best.get(us, lv), lv)
+        runs: list[tuple[int, int]] = []
+        for us in sorted(best):
+            if not runs or best[us] != runs[-1][1]:
+                runs.append((us, best[us]))
+        ranges = tuple(
+            DeadlineRange(
+                0 if i == 0 else lo,
+                runs[i + 1][0] - 1 if i + 1 < len(runs) else MAX_DEADLINE_US,
+                lv,
+            )
+            for i, (lo, lv) in enumerate(runs)
+        )
+        out[ef.name] = EchelonLevels(ef.name, max(lv for _, lv in runs), ranges)
+    return out
+
+
+def _rank_levels(
+    schedule: Schedule, echelons: Sequence[EchelonFlow], desc: Sequence[int]
+) -> dict[FlowKey, int]:
+    """Distinct ranks cut into ``len(desc)`` contiguous runs, best run on the top level."""
+    rank = schedule.flow_rank
+    keys = [ef.key(f) for ef in echelons for f in ef.flows]
+    distinct = sorted({rank.get(k, 0) for k in keys})
+    level_by_rank: dict[int, int] = {}
+    pos = 0
+    for i, size in enumerate(_split(len(distinct), min(len(desc), len(distinct)))):
+        for r in distinct[pos : pos + size]:
+            level_by_rank[r] = desc[i]
+        pos += size
+    return {k: level_by_rank[rank.get(k, 0)] for k in keys}
 
 
 def _quantize(
@@ -89,7 +142,7 @@ def flow_levels(
     """The level of every flow (the K-queue view a simulator uses)."""
     desc = _levels(levels)
     if schedule.echelon_order:
-        q = _quantize(schedule, echelons, desc)
+        q = (_quantize_flows if schedule.interleaved else _quantize)(schedule, echelons, desc)
         out: dict[FlowKey, int] = {}
         for ef in echelons:
             ranges = q[ef.name].ranges
@@ -102,16 +155,7 @@ def flow_levels(
                 i = bisect_right(los, _us(f.offset)) - 1
                 out[(ef.name, f.index)] = ranges[i].priority
         return out
-    rank = schedule.flow_rank
-    keys = [ef.key(f) for ef in echelons for f in ef.flows]
-    distinct = sorted({rank.get(k, 0) for k in keys})
-    level_by_rank: dict[int, int] = {}
-    pos = 0
-    for i, size in enumerate(_split(len(distinct), min(len(desc), len(distinct)))):
-        for r in distinct[pos : pos + size]:
-            level_by_rank[r] = desc[i]
-        pos += size
-    return {k: level_by_rank[rank.get(k, 0)] for k in keys}
+    return _rank_levels(schedule, echelons, desc)
 
 
 def _levels(levels: Sequence[int]) -> list[int]:

@@ -37,12 +37,16 @@ class Schedule:
 
     ``echelon_order`` lists EchelonFlow names, most important first (empty for
     policies with no notion of groups). ``flow_rank`` gives every flow a rank;
-    0 is served first and equal ranks share fairly.
+    0 is served first and equal ranks share fairly. ``interleaved`` says the
+    ranks of different groups interleave (a group's later flows may rank below
+    another group's earlier ones), so the quantiser maps ranks to levels flow by
+    flow instead of giving each group a contiguous band.
     """
 
     policy: str
     echelon_order: tuple[str, ...]
     flow_rank: Mapping[FlowKey, int]
+    interleaved: bool = False
 
 
 @runtime_checkable

@@ -14,7 +14,13 @@ paradigms follow the same rule:
   waits for in this iteration ideally finishes when it is released;
 * an EchelonFlow groups the flows of one ``group``; its flows are indexed in
   order of ideal finish, ``t_ref`` is the earliest ideal finish and
-  ``A(j) = ideal_finish(j) - t_ref``.
+  ``A(j) = ideal_finish(j) - t_ref``;
+* a flow's **slack** is its total float in that timeline (critical-path method,
+  backward pass over task dependencies, each host's task sequence and flow
+  consumers, from the iteration's end): how much later than its ideal finish it
+  may arrive without making the iteration longer. A gradient all-reduce of an
+  early pipeline stage, needed only by that stage's optimizer step, has slack up
+  to the end of the iteration; an activation the next stage waits for has none.
 
 Offsets are computed relative to the iteration's start, so they are identical in
 every iteration (the switch keys on them); only ``t_ref`` moves with ``t0``.
@@ -105,13 +111,16 @@ class PlanBuilder:
 
         starts, _ = _timeline(tasks_rel, release, ends)
         self.makespan = max(ends.values(), default=0.0)
+        latest = _latest_starts(self._tasks, self._task_flows, self._flows, self.makespan)
         finish = [0.0 if d.producer is None else ends[d.producer] for d in self._flows]
         consumed = [False] * len(self._flows)
+        due = [self.makespan] * len(self._flows)  # latest finish (end of iteration if unconsumed)
         for t, hs in zip(self._tasks, self._task_flows, strict=True):
             for h in hs:
                 if not consumed[h] or starts[t.id] < finish[h]:
                     finish[h] = starts[t.id]
                 consumed[h] = True
+                due[h] = min(due[h], latest[t.id])
 
         by_group: dict[str, list[_Draft]] = {}
         for d in self._flows:
@@ -126,7 +135,8 @@ class PlanBuilder:
             flows = []
             for j, d in enumerate(drafts):
                 offset = round(finish[d.seq] - ref, _OFFSET_DIGITS)
-                flows.append(Flow(j, d.src, d.dst, d.size, offset))
+                slack = max(0.0, round(due[d.seq] - finish[d.seq], _OFFSET_DIGITS))
+                flows.append(Flow(j, d.src, d.dst, d.size, offset, slack))
                 keys[d.seq] = (name, j)
             echelons.append(
                 EchelonFlow(name, self.job, group, tuple(flows), self.t0 + ref, self.weight)
@@ -140,6 +150,57 @@ class PlanBuilder:
             keys[d.seq]: d.producer for d in self._flows if d.producer is not None and d.seq in keys
         }
         return IterationPlan(self.job, self.iteration, tuple(echelons), tasks, producer)
+
+
+def _latest_starts(
+    tasks: list[ComputeTask],
+    task_flows: list[tuple[int, ...]],
+    flows: list[_Draft],
+    makespan: float,
+) -> dict[str, float]:
+    """Latest start of every task that does not lengthen the iteration (CPM backward pass).
+
+    A task must end before each of its successors starts: tasks that name it in
+    ``after_tasks``, the next task on its host (the ideal timeline keeps each
+    host's order), and every consumer of a flow it releases (flows take no time
+    in the contention-free timeline). Tasks without successors may end at the
+    makespan; so may producers of flows nobody consumes, since the iteration
+    ends only when all of its flows have arrived.
+    """
+    succ: dict[str, list[str]] = {t.id: [] for t in tasks}
+    last_on_host: dict[str, str] = {}
+    for t in tasks:
+        prev = last_on_host.get(t.host)
+        if prev is not None:
+            succ[prev].append(t.id)
+        last_on_host[t.host] = t.id
+        for dep in t.after_tasks:
+            succ[dep].append(t.id)
+    consumers: dict[int, list[str]] = {}
+    for t, hs in zip(tasks, task_flows, strict=True):
+        for h in hs:
+            consumers.setdefault(h, []).append(t.id)
+    for d in flows:
+        if d.producer is not None:
+            succ[d.producer].extend(consumers.get(d.seq, ()))
+    duration = {t.id: t.duration for t in tasks}
+    latest: dict[str, float] = {}
+    # iterative post-order DFS (task graphs of large jobs are deep)
+    for root in duration:
+        if root in latest:
+            continue
+        stack = [(root, False)]
+        while stack:
+            tid, expanded = stack.pop()
+            if tid in latest:
+                continue
+            if expanded:
+                end = min((latest[s] for s in succ[tid]), default=makespan)
+                latest[tid] = min(end, makespan) - duration[tid]
+                continue
+            stack.append((tid, True))
+            stack.extend((s, False) for s in succ[tid] if s not in latest)
+    return latest
 
 
 def _keys(handles: tuple[int, ...], keys: Mapping[int, FlowKey]) -> tuple[FlowKey, ...]:

@@ -1,21 +1,30 @@
 """Scheduling policies: ours (``echelon``) and the baselines it is compared with.
 
 ``get_policy(name)`` returns an object implementing
-:class:`echelon.schedule.Policy`. Group policies (echelon, coflow, varys,
-sincronia) fill ``Schedule.echelon_order``; per-flow ones (fair, fifo, srpt,
-edf) leave it empty. See docs/model.md for why the echelon policy is built the
-way it is.
+:class:`echelon.schedule.Policy`. Group policies (echelon, echelon-v1, coflow,
+varys, sebf-edf, sincronia) fill ``Schedule.echelon_order``; per-flow ones
+(fair, fifo, srpt, edf) leave it empty. See docs/model.md for why the echelon
+policy is built the way it is.
 """
 
 from __future__ import annotations
 
 from echelon.errors import SpecError
 from echelon.policies.baselines import EdfPolicy, FairPolicy, FifoPolicy, SrptPolicy
-from echelon.policies.group import CoflowPolicy, EchelonPolicy, SincroniaPolicy, VarysPolicy
+from echelon.policies.echelon import ABLATIONS, EchelonPolicy
+from echelon.policies.group import (
+    CoflowPolicy,
+    EchelonV1Policy,
+    SebfEdfPolicy,
+    SincroniaPolicy,
+    VarysPolicy,
+)
 from echelon.schedule import Policy
 
 POLICIES: tuple[str, ...] = (
     "echelon",
+    "echelon-v1",
+    "sebf-edf",
     "fair",
     "fifo",
     "srpt",
@@ -27,6 +36,8 @@ POLICIES: tuple[str, ...] = (
 
 _CLASSES: dict[str, type[Policy]] = {
     "echelon": EchelonPolicy,
+    "echelon-v1": EchelonV1Policy,
+    "sebf-edf": SebfEdfPolicy,
     "fair": FairPolicy,
     "fifo": FifoPolicy,
     "srpt": SrptPolicy,
@@ -37,14 +48,21 @@ _CLASSES: dict[str, type[Policy]] = {
 }
 
 #: Policies that order groups (and can be installed as echelon bands).
-GROUP_POLICIES = frozenset({"echelon", "coflow", "varys", "sincronia"})
+GROUP_POLICIES = frozenset({"echelon", "echelon-v1", "coflow", "varys", "sebf-edf", "sincronia"})
 
 
 def get_policy(name: str) -> Policy:
+    """The policy called ``name``: one of :data:`POLICIES`, or an ablation of the
+    echelon policy (:data:`echelon.policies.echelon.ABLATIONS`)."""
+    if name in ABLATIONS:
+        policy = ABLATIONS[name]()
+        policy.name = name
+        return policy
     try:
         return _CLASSES[name]()
     except KeyError:
-        raise SpecError("policy", f"unknown policy {name!r} (known: {list(POLICIES)})") from None
+        known = [*POLICIES, *ABLATIONS]
+        raise SpecError("policy", f"unknown policy {name!r} (known: {known})") from None
 
 
-__all__ = ["GROUP_POLICIES", "POLICIES", "get_policy"]
+__all__ = ["ABLATIONS", "GROUP_POLICIES", "POLICIES", "get_policy"]

@@ -1,4 +1,5 @@
-"""Policies that order whole groups: echelon (ours), coflow, Varys SEBF, Sincronia BSSI.
+"""Policies that order whole groups: echelon-v1 (our first policy), coflow, Varys SEBF,
+SEBF + EDF inside groups, Sincronia BSSI.
 
 Each returns an ``echelon_order`` and flow ranks that are lexicographic in
 (position of the flow's group, rank inside the group).
@@ -84,10 +85,12 @@ class _GroupPolicy(TablePolicy):
         return None
 
 
-class EchelonPolicy(_GroupPolicy):
-    """Ours: inter-group modified due date on the formation, intra-group EDF."""
+class EchelonV1Policy(_GroupPolicy):
+    """Our first policy, kept as a baseline: inter-group modified due date on the
+    formation, intra-group EDF. Its key equals Varys' whenever ``t_ref`` is not in
+    the future, which is every group the paradigm builders make at release time."""
 
-    name = "echelon"
+    name = "echelon-v1"
 
     def order(self, t: FlowTable, now: float) -> Ints:
         return mdd_order(t, now, True)
@@ -97,8 +100,8 @@ class EchelonPolicy(_GroupPolicy):
 
 
 class CoflowPolicy(_GroupPolicy):
-    """The echelon policy with ``A`` treated as 0 and no intra-group order: what a
-    Coflow scheduler would do with the same groups (an ablation)."""
+    """echelon-v1 with ``A`` treated as 0 and no intra-group order: what a Coflow
+    scheduler would do with the same groups (an ablation)."""
 
     name = "coflow"
 
@@ -115,6 +118,16 @@ class VarysPolicy(_GroupPolicy):
     def order(self, t: FlowTable, now: float) -> Ints:
         key = effective_bottleneck(t, use_offsets=False) / t.weight
         return np.lexsort((t.name_rank, t.t_ref, key))
+
+
+class SebfEdfPolicy(VarysPolicy):
+    """Varys' SEBF order between groups, EDF on ``t_ref + A(j)`` inside each group:
+    the part of echelon-v1's gain that does not need the formation between groups."""
+
+    name = "sebf-edf"
+
+    def intra(self, t: FlowTable) -> Ints | None:
+        return intra_edf(t)
 
 
 class SincroniaPolicy(_GroupPolicy):

@@ -33,6 +33,7 @@ class FlowTable:
     ech: Ints  # f: echelon position
     index: Ints  # f: flow index inside its echelon
     offset: Floats  # f: A(j) in seconds
+    slack: Floats  # f: total float in the job's timeline (seconds)
     remaining: Floats  # f: bytes still to send
     inc_flow: Ints  # i
     inc_link: Ints  # i
@@ -42,6 +43,11 @@ class FlowTable:
     def deadline(self) -> Floats:
         """Ideal finish ``t_ref + A(j)`` per flow."""
         return self.t_ref[self.ech] + self.offset
+
+    @property
+    def latest(self) -> Floats:
+        """Latest finish that keeps the iteration on time: ``t_ref + A(j) + slack(j)``."""
+        return self.deadline + self.slack
 
 
 def build_table(
@@ -93,6 +99,7 @@ def build_table(
         ech=np.repeat(np.arange(len(echelons), dtype=np.int64), [len(e.flows) for e in echelons]),
         index=np.fromiter((f.index for f in flows), dtype=np.int64, count=count),
         offset=np.fromiter((f.offset for f in flows), dtype=np.float64, count=count),
+        slack=np.fromiter((f.slack for f in flows), dtype=np.float64, count=count),
         remaining=np.maximum(rem, 0.0),
         inc_flow=inc_flow.astype(np.int64),
         inc_link=hops[inc_flow, hop].astype(np.int64),
@@ -200,3 +207,25 @@ class TablePolicy:
 
     def decide(self, t: FlowTable, now: float) -> Schedule:
         raise NotImplementedError
+
+
+def serial_finish(t: FlowTable, position: Ints, now: float) -> Floats:
+    """Finish time of every flow if each link served whole groups in ``position`` order
+    (group -> place, 0 first), a group's flows in index order, at full capacity.
+
+    A flow's finish is the latest over the links it crosses, so on a path this is
+    an upper bound that ignores pipelining across links; finished flows get ``now``.
+    """
+    live = t.remaining[t.inc_flow] > 0
+    f, lk = t.inc_flow[live], t.inc_link[live]
+    order = np.lexsort((t.index[f], position[t.ech[f]], lk))
+    f, lk = f[order], lk[order]
+    secs = t.remaining[f] / t.cap[lk]
+    done = np.cumsum(secs)
+    first = np.flatnonzero(np.r_[True, lk[1:] != lk[:-1]]) if len(lk) else np.zeros(0, np.int64)
+    if len(first):
+        base = (done - secs)[first]
+        done -= np.repeat(base, np.diff(np.r_[first, len(lk)]))
+    out = np.full(len(t.keys), now, dtype=np.float64)
+    np.maximum.at(out, f, now + done)
+    return out

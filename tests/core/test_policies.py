@@ -48,14 +48,14 @@ def test_effective_bottleneck_uses_slack() -> None:
     assert effective_bottleneck(done).tolist() == [0.0]
 
 
-def test_echelon_uses_the_slack_of_a_formation() -> None:
+def test_echelon_v1_uses_the_slack_of_a_formation() -> None:
     """a: a 5-byte Coflow due now; b: 1 + 2 bytes, the second needed 8 s later,
     reference time 4. b's formation completes 1 s after it starts (Γ=1), so it can
     start as late as 3: keys a = 5, b = 3 + (4 - 1) = 6. Varys only sees b's 3
     bytes against a's 5 and serves b first."""
     a = ef("a", [5])
     b = ef("b", [1, 2], [0.0, 8.0], t_ref=4.0)
-    sched = get_policy("echelon").schedule([b, a], NET)
+    sched = get_policy("echelon-v1").schedule([b, a], NET)
     assert sched.echelon_order == ("a", "b")
     assert get_policy("varys").schedule([b, a], NET).echelon_order == ("b", "a")
     # treating b as a Coflow (Γ = p = 3) it would go first too: key 3 + (4 - 3) = 4 < 5
@@ -64,10 +64,12 @@ def test_echelon_uses_the_slack_of_a_formation() -> None:
     assert sched.flow_rank[("a", 0)] < sched.flow_rank[("b", 0)] < sched.flow_rank[("b", 1)]
 
 
-def test_echelon_defers_groups_with_future_deadlines() -> None:
+def test_echelon_v1_defers_groups_with_future_deadlines() -> None:
     late_big = ef("big", [8], t_ref=0.0)
     early_small = ef("small", [1], t_ref=20.0)
-    assert get_policy("echelon").schedule([early_small, late_big], NET, now=0.0).echelon_order == (
+    assert get_policy("echelon-v1").schedule(
+        [early_small, late_big], NET, now=0.0
+    ).echelon_order == (
         "big",
         "small",
     )
@@ -79,7 +81,7 @@ def test_echelon_defers_groups_with_future_deadlines() -> None:
 
 def test_weights() -> None:
     heavy, light = ef("heavy", [2], weight=4.0), ef("light", [1])
-    for name in ("varys", "sincronia", "echelon"):
+    for name in ("varys", "sincronia", "echelon", "echelon-v1", "sebf-edf"):
         assert get_policy(name).schedule([light, heavy], NET).echelon_order == ("heavy", "light")
 
 

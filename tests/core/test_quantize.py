@@ -31,7 +31,7 @@ def test_spare_levels_go_to_top_echelons() -> None:
     """2 echelons with 4 distinct offsets each, 7 levels: 5 spare, dealt round
     robin top first: a gets 4 levels (7..4), b the remaining 3 (3..1)."""
     a, b = ef("a", [0, 1, 2, 3], t_ref=0), ef("b", [0, 1, 2, 3], t_ref=100)
-    sched = get_policy("echelon").schedule([a, b], NET)
+    sched = get_policy("echelon-v1").schedule([a, b], NET)
     assert sched.echelon_order == ("a", "b")
     q = quantize(sched, [a, b])
     assert [r.priority for r in q["a"].ranges] == [7, 6, 5, 4]
@@ -47,7 +47,7 @@ def test_spare_levels_go_to_top_echelons() -> None:
 
 def test_tail_shares_lowest_level() -> None:
     efs = [ef(f"e{i}", [0, 1], t_ref=float(i)) for i in range(10)]
-    sched = get_policy("echelon").schedule(efs, NET)
+    sched = get_policy("echelon-v1").schedule(efs, NET)
     q = quantize(sched, efs)
     tops = [q[n].priority for n in sched.echelon_order]
     assert tops[:6] == [7, 6, 5, 4, 3, 2] and set(tops[6:]) == {1}
@@ -56,7 +56,7 @@ def test_tail_shares_lowest_level() -> None:
 
 def test_fewer_levels_and_validation() -> None:
     a = ef("a", [0, 1, 2])
-    sched = get_policy("echelon").schedule([a], NET)
+    sched = get_policy("echelon-v1").schedule([a], NET)
     assert [r.priority for r in quantize(sched, [a], levels=[2, 5])["a"].ranges] == [5, 2]
     for bad in ([], [0, 1], [8], [3, 3]):
         with pytest.raises(SpecError) as info:
@@ -66,7 +66,7 @@ def test_fewer_levels_and_validation() -> None:
 
 def test_huge_offsets_clamp_to_wire_range() -> None:
     a = ef("a", [0, 5000.0, 6000.0])  # > 2^32 µs (about 71.6 min)
-    sched = get_policy("echelon").schedule([a], NET)
+    sched = get_policy("echelon-v1").schedule([a], NET)
     q = quantize(sched, [a])["a"]
     check_ranges(q)
     assert level_of(q, 2**40) == q.ranges[-1].priority

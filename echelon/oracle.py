@@ -1,0 +1,186 @@
+"""Exact optimum on one link, to measure how far a policy is from the best schedule.
+
+The instance: EchelonFlows whose flows all cross one link of capacity 1 (sizes in
+seconds of link time), each group released at ``release[name]``, preemption
+allowed. The objective is the total weighted *formation delay*
+``Σ_g w_g · max(0, max_j (C_j - A(j)) - t_ref)``: how long the group's consumer
+(a chain that needs flow ``j`` at ``t_ref + A(j)``) is held up, which is what a
+late group costs its job's iteration.
+
+Exact because, for any regular objective on one preemptive machine with release
+times, some optimal schedule is a priority list over flows; given the order in
+which flows complete, the ``k``-th one completes exactly when the first ``k``
+are all done, which takes the subset's release-constrained makespan. So the
+optimum is the best of ``n!`` orders, evaluated with a table of ``2^n`` subset
+makespans (``n <= 8``: 40,320 orders, vectorised).
+
+:func:`policy_cost` plays a policy on the same instance the way the simulator
+does (it is asked again at each group release and finish, equal ranks share the
+link), so ``policy_cost / optimum`` is the policy's ratio to the optimum.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from echelon.errors import SpecError
+from echelon.model import EchelonFlow, Flow, FlowKey
+from echelon.network import BigSwitch
+from echelon.schedule import Policy
+
+#: Largest instance the exact search accepts (n! orders).
+MAX_FLOWS = 8
+#: Bytes per second of link time: policies see sizes in whole bytes, so one unit of
+#: size is this many bytes (rounding to bytes is then negligible).
+_SCALE = 1_000_000
+_NET = BigSwitch.uniform(["a", "b"], float(_SCALE))
+
+
+@dataclass(frozen=True)
+class Instance:
+    """Groups on the one link ``a -> b`` and when each is released."""
+
+    groups: tuple[EchelonFlow, ...]
+    release: Mapping[str, float]
+
+    def flows(self) -> list[tuple[EchelonFlow, Flow]]:
+        return [(ef, f) for ef in self.groups for f in ef.flows]
+
+
+def formation_delay(inst: Instance, finish: Mapping[FlowKey, float]) -> float:
+    """``Σ_g w_g · max(0, max_j (C_j - A(j)) - t_ref)``."""
+    total = 0.0
+    for ef in inst.groups:
+        ect = max(finish[(ef.name, f.index)] - f.offset for f in ef.flows) - ef.t_ref
+        total += ef.weight * max(0.0, ect)
+    return total
+
+
+def optimum(inst: Instance) -> float:
+    """The least formation delay of any preemptive schedule (exact, ``n <= 8``)."""
+    pairs = inst.flows()
+    n = len(pairs)
+    if not 1 <= n <= MAX_FLOWS:
+        raise SpecError("instance", f"exact search takes 1..{MAX_FLOWS} flows, got {n}")
+    size = np.array([f.size for _, f in pairs], dtype=np.float64)
+    rel = np.array([inst.release[ef.name] for ef, _ in pairs], dtype=np.float64)
+    due = np.array([ef.t_ref + f.offset for ef, f in pairs], dtype=np.float64)
+    weight = np.array([ef.weight for ef, _ in pairs], dtype=np.float64)
+    group = np.array([i for i, ef in enumerate(inst.groups) for _ in ef.flows], dtype=np.int64)
+    makespan = _subset_makespans(size, rel)
+    perms = np.array(list(itertools.permutations(range(n))), dtype=np.int64)
+    masks = np.cumsum(1 << perms, axis=1)
+    done = np.empty_like(masks, dtype=np.float64)
+    np.put_along_axis(done, perms, makespan[masks], axis=1)  # done[:, j] = C_j
+    late = done - due  # C_j - (t_ref + A(j))
+    cost = np.zeros(len(perms))
+    for g in range(len(inst.groups)):
+        cols = np.flatnonzero(group == g)
+        cost += weight[cols[0]] * np.maximum(late[:, cols].max(axis=1), 0.0)
+    return float(cost.min())
+
+
+def _subset_makespans(size: np.ndarray, rel: np.ndarray) -> np.ndarray:
+    """Makespan of every subset with release times: ``max_r (r + Σ_{j: r_j >= r} p_j)``."""
+    n = len(size)
+    out = np.zeros(1 << n)
+    for mask in range(1, 1 << n):
+        members = [j for j in range(n) if mask >> j & 1]
+        out[mask] = max(rel[k] + sum(size[j] for j in members if rel[j] >= rel[k]) for k in members)
+    return out
+
+
+def policy_cost(inst: Instance, policy: Policy) -> float:
+    """Formation delay of ``policy`` played on the instance (fluid, one link)."""
+    remaining: dict[FlowKey, float] = {(ef.name, f.index): float(f.size) for ef, f in inst.flows()}
+    finish: dict[FlowKey, float] = {}
+    released: set[str] = set()
+    pending = sorted(inst.release.items(), key=lambda kv: (kv[1], kv[0]))
+    now = 0.0
+    rank: Mapping[FlowKey, int] = {}
+    while len(finish) < len(remaining):
+        arrivals = [name for name, t in pending if t <= now + 1e-12 and name not in released]
+        if arrivals or not rank:
+            released.update(arrivals)
+            alive = [ef for ef in inst.groups if ef.name in released and _left(ef, finish)]
+            left = {
+                k: max(1, math.ceil(v * _SCALE)) for k, v in remaining.items() if k not in finish
+            }
+            rank = policy.schedule(_scaled(alive), _NET, left, now).flow_rank if alive else {}
+        active = [k for k in rank if k not in finish and k[0] in released]
+        next_release = min((t for name, t in pending if name not in released), default=math.inf)
+        if not active:
+            now = next_release
+            rank = {}
+            continue
+        best = min(rank[k] for k in active)
+        served = [k for k in active if rank[k] == best]
+        share = 1.0 / len(served)
+        step = min(min(remaining[k] for k in served) / share, next_release - now)
+        for k in served:
+            remaining[k] -= step * share
+        now += step
+        group_done = False
+        for k in served:
+            if remaining[k] <= 1e-12:
+                finish[k] = now
+                group_done |= not _left(_group(inst, k[0]), finish)
+        if group_done:
+            rank = {}
+    return formation_delay(inst, finish)
+
+
+def _left(ef: EchelonFlow, finish: Mapping[FlowKey, float]) -> bool:
+    return any((ef.name, f.index) not in finish for f in ef.flows)
+
+
+def _group(inst: Instance, name: str) -> EchelonFlow:
+    return next(ef for ef in inst.groups if ef.name == name)
+
+
+def _scaled(groups: Sequence[EchelonFlow]) -> list[EchelonFlow]:
+    """The groups with sizes in bytes (``_SCALE`` per unit); times stay in seconds."""
+    out = []
+    for ef in groups:
+        flows = tuple(
+            Flow(f.index, f.src, f.dst, f.size * _SCALE, f.offset, f.slack) for f in ef.flows
+        )
+        out.append(EchelonFlow(ef.name, ef.job, ef.group, flows, ef.t_ref, ef.weight))
+    return out
+
+
+def random_instance(rng: random.Random, max_flows: int = MAX_FLOWS) -> Instance:
+    """2-4 groups, 1-``max_flows`` flows in all, sizes 1-10, staggered offsets, releases
+    in [0, 10] and ``t_ref`` 0-5 after the release."""
+    n_groups = rng.randint(2, 4)
+    n_flows = rng.randint(n_groups, max_flows)
+    counts = [1] * n_groups
+    for _ in range(n_flows - n_groups):
+        counts[rng.randrange(n_groups)] += 1
+    groups, release = [], {}
+    for g, count in enumerate(counts):
+        steps = sorted(rng.randint(0, 12) for _ in range(count - 1))
+        offsets = [0.0, *(float(s) for s in steps)]
+        flows = tuple(Flow(j, "a", "b", rng.randint(1, 10), offsets[j]) for j in range(count))
+        r = float(rng.randint(0, 10))
+        name = f"g{g}"
+        groups.append(EchelonFlow(name, name, "g", flows, r + rng.randint(0, 5)))
+        release[name] = r
+    return Instance(tuple(groups), release)
+
+
+def ratios(policy: Policy, count: int, seed: int = 0) -> list[float]:
+    """``policy_cost / optimum`` on ``count`` random instances (optimum 0 and cost 0 -> 1)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        inst = random_instance(rng)
+        best, got = optimum(inst), policy_cost(inst, policy)
+        out.append(1.0 if got <= best + 1e-9 else (got / best if best > 0 else math.inf))
+    return out

@@ -1,0 +1,131 @@
+"""The EchelonFlow policy (v2): size classes, virtual deadlines, DAG slack.
+
+What it computes at each re-plan (reasoning and measurements: docs/model.md,
+docs/evaluation.md):
+
+1. **Latest finish.** Flow ``j`` is due at ``t_ref + A(j) + slack(j)``: the latest
+   arrival that does not lengthen its iteration in the contention-free timeline
+   (``Flow.slack``, from the job's DAG). A stage's gradient all-reduce that only
+   its own optimizer step waits for yields to an activation another stage is
+   blocked on.
+2. **Group key and size class.** Each group gets v1's modified-due-date key
+   ``k = (p + max(0, t_ref + s - Γ - now)) / w`` (``p``: coflow bottleneck,
+   ``Γ``: effective bottleneck, ``s``: the group's smallest slack) and the class
+   ``floor(log10(k / 1 ms))``. Smaller classes go first (SEBF across orders of
+   magnitude, which keeps the mean low).
+3. **Virtual deadlines.** Groups in (class, key) order are laid out whole on
+   every link; ``E`` is how late that serial layout would make each group's
+   formation. A flow's virtual deadline is its latest finish plus ``β · E``
+   (``β = 1/4``).
+4. **Rank = (class, virtual deadline).** Inside a class flows go by virtual
+   deadline, whichever group they belong to: a group's early flows pass another
+   group's late ones (interleaving), and a group the serial order would make late
+   keeps part of its urgency, so a job of the same size class as others is not
+   starved behind them (bounded tail). ``β = 1`` serves a class in serial
+   (key) order with interleaving: lowest mean, longest tail; ``β = 0`` is plain
+   EDF inside a class: shortest tail, higher mean (peers progress in lockstep and
+   stop overlapping one job's computation with another's communication).
+
+Ranks are interleaved across groups, so the quantiser maps them to levels flow by
+flow (``Schedule.interleaved``); the data plane's deadline ranges express that.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from echelon.policies.table import (
+    Floats,
+    FlowTable,
+    Ints,
+    TablePolicy,
+    bottlenecks,
+    dense_rank,
+    serial_finish,
+)
+from echelon.schedule import Schedule
+
+#: Ratio between consecutive size classes of the modified-due-date key.
+CLASS_BASE = 10.0
+#: Keys below this many seconds all fall in class 0.
+CLASS_UNIT_S = 1e-3
+#: Share of its serial-order lateness a group's virtual deadlines are pushed back by.
+LATENESS_SHARE = 0.25
+
+
+def group_keys(t: FlowTable, now: float, slack: Floats) -> Floats:
+    """v1's modified-due-date key per group, with ``t_ref`` moved by the group's slack."""
+    p, gamma = bottlenecks(t)
+    lead = np.full(len(t.names), np.inf)
+    np.minimum.at(lead, t.ech, slack)
+    lead[~np.isfinite(lead)] = 0.0
+    key: Floats = (p + np.maximum(t.t_ref + lead - gamma - now, 0.0)) / t.weight
+    return key
+
+
+def size_class(key: Floats) -> Ints:
+    """``floor(log_B(key / unit))``, clamped at 0 (keys below one unit share class 0)."""
+    scaled = np.maximum(key, CLASS_UNIT_S) / CLASS_UNIT_S
+    return np.floor(np.log(scaled) / math.log(CLASS_BASE) + 1e-12).astype(np.int64)
+
+
+class EchelonPolicy(TablePolicy):
+    """Ours (v2): rank flows by (size class of their group, virtual deadline).
+
+    The switches exist for the ablation in docs/evaluation.md (registered in
+    :data:`ABLATIONS`): ``slack=False`` reads every slack as 0; ``classes=False``
+    puts every group in one class; ``share`` is β (0: EDF inside a class);
+    ``interleave=False`` serves groups whole in (class, key) order, virtual-deadline
+    order inside each group.
+    """
+
+    name = "echelon"
+
+    def __init__(
+        self,
+        slack: bool = True,
+        classes: bool = True,
+        share: float = LATENESS_SHARE,
+        interleave: bool = True,
+    ) -> None:
+        self.use_slack = slack
+        self.use_classes = classes
+        self.share = share
+        self.interleave = interleave
+
+    def decide(self, t: FlowTable, now: float) -> Schedule:
+        slack = t.slack if self.use_slack else np.zeros_like(t.slack)
+        key = group_keys(t, now, slack)
+        cls = size_class(key) if self.use_classes else np.zeros(len(key), dtype=np.int64)
+        order = np.lexsort((t.name_rank, t.t_ref, key, cls))
+        position = np.empty(len(order), dtype=np.int64)
+        position[order] = np.arange(len(order))
+        due = t.deadline + slack
+        late = np.zeros(len(t.names))
+        live = t.remaining > 0
+        np.maximum.at(late, t.ech[live], (serial_finish(t, position, now) - due)[live])
+        virtual = due + self.share * late[t.ech]
+        if self.interleave:
+            # flows with the same class and virtual deadline share a rank (max-min)
+            rank = dense_rank(cls[t.ech], virtual)
+        else:
+            rank = dense_rank(position[t.ech], virtual)
+        return Schedule(
+            self.name,
+            tuple(t.names[i] for i in order.tolist()),
+            dict(zip(t.keys, rank.tolist(), strict=True)),
+            interleaved=self.interleave,
+        )
+
+
+#: Ablations of :class:`EchelonPolicy` (docs/evaluation.md), by policy name.
+ABLATIONS: dict[str, Callable[[], EchelonPolicy]] = {
+    "echelon-noslack": lambda: EchelonPolicy(slack=False),
+    "echelon-noclass": lambda: EchelonPolicy(classes=False),
+    "echelon-edf": lambda: EchelonPolicy(share=0.0),
+    "echelon-serial": lambda: EchelonPolicy(share=1.0),
+    "echelon-grouped": lambda: EchelonPolicy(interleave=False),
+}

@@ -1,0 +1,109 @@
+"""The one-link brute force (echelon.oracle) and where the echelon policy stands against it."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from echelon.errors import SpecError
+from echelon.model import EchelonFlow, Flow
+from echelon.oracle import Instance, formation_delay, optimum, policy_cost, random_instance, ratios
+from echelon.policies import get_policy
+
+
+def group(name: str, flows: list[tuple[int, float]], t_ref: float) -> EchelonFlow:
+    fs = tuple(Flow(j, "a", "b", size, off) for j, (size, off) in enumerate(flows))
+    return EchelonFlow(name, name, "g", fs, t_ref)
+
+
+def inst(*groups: EchelonFlow, release: dict[str, float] | None = None) -> Instance:
+    return Instance(groups, release or {g.name: 0.0 for g in groups})
+
+
+def by_hand(instance: Instance) -> float:
+    """Every non-preemptive order of whole flows from time 0 (all released at 0):
+    enough for the optimum when nothing arrives later (no reason to preempt)."""
+    pairs = instance.flows()
+    best = float("inf")
+    for perm in itertools.permutations(range(len(pairs))):
+        clock, finish = 0.0, {}
+        for i in perm:
+            ef, f = pairs[i]
+            clock += f.size
+            finish[(ef.name, f.index)] = clock
+        best = min(best, formation_delay(instance, finish))
+    return best
+
+
+#: Groups that must interleave: x's second flow is needed long after y's, so the
+#: best schedule is x0, y, x1 -- no order of whole groups achieves it.
+INTERLEAVE = [
+    inst(group("x", [(1, 0.0), (1, 10.0)], 1.0), group("y", [(3, 0.0)], 4.0)),
+    inst(
+        group("x", [(2, 0.0), (2, 3.0), (2, 9.0)], 2.0),
+        group("y", [(2, 0.0), (1, 5.0)], 4.0),
+    ),
+    inst(
+        group("x", [(1, 0.0), (4, 12.0)], 1.0),
+        group("y", [(2, 0.0)], 3.0),
+        group("z", [(2, 0.0)], 5.0),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", INTERLEAVE)
+def test_interleaving_cases_need_interleaving(case: Instance) -> None:
+    best = optimum(case)
+    assert best == pytest.approx(by_hand(case))
+    whole = min(
+        formation_delay(case, _serve_whole(case, order))
+        for order in itertools.permutations(case.groups)
+    )
+    assert whole > best + 1e-9  # no order of whole groups is optimal
+    assert policy_cost(case, get_policy("echelon")) == pytest.approx(best)
+    assert policy_cost(case, get_policy("echelon-v1")) > best + 1e-9
+
+
+def _serve_whole(case: Instance, order: tuple[EchelonFlow, ...]) -> dict[tuple[str, int], float]:
+    clock, finish = 0.0, {}
+    for ef in order:
+        for f in ef.flows:
+            clock += f.size
+            finish[(ef.name, f.index)] = clock
+    return finish
+
+
+def test_optimum_with_releases_by_hand() -> None:
+    """a (size 4, due 4) at 0; b (size 1, due 2) released at 1: preempt a for b.
+    b done at 2, a at 5: a is 1 late."""
+    case = inst(group("a", [(4, 0.0)], 4.0), group("b", [(1, 0.0)], 2.0), release={"a": 0, "b": 1})
+    assert optimum(case) == pytest.approx(1.0)
+
+
+def test_optimum_never_beaten() -> None:
+    rng = random.Random(7)
+    for _ in range(40):
+        case = random_instance(rng, max_flows=6)
+        best = optimum(case)
+        for name in ("echelon", "echelon-v1", "fair", "edf", "fifo"):
+            assert policy_cost(case, get_policy(name)) >= best - 1e-9
+
+
+def test_too_large_refused() -> None:
+    big = inst(group("a", [(1, float(j)) for j in range(9)], 0.0))
+    with pytest.raises(SpecError) as info:
+        optimum(big)
+    assert info.value.field == "instance"
+
+
+def test_ratio_on_the_random_set() -> None:
+    """The numbers docs/evaluation.md reports (300 instances, seed 0), kept from
+    sliding: echelon within 10 % of the optimum on average (1.08 when written; the
+    issue's target of 1.005 is not met, see docs/model.md), echelon-v1 within 2 %."""
+    r = ratios(get_policy("echelon"), 300, seed=0)
+    assert min(r) >= 1.0
+    assert sum(r) / len(r) < 1.10 and max(r) <= 1.5
+    v1 = ratios(get_policy("echelon-v1"), 300, seed=0)
+    assert sum(v1) / len(v1) < 1.02
