@@ -44,11 +44,17 @@ class SimConfig:
 
     ``header_bytes``/``payload_bytes`` turn a flow's ``size`` into bytes on the
     wire: ``size + ceil(size / payload_bytes) * header_bytes``.
+
+    ``replan_interval`` is the least time between two policy calls, as a
+    controller that re-plans at most that often: group events closer than that to
+    the last re-plan are coalesced into one re-plan when the interval has passed
+    (flows released meanwhile without a rank wait on the lowest level).
     """
 
     policy: str | Policy = "echelon"
     levels: int | None = None
     rerank: Literal["group", "flow"] = "group"
+    replan_interval: float = 0.0
     header_bytes: int = 0
     payload_bytes: int = 1400
     record_flows: bool = True

@@ -115,6 +115,10 @@ class Simulator:
         self._pending: list[int] = []
         self._group_event = False
         self._flow_event = False
+        self._last_replan = -math.inf
+        self._replan_pending = False
+        self._replan_due = False
+        self._levels_of: dict[int, tuple[int, ...]] = {}
         self.result = SimResult(str(getattr(self.policy, "name", "?")), config.levels_label)
 
     # ------------------------------------------------------------------ loop
@@ -143,6 +147,9 @@ class Simulator:
                 _, _, kind, jidx, task = heapq.heappop(self.heap)
                 if kind == "arrive":
                     self._start_iteration(self.jobs[jidx])
+                elif kind == "replan":
+                    self._replan_pending = False
+                    self._replan_due = True
                 else:
                     self._task_done(self.jobs[jidx], task)
             self._apply_changes()
@@ -171,8 +178,17 @@ class Simulator:
                 [self.f_size[g] for g in self._pending],
             )
             self._pending = []
-        if self._group_event or (self.cfg.rerank == "flow" and changed):
+        wants = self._group_event or (self.cfg.rerank == "flow" and changed)
+        wants |= self._replan_due
+        early = self.now < self._last_replan + self.cfg.replan_interval
+        if wants and early and not self._replan_due:
+            if not self._replan_pending:  # coalesce into one re-plan when the interval ends
+                self._replan_pending = True
+                self._push(self._last_replan + self.cfg.replan_interval, "replan", -1, "")
+        elif wants:
             self._rerank()
+            self._last_replan = self.now
+            self._replan_due = False
             changed = True
         self._group_event = self._flow_event = False
         if changed and len(self.active):
@@ -209,7 +225,17 @@ class Simulator:
             for g in self.e_gids[e]:
                 r = ranks.get(self.f_key[g])
                 data[g] = sign * r if r is not None else np.iinfo(np.int64).max
+            if self.cfg.levels is not None:
+                self._count_updates(e)
         self.result.n_reranks += 1
+
+    def _count_updates(self, e: int) -> None:
+        """A group whose levels changed since the last re-plan costs the controller
+        table writes (its classify/range entries); count such groups."""
+        levels = tuple(int(self.rank.data[g]) for g in self.e_gids[e])
+        if self._levels_of.get(e) != levels:
+            self._levels_of[e] = levels
+            self.result.n_level_updates += 1
 
     # ------------------------------------------------------------ jobs/tasks
 
@@ -277,7 +303,7 @@ class Simulator:
         self.f_release.append(math.nan)
         self.f_finish.append(math.nan)
         self.f_consumers.append([])
-        self.rank.append(0)
+        self.rank.append(np.iinfo(np.int64).max)  # lowest until a re-plan ranks it
         return g
 
     def _path(self, src: str, dst: str) -> tuple[int, ...]:
@@ -394,6 +420,7 @@ class Simulator:
                 )
         # Drop references we no longer need so long runs stay small in memory.
         self.e_gids[e] = []
+        self._levels_of.pop(e, None)
         for g in gids:
             self.f_consumers[g] = []
 

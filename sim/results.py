@@ -98,6 +98,8 @@ class SimResult:
     n_flows: int = 0
     n_events: int = 0
     n_reranks: int = 0
+    n_level_updates: int = 0
+    """Re-plans x groups whose levels changed (K-level runs): the controller's table writes."""
     wall_s: float = 0.0
     end_time: float = 0.0
     ideal_iteration: dict[str, float] = field(default_factory=dict)
@@ -154,6 +156,11 @@ class SimResult:
             "makespan": self.end_time,
             "events": self.n_events,
             "reranks": self.n_reranks,
+            "level_updates": self.n_level_updates,
+            "reranks_per_s": self.n_reranks / self.end_time if self.end_time > 0 else 0.0,
+            "level_updates_per_s": (
+                self.n_level_updates / self.end_time if self.end_time > 0 else 0.0
+            ),
             "wall_s": self.wall_s,
         }
 

@@ -38,6 +38,7 @@ class Point:
     network: str = '{"kind": "leafspine"}'
     trace: str | None = None
     rerank: str = "group"
+    replan_interval: float = 0.0
 
     def label(self) -> dict[str, Any]:
         d = asdict(self)
@@ -66,7 +67,13 @@ def run_point(point: Point) -> dict[str, Any]:
     hosts = hosts_of(net)
     runs = [j.to_run(hosts) for j in jobs]
     rerank: Literal["group", "flow"] = "flow" if point.rerank == "flow" else "group"
-    cfg = SimConfig(policy=point.policy, levels=point.levels, rerank=rerank, record_flows=False)
+    cfg = SimConfig(
+        policy=point.policy,
+        levels=point.levels,
+        rerank=rerank,
+        replan_interval=point.replan_interval,
+        record_flows=False,
+    )
     res = Simulator(net, runs, cfg).run()
     return {**point.label(), **res.summary()}
 

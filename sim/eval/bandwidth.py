@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sim.eval.experiments import NETWORK, POLICIES, Profile
+from sim.eval.experiments import NETWORK, POLICIES, REPLAN_INTERVAL_S, Profile
 from sim.eval.report import echelon_vs_best, fmt, pct, table
 from sim.sweep import Point
 
@@ -45,7 +45,17 @@ def points(profile: Profile) -> list[Point]:
     """Closed batches (ideal ranks and K=8) for every swept bandwidth except the main
     grid's own, whose rows :func:`sim.eval.experiments.main_points` already produce."""
     return [
-        Point(mix, pol, levels, None, seed, profile.batch_jobs, profile.iterations, net)
+        Point(
+            mix,
+            pol,
+            levels,
+            None,
+            seed,
+            profile.batch_jobs,
+            profile.iterations,
+            net,
+            replan_interval=REPLAN_INTERVAL_S,
+        )
         for gbit in profile.bandwidths
         if gbit != NETWORK["gbit"]
         for net in (json.dumps(network_at(gbit)),)

@@ -15,8 +15,35 @@ from typing import Any
 
 from sim.sweep import Point, run_sweep
 
-POLICIES = ("echelon", "fair", "fifo", "srpt", "edf", "varys", "sincronia", "coflow")
+POLICIES = (
+    "echelon",
+    "echelon-v1",
+    "sebf-edf",
+    "fair",
+    "fifo",
+    "srpt",
+    "edf",
+    "varys",
+    "sincronia",
+    "coflow",
+)
 BASELINES = POLICIES[1:]
+#: Ablations of the echelon policy (section 3b), compared with echelon and echelon-v1.
+ABLATION_POLICIES = (
+    "echelon",
+    "echelon-noslack",
+    "echelon-noclass",
+    "echelon-edf",
+    "echelon-serial",
+    "echelon-grouped",
+    "echelon-v1",
+)
+#: Mixes and host-link Gbit/s of the ablation.
+ABLATION_MIXES = ("hybrid", "dp", "mixed")
+ABLATION_GBIT = (100.0, 25.0)
+#: Least time between two re-plans in every run (a controller's re-plan budget):
+#: policies are asked again at group release/finish events, at most this often.
+REPLAN_INTERVAL_S = 0.01
 MIXES = ("pipeline", "hybrid", "dp", "mixed")
 #: 16 hosts at 100 Gbit/s under 4 leaves, 2 spines, 2:1 oversubscribed uplinks.
 NETWORK = {
@@ -42,6 +69,8 @@ METRICS = (
     "jct_p99",
     "flows",
     "wall_s",
+    "reranks_per_s",
+    "level_updates_per_s",
 )
 
 
@@ -74,21 +103,45 @@ def main_points(profile: Profile) -> list[Point]:
     Poisson arrivals at several offered loads with ideal ranks."""
     net = json.dumps(NETWORK)
     it = profile.iterations
+    ri = REPLAN_INTERVAL_S
     pts = [
-        Point(mix, pol, levels, None, seed, profile.batch_jobs, it, net)
+        Point(mix, pol, levels, None, seed, profile.batch_jobs, it, net, replan_interval=ri)
         for mix in MIXES
         for pol in POLICIES
         for levels in (None, 8)
         for seed in profile.seeds
     ]
     pts += [
-        Point(mix, pol, None, load, seed, profile.load_jobs, it, net)
+        Point(mix, pol, None, load, seed, profile.load_jobs, it, net, replan_interval=ri)
         for mix in MIXES
         for pol in POLICIES
         for load in profile.loads
         for seed in profile.seeds
     ]
     return pts
+
+
+def ablation_points(profile: Profile) -> list[Point]:
+    """Closed batches on 8 queues for each ablation of the echelon policy, at the
+    main grid's bandwidth and at 25 Gbit/s (or the profile's slowest, if higher)."""
+    gbits = sorted({g for g in ABLATION_GBIT if g in profile.bandwidths or g == NETWORK["gbit"]})
+    return [
+        Point(
+            mix,
+            pol,
+            8,
+            None,
+            seed,
+            profile.batch_jobs,
+            profile.iterations,
+            json.dumps({**NETWORK, "gbit": g}),
+            replan_interval=REPLAN_INTERVAL_S,
+        )
+        for g in gbits
+        for mix in ABLATION_MIXES
+        for pol in ABLATION_POLICIES
+        for seed in profile.seeds
+    ]
 
 
 def average(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:

@@ -202,11 +202,13 @@ def analysis(batch: Sequence[Mapping[str, Any]], mixes: Sequence[str]) -> str:
                 f"({fmt(best['iter_mean'])} s vs {fmt(e['iter_mean'])} s, echelon "
                 f"{pct(e['iter_mean'], best['iter_mean'])}); EchelonFlow completion mean "
                 f"{fmt(e['ecct_mean'])} s vs {fmt(best['ecct_mean'])} s, total tardiness "
-                f"{fmt(e['tardiness_total'])} s vs {fmt(best['tardiness_total'])} s. The "
-                "echelon policy ranks a group by how soon its formation is due "
-                "(`max(T_ref - now, Γ)`), not by how much it blocks others; where the two "
-                "disagree an order built for the latter can win on iteration time. We have not "
-                "isolated which groups cause the difference in this mix."
+                f"{fmt(e['tardiness_total'])} s vs {fmt(best['tardiness_total'])} s. Inside "
+                "a size class the echelon policy lets a group that the serial order would "
+                "make late go ahead of its peers (a quarter of that lateness moves its virtual "
+                "deadlines): that bounds the tail and costs some mean where serving peers one "
+                "after another would overlap one job's computation with another's "
+                "communication better (section 3b: `echelon-serial` is the same policy "
+                "without that share)."
             )
         tail = [r for r in others if r["iter_p99"] < e["iter_p99"] * 0.999]
         if tail:
@@ -221,8 +223,8 @@ def analysis(batch: Sequence[Mapping[str, Any]], mixes: Sequence[str]) -> str:
             )
             if e["job_slowdown_max"] > best["job_slowdown_max"]:
                 head += (
-                    "Strict priority between groups finishes the groups ranked first early and "
-                    "makes the ones ranked last wait for them; the baseline spreads the delay "
+                    "Strict priority between size classes finishes the smaller groups first and "
+                    "makes the larger ones wait for them; the baseline spreads the delay "
                     "more evenly over jobs. EchelonFlow's ordering trades tail for mean here."
                 )
             else:
@@ -247,8 +249,9 @@ def analysis(batch: Sequence[Mapping[str, Any]], mixes: Sequence[str]) -> str:
                 line += " Eight queues are enough for this mix."
             elif dm > 0 and dp < 0:
                 line += (
-                    " With more groups than levels, the groups ranked last share the lowest "
-                    "level (fair sharing among them): that costs mean and evens out the tail."
+                    " With more distinct ranks than levels, the ranks last in order share the "
+                    "lowest level (fair sharing among them): that costs mean and evens out the "
+                    "tail."
                 )
             elif dm > 0 and dp > 0:
                 line += (

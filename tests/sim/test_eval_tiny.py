@@ -19,9 +19,12 @@ def test_tiny_eval_writes_report_and_figures(tmp_path: Path) -> None:
     for section in ("## Summary", "## 1. The paper's case studies", "## 3. EchelonFlow vs",
                     "## 4. Network-bound regime", "## 6. The cost of 8 queues",
                     "## 7. Where EchelonFlow is not ahead", "## 8. The Coflow special case",
-                    "## 9. Simulator speed"):  # fmt: skip
+                    "## 9. Against the exact optimum", "## 10. Simulator speed",
+                    "## 3b. Ablation", "every policy on 8 queues"):  # fmt: skip
         assert section in text, section
     assert "identical: **True**" in text
+    assert "| echelon-noslack |" in text and "| **echelon** |" in text
+    assert "target -5%" in text
     # the tiny profile sweeps 100 and 10 Gbit/s: both columns must reach the report
     assert "mean @100G (s)" in text and "mean @10G (s)" in text
     assert "| hybrid | 10 | K=8 |" in text and "`hybrid @ 10 Gbit/s`" in text

@@ -1,0 +1,114 @@
+"""The report's headline (every policy on 8 queues), the ablation and the one-link optimum.
+
+The headline compares what a switch can do: echelon's ranks quantised onto the 7
+echelon levels of an 8-queue switch (`echelon.quantize`), re-planned at group
+events at most every ``REPLAN_INTERVAL_S``, against every baseline given the same
+8 queues and, in a second comparison, against every baseline given ideal ranks
+(a level per rank, which no switch has: the baselines at full strength).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from echelon.oracle import ratios
+from echelon.policies import get_policy
+from sim.eval.report import echelon_vs_best, fmt, pct, table
+
+Row = Mapping[str, Any]
+
+#: Policies measured against the exact one-link optimum, and the instance count.
+ORACLE_POLICIES = ("echelon", "echelon-v1", "sebf-edf", "varys", "edf", "fair", "fifo")
+ORACLE_INSTANCES = 300
+
+
+def headline_k8(batch: Sequence[Row], mixes: Sequence[str]) -> str:
+    """Per mix: echelon on 8 queues against the best baseline on 8 queues and the best
+    baseline with ideal ranks; its cost against its own ideal ranks; its re-plan load."""
+    body = []
+    for mix in mixes:
+        k8 = echelon_vs_best(batch, mix=mix, levels="K=8")
+        ideal = echelon_vs_best(batch, mix=mix, levels="ideal")
+        if k8 is None or ideal is None:
+            continue
+        e, bm, bp = k8
+        e_ideal, im, ip = ideal
+        body.append(
+            [
+                mix,
+                e["iter_mean"],
+                f"{bm['policy']} {fmt(bm['iter_mean'])}",
+                pct(e["iter_mean"], bm["iter_mean"]),
+                e["iter_p99"],
+                f"{bp['policy']} {fmt(bp['iter_p99'])}",
+                pct(e["iter_p99"], bp["iter_p99"]),
+                f"{pct(e['iter_mean'], im['iter_mean'])} / {pct(e['iter_p99'], ip['iter_p99'])}",
+                pct(e["iter_mean"], e_ideal["iter_mean"]),
+                f"{e['reranks_per_s']:.1f} / {e['level_updates_per_s']:.0f}",
+            ]
+        )
+    return table(
+        ["mix", "echelon mean (s)", "best baseline mean", "echelon vs it", "echelon p99 (s)",
+         "best baseline p99", "echelon vs it", "vs best ideal-rank baseline (mean / p99)",
+         "echelon K=8 vs its ideal ranks (mean)", "re-plans/s / group level changes/s"],
+        body,
+    )  # fmt: skip
+
+
+def targets(batch: Sequence[Row], mixes: Sequence[str]) -> str:
+    """The scheduling issue's targets, met or not, with the gap (computed)."""
+    lines = []
+    for mix in mixes:
+        k8 = echelon_vs_best(batch, mix=mix, levels="K=8")
+        ideal = echelon_vs_best(batch, mix=mix, levels="ideal")
+        if k8 is None or ideal is None:
+            continue
+        e, bm, bp = k8
+        mean_gap = e["iter_mean"] / bm["iter_mean"] - 1
+        p99_gap = e["iter_p99"] / bp["iter_p99"] - 1
+        k8_gap = e["iter_mean"] / ideal[0]["iter_mean"] - 1
+        lines.append(
+            f"* `{mix}`: mean {mean_gap * 100:+.1f}% vs {bm['policy']} (target -5%: "
+            f"{'met' if mean_gap <= -0.05 else f'missed by {(mean_gap + 0.05) * 100:.1f} points'}"
+            f"); p99 {p99_gap * 100:+.1f}% vs {bp['policy']} (target +0%: "
+            f"{'met' if p99_gap <= 0 else f'missed by {p99_gap * 100:.1f} points'}); "
+            f"8 queues vs ideal ranks {k8_gap * 100:+.1f}% (target within 5%: "
+            f"{'met' if abs(k8_gap) <= 0.05 else 'missed'})."
+        )
+    return "\n".join(lines)
+
+
+def ablation_table(rows: Sequence[Row], mix: str, gbit: float, policies: Sequence[str]) -> str:
+    """One mix at one bandwidth: every ablation against the full policy (8 queues)."""
+    sel = {r["policy"]: r for r in rows if r["mix"] == mix and float(r["gbit"]) == gbit}
+    full = sel.get("echelon")
+    if full is None:
+        return ""
+    body = [
+        [
+            f"**{p}**" if p == "echelon" else p,
+            sel[p]["iter_mean"],
+            pct(sel[p]["iter_mean"], full["iter_mean"]),
+            sel[p]["iter_p99"],
+            pct(sel[p]["iter_p99"], full["iter_p99"]),
+            sel[p]["slowdown_mean"],
+        ]
+        for p in policies
+        if p in sel
+    ]
+    return table(
+        ["policy", "iter mean (s)", "vs echelon", "iter p99 (s)", "vs echelon", "slowdown mean"],
+        body,
+    )
+
+
+def oracle_table(count: int = ORACLE_INSTANCES, seed: int = 0) -> str:
+    """Ratio to the exact optimum on random one-link instances (echelon.oracle)."""
+    body = []
+    for name in ORACLE_POLICIES:
+        r = ratios(get_policy(name), count, seed)
+        body.append(
+            [name, sum(r) / len(r), max(r), f"{sum(x <= 1 + 1e-9 for x in r) / len(r):.0%}"]
+        )
+    return table(["policy", "mean ratio", "max ratio", "optimal on"], body)
