@@ -21,8 +21,10 @@ switched on and its effect measured:
   the coflow's bottleneck, ``remaining / alpha``); then spare capacity is handed
   out greedily flow by flow, coflows in order of ``start + deadline`` (a random
   deadline multiple in [1, 2) of the bottleneck time, drawn from Java's
-  ``Random(17)`` as coflowsim does). Rates change only when a coflow is admitted
-  or completes -- a flow that finishes earlier leaves its bandwidth idle.
+  ``Random(17)`` as coflowsim does). A coflow that finds a port of its full
+  (no bottleneck rate) gets an even split of what is left instead. Rates change
+  only when a coflow is admitted or completes -- a flow that finishes earlier
+  leaves its bandwidth idle.
   (coflowsim's FIFO is FIFO between coflows; :mod:`echelon.policies` ``fifo`` is
   per-flow FIFO, another difference.)
 * coflowsim declares "at most 5 concurrent flows per reducer" but its FAIR
@@ -101,10 +103,13 @@ def _madd(
     r_bytes = np.zeros(ports)
     s_used = np.zeros(ports)
     r_used = np.zeros(ports)
+    skipped = np.zeros(order.shape[0], dtype=np.int64)
+    n_skip = 0
     for c in order:
         lo = first[c]
         hi = lo + count[c]
         for i in range(lo, hi):
+            bps[i] = 0.0  # every rate is decided afresh
             s_bytes[src[i]] = 0.0
             r_bytes[dst[i]] = 0.0
             s_used[src[i]] = 0.0
@@ -116,13 +121,21 @@ def _madd(
         alpha = 0.0
         skip = False
         for i in range(lo, hi):
-            for b, free in ((s_bytes[src[i]], send_free[src[i]]), (r_bytes[dst[i]], recv_free[dst[i]])):
-                if b > 0.0:
-                    if free <= zero:
-                        skip = True
-                    else:
-                        alpha = max(alpha, b * 8.0 / free)
+            sb = s_bytes[src[i]]
+            rb = r_bytes[dst[i]]
+            if sb > 0.0:
+                if send_free[src[i]] <= zero:
+                    skip = True
+                else:
+                    alpha = max(alpha, sb * 8.0 / send_free[src[i]])
+            if rb > 0.0:
+                if recv_free[dst[i]] <= zero:
+                    skip = True
+                else:
+                    alpha = max(alpha, rb * 8.0 / recv_free[dst[i]])
         if skip or alpha <= 0.0:
+            skipped[n_skip] = c
+            n_skip += 1
             continue
         i = lo
         while i < hi:  # one reducer (same dst) at a time
@@ -145,6 +158,32 @@ def _madd(
             s_used[src[i]] = 0.0
             recv_free[dst[i]] -= r_used[dst[i]]
             r_used[dst[i]] = 0.0
+    # coflows that could not get their bottleneck share split what is left evenly
+    n_map = np.zeros(ports, dtype=np.int64)
+    n_red = np.zeros(ports, dtype=np.int64)
+    for q in range(n_skip):
+        c = skipped[q]
+        for k in range(first[c], first[c] + count[c]):
+            if rem[k] > 0.0 and recv_free[dst[k]] > zero and send_free[src[k]] > zero:
+                n_map[src[k]] += 1
+                n_red[dst[k]] += 1
+    s_used[:] = 0.0
+    r_used[:] = 0.0
+    for q in range(n_skip):
+        c = skipped[q]
+        for k in range(first[c], first[c] + count[c]):
+            if rem[k] <= 0.0 or recv_free[dst[k]] <= zero or n_red[dst[k]] == 0:
+                continue
+            if send_free[src[k]] <= zero or n_map[src[k]] == 0:
+                continue
+            m = min(send_free[src[k]] / n_map[src[k]], recv_free[dst[k]] / n_red[dst[k]])
+            if m <= zero:
+                m = 0.0
+            bps[k] = m
+            s_used[src[k]] += m
+            r_used[dst[k]] += m
+    send_free -= s_used
+    recv_free -= r_used
     for c in edf:  # work conservation
         lo = first[c]
         hi = lo + count[c]

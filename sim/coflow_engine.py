@@ -199,8 +199,7 @@ class CoflowSimulator:
             if t > now and len(self.gid):
                 self.rem -= self.rate * (t - now)
             now = t
-            group = self._pop_finished(now)
-            changed = group
+            changed, group = self._pop_finished(now)
             while ai < n_cf and arrival[ai] <= now:
                 self._arrive(ai)
                 ai += 1
@@ -232,13 +231,13 @@ class CoflowSimulator:
             return math.inf
         return float((self.rem[moving] / self.rate[moving]).min())
 
-    def _pop_finished(self, now: float) -> bool:
-        """Remove finished flows; record coflows that completed (True if any did)."""
+    def _pop_finished(self, now: float) -> tuple[bool, bool]:
+        """Remove finished flows and record coflows that completed: (any flow, any coflow)."""
         if not len(self.gid):
-            return False
+            return False, False
         done = self.rem <= self.rate * _TIME_EPS + 1e-6
         if not done.any():
-            return False
+            return False, False
         dg = self.gid[done]
         keep = ~done
         self.gid, self.rem, self.rate = self.gid[keep], self.rem[keep], self.rate[keep]
@@ -250,7 +249,7 @@ class CoflowSimulator:
         for c in ended.tolist():
             self.finish[c] = now
             self.alive.pop(c, None)
-        return bool(len(ended))
+        return True, bool(len(ended))
 
     def _arrive(self, c: int) -> None:
         lo = int(self.fa.first[c])
