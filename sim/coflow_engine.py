@@ -42,7 +42,7 @@ from echelon.policies.table import FlowTable, TablePolicy
 from echelon.schedule import Policy, Schedule
 from sim.coflow_trace import FlowArrays
 from sim.config import SimError, resolve_policy
-from sim.fastalloc import allocate_sorted
+from sim.fastalloc import advance_and_pop, allocate_sorted, time_to_next
 
 MODELS = ("coflow", "reducers-in-order")
 
@@ -196,10 +196,8 @@ class CoflowSimulator:
                 if len(self.gid):
                     raise SimError("flows are active but none can make progress")
                 break
-            if t > now and len(self.gid):
-                self.rem -= self.rate * (t - now)
+            changed, group = self._advance(t - now, t)
             now = t
-            changed, group = self._pop_finished(now)
             while ai < n_cf and arrival[ai] <= now:
                 self._arrive(ai)
                 ai += 1
@@ -224,24 +222,25 @@ class CoflowSimulator:
         )
 
     def _time_to_next(self) -> float:
-        if not len(self.gid):
-            return math.inf
-        moving = self.rate > 0
-        if not moving.any():
-            return math.inf
-        return float((self.rem[moving] / self.rate[moving]).min())
+        return float(time_to_next(self.rem, self.rate)) if len(self.gid) else math.inf
 
-    def _pop_finished(self, now: float) -> tuple[bool, bool]:
-        """Remove finished flows and record coflows that completed: (any flow, any coflow)."""
-        if not len(self.gid):
+    def _advance(self, dt: float, now: float) -> tuple[bool, bool]:
+        """Advance the fluid by ``dt``, drop finished flows, record completed coflows.
+
+        Returns (any flow finished, any coflow completed).
+        """
+        n = len(self.gid)
+        if not n:
             return False, False
-        done = self.rem <= self.rate * _TIME_EPS + 1e-6
-        if not done.any():
+        done = np.empty(n, dtype=np.int64)
+        w, nd = advance_and_pop(
+            self.gid, self.rem, self.rate, self.paths, self.key, dt, _TIME_EPS, done
+        )
+        if not nd:
             return False, False
-        dg = self.gid[done]
-        keep = ~done
-        self.gid, self.rem, self.rate = self.gid[keep], self.rem[keep], self.rate[keep]
-        self.paths, self.key = self.paths[keep], self.key[keep]
+        dg = done[:nd]
+        self.gid, self.rem, self.rate = self.gid[:w], self.rem[:w], self.rate[:w]
+        self.paths, self.key = self.paths[:w], self.key[:w]
         self.g_rem[dg] = 0.0
         cfs, counts = np.unique(self.coflow_of[dg], return_counts=True)
         self.left[cfs] -= counts

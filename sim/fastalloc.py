@@ -194,3 +194,44 @@ def allocate(paths: IntArray, keys: IntArray, capacity: FloatArray) -> FloatArra
     rates = np.empty(n, dtype=np.float64)
     rates[order] = got
     return rates
+
+
+@njit(cache=True)  # type: ignore[misc]
+def advance_and_pop(
+    gid: Any, rem: Any, rate: Any, paths: Any, key: Any, dt: float, time_eps: float, done: Any
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """Advance every flow by ``dt`` seconds and compact out the finished ones, in place.
+
+    A flow is finished when less than ``time_eps`` seconds (or 1e-6 bytes) of sending
+    are left. Survivors keep their order. Returns ``(survivors, finished)``; the ids
+    of the finished flows are ``done[:finished]``.
+    """
+    w = 0
+    nd = 0
+    hops = paths.shape[1]
+    for i in range(gid.shape[0]):
+        r = rem[i] - rate[i] * dt if dt > 0.0 else rem[i]
+        if r <= rate[i] * time_eps + 1e-6:
+            done[nd] = gid[i]
+            nd += 1
+            continue
+        gid[w] = gid[i]
+        rem[w] = r
+        rate[w] = rate[i]
+        key[w] = key[i]
+        for k in range(hops):
+            paths[w, k] = paths[i, k]
+        w += 1
+    return w, nd
+
+
+@njit(cache=True)  # type: ignore[misc]
+def time_to_next(rem: Any, rate: Any) -> float:  # pragma: no cover - compiled
+    """Seconds until the first flow finishes at its rate (inf if none moves)."""
+    best = np.inf
+    for i in range(rem.shape[0]):
+        if rate[i] > 0.0:
+            t = rem[i] / rate[i]
+            if t < best:
+                best = t
+    return float(best)
