@@ -275,8 +275,14 @@ def simulate_compat(
                     sorted_jobs.append(c)
             if added and algo != "fair":
                 _update(sorted_jobs, start, deadline, now, fa, src, dst, rem, bps, cap_bps)
-        if not len(act):  # idle until the next epoch
-            now = (now // opt.epoch_ms + 1) * opt.epoch_ms
+        # the next epoch that admits a coflow (epochs without arrivals change nothing)
+        nxt_epoch = math.inf
+        if nxt < n_cf:
+            after = (now // opt.epoch_ms + 1) * opt.epoch_ms
+            due = math.ceil((arr_ms[nxt] - opt.epoch_ms) / opt.epoch_ms) * opt.epoch_ms
+            nxt_epoch = max(after, due)
+        if not len(act):  # idle until then
+            now = int(nxt_epoch)
             continue
         # per-step bytes of every active flow
         if algo == "fair":
@@ -302,9 +308,8 @@ def simulate_compat(
             worst = np.full(n_cf, -np.inf)
             np.maximum.at(worst, job, k_flow)
             k = float(worst[np.isfinite(worst) & (worst > -np.inf)].min(initial=np.inf))
-        to_epoch = ((now // opt.epoch_ms + 1) * opt.epoch_ms - now) // opt.step_ms
         if nxt < n_cf:
-            k = min(k, float(to_epoch))
+            k = min(k, float((nxt_epoch - now) // opt.step_ms))
         if k == math.inf:
             raise SpecError("coflowsim", "no flow can make progress")
         k = max(int(k), 1)
@@ -323,8 +328,10 @@ def simulate_compat(
             for c in ended.tolist():
                 finish[c] = now
                 sorted_jobs.remove(c)
-            if len(ended) and algo != "fair":
-                _update(sorted_jobs, start, deadline, now, fa, src, dst, rem, bps, cap_bps)
+            if len(ended) and algo != "fair":  # coflowsim passes the last step's start
+                _update(
+                    sorted_jobs, start, deadline, now - opt.step_ms, fa, src, dst, rem, bps, cap_bps
+                )
     res = CoflowResult(
         policy=f"coflowsim-{algo}",
         model="coflow",
