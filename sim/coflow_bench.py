@@ -68,7 +68,9 @@ def tile(trace: CoflowTrace, copies: int, shift_ms: float = 3_600_000.0) -> Cofl
 
 def _warm_up() -> None:
     """Load (or compile, on a machine's first run) the numba kernels outside the timing."""
-    tiny = CoflowTrace(2, (Coflow("w", 0.0, (0,), ((1, 1.0),)), Coflow("v", 0.0, (0,), ((1, 2.0),))))
+    tiny = CoflowTrace(
+        2, (Coflow("w", 0.0, (0,), ((1, 1.0),)), Coflow("v", 0.0, (0,), ((1, 2.0),)))
+    )
     CoflowSimulator(flow_arrays(tiny), "varys", PORT).run()
 
 
@@ -103,7 +105,8 @@ def cmd_agree(trace: CoflowTrace) -> str:
     _warm_up()
     rows = [
         "| policy | coflowsim avg CCT (ms) | this simulator (ms) | ratio | "
-        "coflowsim-compatible (ms) | ratio | Spearman (this vs compatible) | CPU (s) this / compat |",
+        "coflowsim-compatible (ms) | ratio | Spearman (this vs compatible) "
+        "| CPU (s) this / compat |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for p, ref in REFERENCE.items():

@@ -292,9 +292,7 @@ def simulate_compat(
             full = cap_bps * step_bytes_per_bps
             step = np.zeros(len(act))
             mask = np.isin(act, sending) if limit is not None else np.ones(len(act), bool)
-            step[mask] = np.minimum(
-                full / n_down[dst[act[mask]]], full / n_up[src[act[mask]]]
-            )
+            step[mask] = np.minimum(full / n_down[dst[act[mask]]], full / n_up[src[act[mask]]])
         else:
             step = bps[act] * step_bytes_per_bps
         r = rem[act]

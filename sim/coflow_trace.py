@@ -90,15 +90,11 @@ def _parse_coflow(toks: list[str], line: int, ports: int) -> Coflow:
         raise SpecError(
             f"line {line}.mappers", f"says {n_map} mappers but the line ends after {len(toks) - 3}"
         )
-    mappers = tuple(
-        _int(toks[3 + i], line, f"mappers[{i}]", 0, ports) for i in range(n_map)
-    )
+    mappers = tuple(_int(toks[3 + i], line, f"mappers[{i}]", 0, ports) for i in range(n_map))
     n_red = _int(toks[3 + n_map], line, "reducers")
     rest = toks[4 + n_map :]
     if len(rest) != n_red:
-        raise SpecError(
-            f"line {line}.reducers", f"says {n_red} reducers but {len(rest)} follow"
-        )
+        raise SpecError(f"line {line}.reducers", f"says {n_red} reducers but {len(rest)} follow")
     reducers = []
     for i, tok in enumerate(rest):
         where = f"reducers[{i}]"

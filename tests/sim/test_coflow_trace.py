@@ -83,10 +83,8 @@ def test_cli_runs_a_coflow_trace(tmp_path: Path, capsys: pytest.CaptureFixture[s
     path = tmp_path / "t.txt"
     path.write_text(SMALL)
     out = tmp_path / "res"
-    rc = main(
-        ["run", "--coflow-trace", str(path), "--port-gbit", "1", "--policy", "varys"]
-        + ["--out", str(out), "--json", str(tmp_path / "r.json")]
-    )
+    args = ["run", "--coflow-trace", str(path), "--port-gbit", "1", "--policy", "varys"]
+    rc = main([*args, "--out", str(out), "--json", str(tmp_path / "r.json")])
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["policy"] == "varys" and summary["coflows"] == 3 and summary["flows"] == 8
