@@ -42,7 +42,7 @@ from echelon.policies.table import FlowTable, TablePolicy
 from echelon.schedule import Policy, Schedule
 from sim.coflow_trace import FlowArrays
 from sim.config import SimError, resolve_policy
-from sim.fastalloc import advance_and_pop, allocate_sorted, time_to_next
+from sim.fastalloc import advance_and_mark, allocate_live, time_to_next
 
 MODELS = ("coflow", "reducers-in-order")
 
@@ -176,6 +176,8 @@ class CoflowSimulator:
         self.rate: Floats = np.zeros(0)
         self.paths: Ints = np.zeros((0, 2), dtype=np.int64)
         self.key: Ints = np.zeros(0, dtype=np.int64)
+        self.dead: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
+        self.n_dead = 0  # finished flows still in the arrays (compacted lazily)
         self.n_reranks = 0
 
     # ------------------------------------------------------------------ loop
@@ -188,12 +190,12 @@ class CoflowSimulator:
         now = 0.0
         ai = 0
         events = 0
+        t_fin = math.inf  # absolute time of the next finish at the current rates
         while True:
             t_arr = float(arrival[ai]) if ai < n_cf else math.inf
-            t_fin = now + self._time_to_next()
             t = min(t_arr, t_fin)
             if t == math.inf:
-                if len(self.gid):
+                if len(self.gid) > self.n_dead:
                     raise SimError("flows are active but none can make progress")
                 break
             changed, group = self._advance(t - now, t)
@@ -204,8 +206,12 @@ class CoflowSimulator:
                 group = changed = True
             if group or (self.rerank_flows and changed):
                 self._rerank(now)
-            if changed and len(self.gid):
-                self.rate = allocate_sorted(self.paths, self.key, self.cap)
+            if changed:
+                self._compact(force=False)
+                t_rel = allocate_live(self.paths, self.key, self.cap, self.dead, self.rem, self.rate)
+            else:  # rounding left the due flow a hair short: ask again
+                t_rel = self._time_to_next()
+            t_fin = now + t_rel
             events += 1
             if max_events is not None and events > max_events:
                 raise SimError(f"more than {max_events} events")
@@ -224,31 +230,39 @@ class CoflowSimulator:
     def _time_to_next(self) -> float:
         return float(time_to_next(self.rem, self.rate)) if len(self.gid) else math.inf
 
+    def _compact(self, force: bool) -> None:
+        """Drop dead flows from the arrays once they are many (or when ``force``)."""
+        if not self.n_dead or (not force and self.n_dead * 4 < max(len(self.gid), 16384)):
+            return
+        keep = ~self.dead
+        self.gid, self.rem, self.rate = self.gid[keep], self.rem[keep], self.rate[keep]
+        self.paths, self.key, self.dead = self.paths[keep], self.key[keep], self.dead[keep]
+        self.n_dead = 0
+
     def _advance(self, dt: float, now: float) -> tuple[bool, bool]:
         """Advance the fluid by ``dt``, drop finished flows, record completed coflows.
 
         Returns (any flow finished, any coflow completed).
         """
         n = len(self.gid)
-        if not n:
+        if n == self.n_dead:
             return False, False
         done = np.empty(n, dtype=np.int64)
-        w, nd = advance_and_pop(
-            self.gid, self.rem, self.rate, self.paths, self.key, dt, _TIME_EPS, done
-        )
+        nd = advance_and_mark(self.gid, self.rem, self.rate, self.dead, dt, _TIME_EPS, done)
         if not nd:
             return False, False
+        self.n_dead += nd
         dg = done[:nd]
-        self.gid, self.rem, self.rate = self.gid[:w], self.rem[:w], self.rate[:w]
-        self.paths, self.key = self.paths[:w], self.key[:w]
         self.g_rem[dg] = 0.0
-        cfs, counts = np.unique(self.coflow_of[dg], return_counts=True)
-        self.left[cfs] -= counts
-        ended = cfs[self.left[cfs] == 0]
-        for c in ended.tolist():
-            self.finish[c] = now
-            self.alive.pop(c, None)
-        return True, bool(len(ended))
+        ended = False
+        left, finish = self.left, self.finish
+        for c in self.coflow_of[dg].tolist():
+            left[c] -= 1
+            if left[c] == 0:
+                finish[c] = now
+                self.alive.pop(c, None)
+                ended = True
+        return True, ended
 
     def _arrive(self, c: int) -> None:
         lo = int(self.fa.first[c])
@@ -261,6 +275,7 @@ class CoflowSimulator:
         rows = np.stack((self.fa.src[lo:hi], self.fa.ports + self.fa.dst[lo:hi]), axis=1)
         self.paths = np.concatenate((self.paths, rows))
         self.key = np.concatenate((self.key, np.zeros(hi - lo, dtype=np.int64)))
+        self.dead = np.concatenate((self.dead, np.zeros(hi - lo, dtype=np.bool_)))
 
     # ------------------------------------------------------------ policies
 
@@ -326,6 +341,7 @@ class CoflowSimulator:
         return t, gids
 
     def _rerank(self, now: float) -> None:
+        self._compact(force=True)
         if not self.alive:
             return
         self.g_rem[self.gid] = self.rem
@@ -355,7 +371,7 @@ class CoflowSimulator:
         self.key = self.g_rank[self.gid]
         order = np.lexsort((self.gid, self.key))
         self.gid, self.rem, self.rate = self.gid[order], self.rem[order], self.rate[order]
-        self.paths, self.key = self.paths[order], self.key[order]
+        self.paths, self.key, self.dead = self.paths[order], self.key[order], self.dead[order]
         self.n_reranks += 1
 
 

@@ -32,7 +32,15 @@ REL_EPS = 1e-9
 
 @njit(cache=True)  # type: ignore[misc]
 def _fill_level(
-    paths: Any, lo: int, hi: int, resid: Any, rates: Any, cnt: Any, pos: Any, eps: float
+    paths: Any,
+    lo: int,
+    hi: int,
+    resid: Any,
+    rates: Any,
+    cnt: Any,
+    pos: Any,
+    eps: float,
+    dead: Any,
 ) -> None:  # pragma: no cover - compiled
     n_links = resid.shape[0]
     hops = paths.shape[1]
@@ -41,13 +49,15 @@ def _fill_level(
     touched = np.empty(min(n_links, (hi - lo) * hops) + 1, dtype=np.int64)
     n_t = 0
     for i in range(lo, hi):
+        rates[i] = 0.0
+        if dead[i]:
+            continue
         ok = True
         for k in range(hops):
             lk = paths[i, k]
             if lk < n_links and resid[lk] <= 0.0:
                 ok = False
                 break
-        rates[i] = 0.0
         if not ok:
             continue
         live[i - lo] = True
@@ -133,8 +143,9 @@ def _fill_level(
 
 @njit(cache=True)  # type: ignore[misc]
 def _allocate_sorted(
-    paths: Any, keys: Any, capacity: Any, rates: Any, eps: float
-) -> None:  # pragma: no cover - compiled
+    paths: Any, keys: Any, capacity: Any, rates: Any, eps: float, dead: Any, rem: Any
+) -> float:  # pragma: no cover - compiled
+    """Fill ``rates``; return the seconds until the first live flow finishes (``rem``)."""
     n = paths.shape[0]
     hops = paths.shape[1]
     n_links = capacity.shape[0]
@@ -146,7 +157,9 @@ def _allocate_sorted(
         hi = lo + 1
         while hi < n and keys[hi] == keys[lo]:
             hi += 1
-        if hi - lo == 1:
+        if hi - lo == 1 and dead[lo]:
+            rates[lo] = 0.0
+        elif hi - lo == 1:
             r = np.inf
             for k in range(hops):
                 lk = paths[lo, k]
@@ -163,8 +176,15 @@ def _allocate_sorted(
             else:
                 rates[lo] = 0.0
         else:
-            _fill_level(paths, lo, hi, resid, rates, cnt, pos, eps)
+            _fill_level(paths, lo, hi, resid, rates, cnt, pos, eps, dead)
         lo = hi
+    best = np.inf
+    for i in range(n):
+        if rates[i] > 0.0 and not dead[i]:
+            t = rem[i] / rates[i]
+            if t < best:
+                best = t
+    return float(best)
 
 
 def allocate_sorted(paths: IntArray, keys: IntArray, capacity: FloatArray) -> FloatArray:
@@ -172,16 +192,35 @@ def allocate_sorted(paths: IntArray, keys: IntArray, capacity: FloatArray) -> Fl
 
     ``paths`` is ``n x hops`` with padding ``len(capacity)`` meaning "no link".
     """
-    rates = np.zeros(paths.shape[0], dtype=np.float64)
-    if paths.shape[0]:
+    n = paths.shape[0]
+    rates = np.zeros(n, dtype=np.float64)
+    if n:
         _allocate_sorted(
             np.ascontiguousarray(paths, dtype=np.int64),
             np.ascontiguousarray(keys, dtype=np.int64),
             np.ascontiguousarray(capacity, dtype=np.float64),
             rates,
             REL_EPS,
+            np.zeros(n, dtype=np.bool_),
+            np.ones(n, dtype=np.float64),
         )
     return rates
+
+
+def allocate_live(
+    paths: IntArray,
+    keys: IntArray,
+    capacity: FloatArray,
+    dead: npt.NDArray[np.bool_],
+    rem: FloatArray,
+    rates: FloatArray,
+) -> float:
+    """In-place variant for an engine that keeps finished flows in its arrays
+    (``dead``) between compactions: fills ``rates`` (0 for dead flows) and returns
+    the seconds until the first live flow finishes at those rates (inf if none)."""
+    if not paths.shape[0]:
+        return float("inf")
+    return float(_allocate_sorted(paths, keys, capacity, rates, REL_EPS, dead, rem))
 
 
 def allocate(paths: IntArray, keys: IntArray, capacity: FloatArray) -> FloatArray:
@@ -223,6 +262,31 @@ def advance_and_pop(
             paths[w, k] = paths[i, k]
         w += 1
     return w, nd
+
+
+@njit(cache=True)  # type: ignore[misc]
+def advance_and_mark(
+    gid: Any, rem: Any, rate: Any, dead: Any, dt: float, time_eps: float, done: Any
+) -> int:  # pragma: no cover - compiled
+    """Advance every live flow by ``dt`` seconds and mark the finished ones dead.
+
+    Same finish rule as :func:`advance_and_pop`, without moving anything: the
+    engine compacts its arrays only once many flows are dead (amortised O(1)
+    per flow), so an event costs one pass over the rate array.
+    Returns how many finished; their ids are ``done[:finished]``.
+    """
+    nd = 0
+    for i in range(gid.shape[0]):
+        if dead[i]:
+            continue
+        if dt > 0.0 and rate[i] > 0.0:
+            rem[i] -= rate[i] * dt
+        if rem[i] <= rate[i] * time_eps + 1e-6:
+            dead[i] = True
+            rate[i] = 0.0
+            done[nd] = gid[i]
+            nd += 1
+    return nd
 
 
 @njit(cache=True)  # type: ignore[misc]
