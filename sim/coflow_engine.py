@@ -208,7 +208,9 @@ class CoflowSimulator:
                 self._rerank(now)
             if changed:
                 self._compact(force=False)
-                t_rel = allocate_live(self.paths, self.key, self.cap, self.dead, self.rem, self.rate)
+                t_rel = allocate_live(
+                    self.paths, self.key, self.cap, self.dead, self.rem, self.rate
+                )
             else:  # rounding left the due flow a hair short: ask again
                 t_rel = self._time_to_next()
             t_fin = now + t_rel
