@@ -131,6 +131,10 @@ def cmd_ablate(trace: CoflowTrace, policy: str) -> str:
         ("+ exact arrivals (8-ms epochs)", CompatOptions(epoch_ms=8)),
         ("+ 1,000-ms second", CompatOptions(epoch_ms=8, second_ms=1000)),
         ("+ trace sizes (no MB rounding)", CompatOptions(epoch_ms=8, second_ms=1000, sizes=False)),
+        (
+            "+ 1-ms steps",
+            CompatOptions(step_ms=1, epoch_ms=8, second_ms=1000, sizes=False),
+        ),
     ]
     rows = ["| variant | avg CCT (ms) | CPU (s) |", "|---|---|---|"]
     for label, opt in steps:
