@@ -36,8 +36,8 @@ import numpy as np
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, FlowKey, IterationPlan
 from echelon.schedule import Network
-from sim.alloc import allocate
 from sim.config import JobRun, Plannable, SimConfig, SimError, resolve_policy
+from sim.fastalloc import allocate
 from sim.results import (
     EchelonRecord,
     FlowRecord,

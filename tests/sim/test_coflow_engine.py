@@ -1,0 +1,115 @@
+"""The coflow-trace engine: hand-checked cases, and agreement with the general engine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from echelon.model import EchelonFlow, IterationPlan
+from sim.coflow_engine import CoflowSimulator, PortFabric, arrangement
+from sim.coflow_trace import MB, CoflowTrace, flow_arrays, parse_coflow_trace
+from sim.config import JobRun, SimConfig
+from sim.engine import Simulator
+from tests.sim.conftest import PlanJob
+
+B = float(MB)  # port speed: one MB per second, so times are in MB
+
+
+def _trace(lines: list[str], ports: int = 4) -> CoflowTrace:
+    return parse_coflow_trace(f"{ports} {len(lines)}\n" + "\n".join(lines) + "\n")
+
+
+def _cct(tr: CoflowTrace, policy: str, **kw: object) -> dict[str, float]:
+    res = CoflowSimulator(flow_arrays(tr), policy, B, **kw).run()  # type: ignore[arg-type]
+    return dict(zip(res.names, res.cct.tolist(), strict=True))
+
+
+def test_one_flow_takes_size_over_port_speed() -> None:
+    assert _cct(_trace(["a 0 1 0 1 1:3"]), "fair") == pytest.approx({"a": 3.0})
+
+
+def test_a_port_to_itself_still_crosses_the_port() -> None:
+    # two flows out of port 0, one of them to port 0 itself: they share up:0
+    assert _cct(_trace(["a 0 1 0 2 0:1 1:1"]), "fair") == pytest.approx({"a": 2.0})
+
+
+def test_fair_shares_and_varys_serves_the_smaller_coflow_first() -> None:
+    tr = _trace(["a 0 1 0 1 2:1", "b 0 1 1 1 2:2"])  # both into port 2
+    assert _cct(tr, "fair") == pytest.approx({"a": 2.0, "b": 3.0})
+    assert _cct(tr, "varys") == pytest.approx({"a": 1.0, "b": 3.0})
+    assert _cct(tr, "fifo") == pytest.approx({"a": 2.0, "b": 3.0})  # same arrival: shared
+    tr = _trace(["a 0 1 0 1 2:2", "b 1 1 1 1 2:1"])  # b 1 ms later
+    assert _cct(tr, "fifo") == pytest.approx({"a": 2.0, "b": 2.999})
+
+
+def test_arrivals_are_respected() -> None:
+    tr = _trace(["a 0 1 0 1 2:2", "b 1000 1 1 1 2:1"])
+    # b arrives at 1 s, shares port 2 fairly: a has 1 MB left at 1/2 MB/s
+    assert _cct(tr, "fair") == pytest.approx({"a": 3.0, "b": 2.0})
+    # Varys at 1 s: both have 1 s of bottleneck left; the earlier arrival goes first
+    assert _cct(tr, "varys") == pytest.approx({"a": 2.0, "b": 2.0})
+
+
+def test_reducers_in_order_arrangement() -> None:
+    fa = flow_arrays(_trace(["a 0 2 0 1 2 2:2 3:4"]))
+    t_ref, off = arrangement(fa, "reducers-in-order", B)
+    # reducer 0 gets 2 MB (2 s through one port), then reducer 1
+    assert t_ref.tolist() == [2.0]
+    assert off.tolist() == [0.0, 0.0, 2.0, 2.0]
+    t_ref, off = arrangement(fa, "coflow", B)
+    assert t_ref.tolist() == [0.0] and off.tolist() == [0.0] * 4
+
+
+RANDOM_POLICIES = ["fair", "fifo", "varys", "sincronia", "echelon", "coflow", "srpt", "edf"]
+
+
+def _random_trace(seed: int, ports: int = 6, n: int = 12) -> CoflowTrace:
+    rng = np.random.default_rng(seed)
+    lines = []
+    t = 0.0
+    for c in range(n):
+        t += float(rng.exponential(400.0))
+        m = rng.choice(ports, size=int(rng.integers(1, 4)), replace=False)
+        r = rng.choice(ports, size=int(rng.integers(1, 4)), replace=False)
+        reds = " ".join(f"{p}:{rng.integers(1, 9)}" for p in r)
+        lines.append(f"c{c} {t:.0f} {len(m)} {' '.join(map(str, m))} {len(r)} {reds}")
+    return _trace(lines, ports)
+
+
+@pytest.mark.parametrize("policy", RANDOM_POLICIES)
+@pytest.mark.parametrize("model", ["coflow", "reducers-in-order"])
+def test_table_fast_path_equals_the_policy_protocol(policy: str, model: str) -> None:
+    fa = flow_arrays(_random_trace(1))
+    fast = CoflowSimulator(fa, policy, B, model=model).run()
+    slow = CoflowSimulator(fa, policy, B, model=model, use_table=False).run()
+    assert fast.n_events == slow.n_events
+    np.testing.assert_allclose(fast.finish, slow.finish, rtol=1e-12)
+
+
+@pytest.mark.parametrize("policy", ["fair", "fifo", "varys", "sincronia", "echelon"])
+def test_agrees_with_the_general_engine(policy: str) -> None:
+    """Each coflow as a one-EchelonFlow job of the general engine gives the same CCTs."""
+    fa = flow_arrays(_random_trace(2))
+    sim = CoflowSimulator(fa, policy, B)
+    ours = sim.run()
+    runs = []
+    for c, name in enumerate(fa.names):
+        ef = sim.echelon(c)
+
+        def make(i: int, t0: float, ef: EchelonFlow = ef) -> IterationPlan:
+            return IterationPlan(ef.job, i, (ef,), (), {})
+
+        runs.append(JobRun(PlanJob(name, make), float(fa.arrival[c])))
+    res = Simulator(PortFabric(fa.ports, B), runs, SimConfig(policy=policy)).run()
+    finish = {r.name: r.finish for r in res.echelons}
+    theirs = np.array([finish[n] for n in fa.names])
+    # sizes are rounded up to whole bytes for EchelonFlow objects: ~1e-6 s here
+    np.testing.assert_allclose(ours.finish, theirs, atol=1e-5)
+
+
+def test_k_queue_levels_run_through_the_quantiser() -> None:
+    fa = flow_arrays(_random_trace(3))
+    res = CoflowSimulator(fa, "echelon", B, levels=8).run()
+    assert np.all(np.isfinite(res.finish)) and np.all(res.cct > 0)
+    # the total work is conserved: the last finish is no earlier than the bytes allow
+    assert res.finish.max() >= fa.size.sum() / (B * fa.ports) - 1e-9
