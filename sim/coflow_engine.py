@@ -335,6 +335,7 @@ class CoflowSimulator:
             ech=np.repeat(np.arange(len(alive), dtype=np.int64), counts),
             index=self.index[gids],
             offset=self.offset[gids],
+            slack=np.zeros(n, dtype=np.float64),  # trace coflows carry no DAG
             remaining=self._remaining(gids),
             inc_flow=np.repeat(np.arange(n, dtype=np.int64), 2),
             inc_link=np.stack((fa.src[gids], fa.ports + fa.dst[gids]), axis=1).ravel(),
