@@ -28,7 +28,7 @@ from controlplane.p4rt import (
     P4RuntimeWriteError,
     SwitchConnection,
 )
-from topo.topology import Switch
+from echelon.topology import Switch
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ from controlplane.p4info import P4Info, TableEntry
 from controlplane.planning import ParsedJob, check_policy, parse_job, plan_groups
 from controlplane.registry import JobRecord, Registry, UnknownJobError
 from echelon.constants import SPECIAL_COUNT
-from topo.topology import Topology, TopologyNetwork
+from echelon.topology import Topology, TopologyNetwork
 
 log = logging.getLogger(__name__)
 

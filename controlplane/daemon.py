@@ -20,7 +20,7 @@ from controlplane.p4info import P4Info
 from controlplane.planning import POLICIES
 from controlplane.registry import Registry
 from echelon.errors import EchelonError
-from topo.topology import load
+from echelon.topology import load
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from controlplane.p4info import P4Info, TableEntry
 from echelon.errors import EchelonError
 from echelon.schedule import DeadlineRange
-from topo.topology import Topology
+from echelon.topology import Topology
 
 T_LPM = "EchelonIngress.ipv4_lpm"
 T_CLASSIFY = "EchelonIngress.echelon_classify"

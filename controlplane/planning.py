@@ -30,7 +30,7 @@ from echelon.errors import SpecError
 from echelon.model import EchelonFlow, Flow
 from echelon.schedule import DeadlineRange, EchelonLevels
 from echelon.specfields import check_keys, count, mapping, path, seconds, text
-from topo.topology import Topology, TopologyNetwork
+from echelon.topology import Topology, TopologyNetwork
 
 POLICIES = ("echelon", "coflow", "fifo")
 

@@ -41,9 +41,9 @@ from mininet.net import Mininet
 from mininet.node import Host, Node, Switch
 
 from echelon.errors import EchelonError
+from echelon.topology import Link, Topology
 from topo import tc
 from topo.targets import Target, TargetKind, resolve_kind, start_target
-from topo.topology import Link, Topology
 
 log = logging.getLogger(__name__)
 DEFAULT_PREFIX = "ec"

@@ -20,9 +20,9 @@ from controlplane.openapi import DEFAULT as OPENAPI_FILE
 from controlplane.openapi import render
 from controlplane.p4info import P4Info
 from controlplane.registry import Registry
+from echelon.topology import load
 from tests.controlplane.fake_switch import FakeServer
 from tests.controlplane.helpers import P4INFO, ROOT, spec, write_topo
-from topo.topology import load
 
 EXAMPLES = sorted((ROOT / "echelon" / "examples").glob("*.yaml"))
 

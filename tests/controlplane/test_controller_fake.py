@@ -23,9 +23,9 @@ from controlplane.registry import DuplicateJobError, Registry
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow
 from echelon.schedule import DeadlineRange, EchelonLevels
+from echelon.topology import load
 from tests.controlplane.fake_switch import FakeServer
 from tests.controlplane.helpers import P4INFO, spec, write_topo
-from topo.topology import load
 
 
 def fake_levels(
