@@ -28,8 +28,9 @@ from types import TracebackType
 from typing import Any
 
 import grpc
-from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from finsy.proto import p4r as p4runtime_pb2
+from finsy.proto import p4r_grpc as p4runtime_pb2_grpc
+from finsy.proto import rpc_code as code_pb2
 
 from controlplane.codec import entry_from_proto, entry_to_proto
 from controlplane.p4info import P4Info, TableEntry, UserValue
@@ -242,7 +243,9 @@ class SwitchConnection:
         self.p4info = info
         return int(req.config.cookie.cookie)
 
-    def _get_pipeline(self, rtype: int) -> p4runtime_pb2.ForwardingPipelineConfig | None:
+    def _get_pipeline(
+        self, rtype: p4runtime_pb2.GetForwardingPipelineConfigRequest.ResponseType.ValueType
+    ) -> p4runtime_pb2.ForwardingPipelineConfig | None:
         req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
             device_id=self.device_id, response_type=rtype
         )
@@ -252,7 +255,8 @@ class SwitchConnection:
             if exc.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
                 return None  # no pipeline installed yet
             raise rpc_error(exc, "GetForwardingPipelineConfig") from None
-        return resp.config
+        config: p4runtime_pb2.ForwardingPipelineConfig = resp.config
+        return config
 
     def get_pipeline_p4info(self) -> P4Info | None:
         """The P4Info the switch runs, or ``None`` if it has no pipeline."""

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from p4.config.v1 import p4info_pb2
+from finsy.proto import p4i as p4info_pb2
 
 from softswitch import benchtraffic as bt
 from softswitch.main import load_p4info

@@ -13,9 +13,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import grpc
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2 as p4r
-from p4.v1 import p4runtime_pb2_grpc as p4r_grpc
+from finsy.proto import p4i as p4info_pb2
+from finsy.proto import p4r, p4r_grpc
 
 #: (field name, value) where value is int (exact), (value, prefix_len) (lpm) or
 #: (low, high) (range), matching the field's kind in the P4Info.

@@ -20,10 +20,10 @@ from concurrent import futures
 from typing import Any, NoReturn
 
 import grpc
+from finsy.proto import p4r, p4r_grpc
+from finsy.proto import rpc_code as code_pb2
+from finsy.proto import rpc_status as status_pb2
 from google.protobuf import any_pb2
-from google.rpc import code_pb2, status_pb2
-from p4.v1 import p4runtime_pb2 as p4r
-from p4.v1 import p4runtime_pb2_grpc as p4r_grpc
 
 from softswitch import p4rt_codec as codec
 from softswitch.arbitration import Arbiter, Stream

@@ -14,9 +14,11 @@ from concurrent import futures
 from typing import Any
 
 import grpc
+from finsy.proto import p4r as p4runtime_pb2
+from finsy.proto import p4r_grpc as p4runtime_pb2_grpc
+from finsy.proto import rpc_code as code_pb2
+from finsy.proto import rpc_status as status_pb2
 from google.protobuf import any_pb2
-from google.rpc import code_pb2, status_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 
 def _key(te: Any) -> bytes:

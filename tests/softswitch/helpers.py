@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from finsy.proto import p4i as p4info_pb2
+from finsy.proto import p4r, p4r_grpc
+from finsy.proto import rpc_status as status_pb2
 from google.protobuf import text_format
-from google.rpc import status_pb2
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2 as p4r
-from p4.v1 import p4runtime_pb2_grpc as p4r_grpc
 
 ROOT = Path(__file__).resolve().parents[2]
 P4INFO_PATH = ROOT / "p4src" / "build" / "echelon.p4info.txt"

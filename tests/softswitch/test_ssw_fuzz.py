@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
+from finsy.proto import p4r
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from p4.v1 import p4runtime_pb2 as p4r
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2 as p4r
+from finsy.proto import p4r
+from finsy.proto import rpc_code as code_pb2
 
 from tests.softswitch.conftest import ServerHandle
 from tests.softswitch.helpers import INSERT, Client, Names

@@ -12,15 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from p4.v1 import p4runtime_pb2 as p4r
+from finsy.proto import p4r
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from echelon.constants import SPECIAL_PLAIN, priority_for_dscp
+from echelon.constants import priority_for_dscp
 from echelon.wire import Echelon
 from tests.softswitch.helpers import (
     INSERT,
-    P4INFO_PATH,
     PYTHON,
     ROOT,
     Client,
@@ -159,39 +158,6 @@ def test_forwards_classifies_and_stops_cleanly(switch: dict[str, Any]) -> None:
             assert paced[-1][0] - paced[0][0] >= 4 * 0.05 * 0.8  # 20 pps: >= ~200 ms
     finally:
         c.close()
-
-
-def test_p4runtime_shell_programs_it(switch: dict[str, Any], tmp_path: Path) -> None:
-    import p4runtime_sh.shell as sh
-
-    bin_path = tmp_path / "echelon.json"
-    bin_path.write_text("{}")
-    sh.setup(
-        device_id=0,
-        grpc_addr=switch["grpc"],
-        election_id=(0, 1),
-        config=sh.FwdPipeConfig(str(P4INFO_PATH), str(bin_path)),
-    )
-    try:
-        te = sh.TableEntry("EchelonIngress.ipv4_lpm")(action="EchelonIngress.ipv4_forward")
-        te.match["hdr.ipv4.dstAddr"] = f"{H2}/32"
-        te.action["dstAddr"] = "00:00:00:00:00:02"
-        te.action["port"] = "2"
-        te.insert()
-        read = list(sh.TableEntry("EchelonIngress.ipv4_lpm").read())
-        assert len(read) == 1
-        assert read[0].match["hdr.ipv4.dstAddr"].lpm.prefix_len == 32
-        tx = in_netns(switch["ns"][0], lambda: raw_socket("eth0"))
-        rx = in_netns(switch["ns"][1], lambda: raw_socket("eth0"))
-        with tx, rx:
-            tx.send(frames(1, 0)[0])
-            assert len(receive(rx, 1)) == 1
-        ce = sh.CounterEntry("EchelonIngress.special_pkts")
-        ce.index = SPECIAL_PLAIN
-        cells = list(ce.read())
-        assert cells[0].data.packet_count == 1
-    finally:
-        sh.teardown()
 
 
 def test_bad_interface_exits_2(tmp_path: Path) -> None:
