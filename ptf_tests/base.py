@@ -20,10 +20,10 @@ import ptf
 from ptf import testutils
 from ptf.base_tests import BaseTest
 
+from controlplane.bmruntime import RuntimeApiError, RuntimeClient
 from controlplane.p4rt import SwitchConnection
 from ptf_tests import entries
 from ptf_tests import packets as pk
-from topo.targets import TargetError, run_queue_command
 
 #: How long a frame the switch should forward may take to show up.
 RX_TIMEOUT_S = 2.0
@@ -90,11 +90,11 @@ class EchelonTest(BaseTest):  # type: ignore[misc]
 
     def set_queue_rate(self, port: int, pps: int) -> None:
         """``set_queue_rate`` on every priority queue of ``port`` through the target's
-        runtime CLI; ``pps == 0`` means unlimited (BMv2 turns 0 into a zero gap)."""
-        line = f"set_queue_rate {pps} {port}"
+        Thrift runtime API; ``pps == 0`` means unlimited (BMv2 turns 0 into a zero gap)."""
         try:
-            run_queue_command(self.p["target"], int(self.p["thrift_port"]), line)
-        except TargetError as exc:
+            with RuntimeClient(int(self.p["thrift_port"])) as rt:
+                rt.set_queue_rate(pps, port)
+        except RuntimeApiError as exc:
             self.fail(str(exc))
         (self.rated.add if pps else self.rated.discard)(port)
 

@@ -284,6 +284,17 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
                 out.append(stored)
         return out
 
+    # ------------------------------------------------------------------ Thrift runtime
+    def read_entities(self, entity: p4r.Entity) -> list[p4r.Entity]:
+        """What a Read of ``entity`` returns (for :mod:`softswitch.runtime`, no arbitration)."""
+        with self._lock:
+            return self._read(self._need_pipeline(), entity)
+
+    def write_counter(self, ce: p4r.CounterEntry) -> None:
+        """Set counter cells like a MODIFY (for :mod:`softswitch.runtime`'s counter calls)."""
+        with self._lock:
+            self._write_counter(self._need_pipeline(), p4r.Update.MODIFY, ce)
+
     # ------------------------------------------------------------------ stream
     def StreamChannel(
         self, request_iterator: Iterator[p4r.StreamMessageRequest], context: grpc.ServicerContext

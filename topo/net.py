@@ -189,8 +189,9 @@ class EchelonNet:
         mn.start()
         for s in self.switches():
             if self.queue_depth and s.target is not None:
-                for port in s.port_map:  # deep switch queues: the shaper is the bottleneck
-                    s.target.queue_command(f"set_queue_depth {self.queue_depth} {port}")
+                with s.target.runtime() as rt:  # deep switch queues: the shaper is the bottleneck
+                    for port in s.port_map:
+                        rt.set_queue_depth(self.queue_depth, port)
 
     def _add_link(self, mn: Mininet, i: int, lk: Link, delay_ok: bool) -> None:
         params: dict[str, Any] = {"txo": False, "rxo": False}

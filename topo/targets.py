@@ -1,8 +1,8 @@
 """Start, drive and stop a switch target: BMv2 ``simple_switch_grpc`` or the embedded soft switch.
 
-Both take simple_switch_grpc's command line and simple_switch_CLI's queue
-commands, so everything above this module (PTF runner, Mininet launcher,
-integration tests) is written once. ``auto`` picks BMv2 when
+Both take simple_switch_grpc's command line and serve BMv2's Thrift runtime API
+on ``--thrift-port`` (:mod:`controlplane.bmruntime`), so everything above this
+module (PTF runner, Mininet launcher, integration tests) is written once. ``auto`` picks BMv2 when
 ``simple_switch_grpc`` is on PATH and the soft switch otherwise.
 """
 
@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from controlplane.bmruntime import RuntimeApiError, RuntimeClient, run_command
 from echelon.errors import EchelonError
 
 log = logging.getLogger(__name__)
 
 TargetKind = Literal["soft", "bmv2", "auto"]
 BMV2_BINARY = "simple_switch_grpc"
-BMV2_CLI = "simple_switch_CLI"
 
 
 class TargetError(EchelonError):
@@ -111,9 +111,13 @@ class Target:
 
         wait_until(ready, timeout, f"{self.kind} switch on {self.grpc_addr}")
 
-    def queue_command(self, line: str, timeout: float = 15.0) -> str:
-        """Run one simple_switch_CLI command (``set_queue_rate 1 2``) against this switch."""
-        return run_queue_command(self.kind, self.thrift_port, line, timeout)
+    def queue_command(self, line: str, timeout: float = 15.0) -> None:
+        """Apply one simple_switch_CLI queue command (``set_queue_rate 1 2``) to this switch."""
+        run_queue_command(self.kind, self.thrift_port, line, timeout)
+
+    def runtime(self, timeout: float = 15.0) -> RuntimeClient:
+        """A Thrift runtime client (BMv2's ``bm_runtime`` API) for this switch; close it."""
+        return RuntimeClient(self.thrift_port, timeout=timeout).connect()
 
     def freeze(self) -> None:
         """SIGSTOP the switch: time passes for its queues, nothing is served."""
@@ -147,23 +151,14 @@ class Target:
 
 def run_queue_command(
     kind: Literal["soft", "bmv2"], thrift_port: int, line: str, timeout: float = 15.0
-) -> str:
-    """One simple_switch_CLI command through the target's runtime CLI; raises
-    :class:`TargetError` when the CLI fails or answers with an error."""
-    if kind == "bmv2":
-        argv = [BMV2_CLI, "--thrift-port", str(thrift_port)]
-    else:
-        argv = [sys.executable, "-m", "softswitch.cli", "--thrift-port", str(thrift_port)]
+) -> None:
+    """One simple_switch_CLI queue command (``set_queue_rate 100 2``) over BMv2's Thrift
+    runtime API, which both targets serve; :class:`TargetError` when the switch refuses
+    it or cannot be reached. ``kind`` is kept for the log: the call is the same."""
     try:
-        res = subprocess.run(
-            argv, input=(line + "\n").encode(), capture_output=True, timeout=timeout
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise TargetError(f"runtime CLI did not answer {line!r} within {timeout}s") from exc
-    out = (res.stdout + res.stderr).decode(errors="replace")
-    if res.returncode != 0 or "error" in out.lower():
-        raise TargetError(f"runtime CLI rejected {line!r}: {out.strip()}")
-    return out
+        run_command(thrift_port, line, timeout=timeout)
+    except RuntimeApiError as exc:
+        raise TargetError(f"{kind} switch on thrift port {thrift_port}: {exc}") from None
 
 
 def command_line(
