@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -47,6 +48,9 @@ class AgentStatus:
     reconciles: int = 0
     updates_written: int = 0
     last_error: str | None = None
+    #: the last reconciliation: updates written and seconds spent (read-back + diff + write)
+    last_reconcile_updates: int = 0
+    last_reconcile_s: float = 0.0
 
 
 class SwitchAgent:
@@ -161,11 +165,15 @@ class SwitchAgent:
         conn.p4info = self.p4info
         self.status.pipeline_cookie = self.cookie
         with self._lock:
+            t0 = time.perf_counter()
             current = set(conn.read_table_entries())
             desired = self._desired(self.name)
-            self._write(plan_updates(current, desired, self._sizes()), current)
+            steps = plan_updates(current, desired, self._sizes())
+            self._write(steps, current)
             self.installed = desired
             self.status.reconciles += 1
+            self.status.last_reconcile_updates = len(steps)
+            self.status.last_reconcile_s = time.perf_counter() - t0
         with self.synced:
             self.status.in_sync = True
             self.status.last_error = None

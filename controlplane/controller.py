@@ -253,6 +253,8 @@ class Controller:
                 "pipeline_pushes": st.pipeline_pushes,
                 "reconciles": st.reconciles,
                 "updates_written": st.updates_written,
+                "last_reconcile_updates": st.last_reconcile_updates,
+                "last_reconcile_s": st.last_reconcile_s,
                 "last_error": st.last_error,
                 "entries": a.entry_counts() if st.in_sync else {},
             }

@@ -191,14 +191,18 @@ def start_target(
     netns: str | None = None,
     log_level: str = "info",
     ready_timeout: float = 30.0,
+    cpus: str | None = None,
 ) -> Target:
     """Start a switch on ``ports`` ({port number: interface}) and wait until it serves.
 
     The process's console log goes to ``log_path`` (or is discarded). In
-    ``netns`` the process runs inside that network namespace.
+    ``netns`` the process runs inside that network namespace; ``cpus`` (a
+    ``taskset`` list such as ``"1"``) pins it, as the benchmarks do.
     """
     real = resolve_kind(kind)
     argv = command_line(real, ports, grpc_addr, thrift_port, device_id, priority_queues, log_level)
+    if cpus:
+        argv = ["taskset", "-c", cpus, *argv]
     if netns:
         argv = ["ip", "netns", "exec", netns, *argv]
     path = Path(log_path) if log_path else None
