@@ -32,7 +32,7 @@ import yaml
 
 from controlplane.p4info import P4Info
 from controlplane.p4rt import SwitchConnection
-from topo.targets import free_port
+from targets.process import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"

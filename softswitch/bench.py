@@ -33,7 +33,8 @@ from controlplane.p4info import P4Info, TableEntry
 from controlplane.p4rt import SwitchConnection
 from softswitch import benchtraffic as bt
 from softswitch.benchinserts import insert_rates, report
-from topo.targets import free_port, start_target
+from targets.process import free_port
+from targets.switch import start_target
 
 ROOT = Path(__file__).resolve().parents[1]
 P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"

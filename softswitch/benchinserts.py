@@ -1,6 +1,6 @@
 """P4Runtime insert rate of the soft switch and of BMv2, measured in one run.
 
-Each target is started by :func:`topo.targets.start_target` (no ports, pinned to
+Each target is started by :func:`targets.switch.start_target` (no ports, pinned to
 the same CPU), given the pipeline, and sent the same pre-built INSERT updates
 (``--batch`` per WriteRequest) from one :class:`controlplane.p4rt.SwitchConnection`;
 only the Write calls are timed. Rounds alternate between the targets and the
@@ -18,7 +18,8 @@ from pathlib import Path
 
 from controlplane.p4info import P4Info, TableEntry
 from controlplane.p4rt import SwitchConnection
-from topo.targets import BMV2_BINARY, free_port, start_target
+from targets.process import free_port
+from targets.switch import BMV2_BINARY, start_target
 
 ROOT = Path(__file__).resolve().parents[1]
 P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"

@@ -12,26 +12,20 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Literal
 
 from controlplane.bmruntime import RuntimeApiError, RuntimeClient, run_command
-from echelon.errors import EchelonError
+from targets.process import TargetError, port_open, stop_process, wait_until
 
 log = logging.getLogger(__name__)
 
 TargetKind = Literal["soft", "bmv2", "auto"]
 BMV2_BINARY = "simple_switch_grpc"
-
-
-class TargetError(EchelonError):
-    """A switch target failed to start, answer or stop."""
 
 
 def resolve_kind(kind: TargetKind) -> Literal["soft", "bmv2"]:
@@ -43,39 +37,6 @@ def resolve_kind(kind: TargetKind) -> Literal["soft", "bmv2"]:
     if kind not in ("soft", "bmv2"):
         raise TargetError(f"unknown target kind {kind!r} (soft, bmv2 or auto)")
     return kind
-
-
-def wait_until(cond: Callable[[], bool], timeout: float, what: str, interval: float = 0.02) -> None:
-    """Poll ``cond`` until it holds; raise :class:`TargetError` naming ``what`` at the deadline."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise TargetError(f"timed out after {timeout:.1f}s waiting for {what}")
-        time.sleep(interval)
-
-
-def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> int:
-    """SIGTERM ``proc``, then SIGKILL if it is still there after ``timeout``; its exit status."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    return proc.returncode
-
-
-def _port_open(addr: str) -> bool:
-    host, _, port = addr.rpartition(":")
-    host = host.strip("[]") or "127.0.0.1"
-    if host in ("0.0.0.0", "::"):
-        host = "127.0.0.1"
-    try:
-        with socket.create_connection((host, int(port)), timeout=0.2):
-            return True
-    except OSError:
-        return False
 
 
 @dataclass
@@ -107,7 +68,7 @@ class Target:
                     f"{self.kind} switch exited with {self.proc.returncode} during start-up"
                     + (f"; see {self.log_path}" if self.log_path else "")
                 )
-            return _port_open(self.grpc_addr) and _port_open(f"127.0.0.1:{self.thrift_port}")
+            return port_open(self.grpc_addr) and port_open(f"127.0.0.1:{self.thrift_port}")
 
         wait_until(ready, timeout, f"{self.kind} switch on {self.grpc_addr}")
 
@@ -127,20 +88,12 @@ class Target:
         os.kill(self.pid, signal.SIGCONT)
 
     def stop(self, timeout: float = 10.0) -> int:
-        """SIGTERM, then SIGKILL after ``timeout``; returns the exit status."""
-        if self.alive():
-            try:
-                os.kill(self.pid, signal.SIGCONT)  # a frozen process cannot handle SIGTERM
-                self.proc.terminate()
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                log.warning("%s switch pid %d ignored SIGTERM; killing", self.kind, self.pid)
-                self.proc.kill()
-                self.proc.wait()
+        """SIGCONT + SIGTERM, then SIGKILL after ``timeout``; returns the exit status."""
+        rc = stop_process(self.proc, timeout)
         if self._log_file:
             self._log_file.close()
             self._log_file = None
-        return self.proc.returncode
+        return rc
 
     def __enter__(self) -> Target:
         return self
@@ -225,10 +178,3 @@ def start_target(
         target.stop()
         raise
     return target
-
-
-def free_port() -> int:
-    """An unused TCP port on 127.0.0.1 (for tests that start several targets)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

@@ -11,7 +11,7 @@
   offload off (a raw-socket switch forwards what it reads; offloaded frames
   carry no checksum).
 * Switches: :class:`P4Switch` starts the chosen target through
-  :func:`topo.targets.start_target` on its interfaces (``-i port@intf``), logs to
+  :func:`targets.switch.start_target` on its interfaces (``-i port@intf``), logs to
   ``run/logs/<switch>.log`` and is stopped by PID. No OpenFlow controller: the
   controller daemon programs the switches over P4Runtime.
 * Links: ``bw_mbit`` via Mininet's ``TCLink``; ``delay_ms`` only where the
@@ -42,8 +42,8 @@ from mininet.node import Host, Node, Switch
 
 from echelon.errors import EchelonError
 from echelon.topology import Link, Topology
+from targets.switch import Target, TargetKind, resolve_kind, start_target
 from topo import tc
-from topo.targets import Target, TargetKind, resolve_kind, start_target
 
 log = logging.getLogger(__name__)
 DEFAULT_PREFIX = "ec"

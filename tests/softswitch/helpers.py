@@ -6,11 +6,9 @@ import contextlib
 import ctypes
 import os
 import queue
-import signal
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,24 +26,6 @@ PYTHON = str(ROOT / ".venv" / "bin" / "python")
 
 def load_p4info() -> p4info_pb2.P4Info:
     return text_format.Parse(P4INFO_PATH.read_text(), p4info_pb2.P4Info())
-
-
-def wait_until(cond: Callable[[], Any], timeout: float = 5.0, interval: float = 0.01) -> Any:
-    """Poll ``cond`` until it is truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"condition not met within {timeout} s")
-        time.sleep(interval)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Names:
@@ -285,46 +265,6 @@ def veth_hosts(prefix: str, count: int) -> Iterator[list[tuple[str, str]]]:
         for sw, ns in made:
             subprocess.run(["ip", "link", "del", sw], capture_output=True)
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-
-
-def stop_process(proc: subprocess.Popen[Any], timeout: float = 5.0) -> int:
-    """SIGTERM, then SIGKILL after ``timeout``; the exit code."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            return proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            return proc.wait(timeout)
-    return int(proc.returncode)
-
-
-def start_switch(
-    ports: dict[int, str],
-    grpc_port: int,
-    thrift_port: int,
-    log_path: Path,
-    extra: list[str] | None = None,
-    queues: int = 8,
-) -> subprocess.Popen[Any]:
-    """Start ``python -m softswitch`` and wait for its ready line."""
-    cmd = [PYTHON, "-m", "softswitch", "--device-id", "0"]
-    for n, i in ports.items():
-        cmd += ["-i", f"{n}@{i}"]
-    cmd += ["--thrift-port", str(thrift_port), "--log-console", "-L", "info", "--no-p4"]
-    cmd += extra or []
-    cmd += ["--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--priority-queues", str(queues)]
-    log = open(log_path, "w")  # noqa: SIM115 - the child owns it
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-    log.close()
-    try:
-        wait_until(lambda: proc.poll() is not None or "ready grpc=" in log_path.read_text(), 20)
-        if proc.poll() is not None:
-            raise RuntimeError(f"switch exited: {log_path.read_text()}")
-    except BaseException:
-        stop_process(proc)
-        raise
-    return proc
 
 
 def process_exists(pid: int) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -19,20 +18,18 @@ from scapy.layers.l2 import Ether
 from controlplane.bmruntime import RuntimeApiError, RuntimeClient
 from echelon.constants import priority_for_dscp
 from echelon.wire import Echelon
+from targets.process import free_port, wait_until
+from targets.switch import start_target
 from tests.softswitch.helpers import (
     INSERT,
     PYTHON,
     ROOT,
     Client,
     Names,
-    free_port,
     in_netns,
     load_p4info,
     raw_socket,
-    start_switch,
-    stop_process,
     veth_hosts,
-    wait_until,
 )
 
 pytestmark = [
@@ -51,13 +48,15 @@ def ip_int(a: str) -> int:
 def switch(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """A switch process on two ports whose host ends live in namespaces."""
     with veth_hosts(PREFIX, 2) as hosts:
-        gport, tport = free_port(), free_port()
         log = tmp_path / "switch.log"
-        proc = start_switch({1: hosts[0][0], 2: hosts[1][0]}, gport, tport, log)
+        grpc_addr = f"127.0.0.1:{free_port()}"
+        target = start_target(
+            "soft", {1: hosts[0][0], 2: hosts[1][0]}, grpc_addr, free_port(), log_path=log
+        )
         info: dict[str, Any] = {
-            "proc": proc,
-            "grpc": f"127.0.0.1:{gport}",
-            "thrift": tport,
+            "target": target,
+            "grpc": grpc_addr,
+            "thrift": target.thrift_port,
             "ns": [h[1] for h in hosts],
             "log": log,
             "rc": None,
@@ -65,7 +64,7 @@ def switch(tmp_path: Path) -> Iterator[dict[str, Any]]:
         try:
             yield info
         finally:
-            info["rc"] = stop_process(proc)
+            info["rc"] = target.stop()
             assert info["rc"] == 0, log.read_text()
 
 
@@ -201,7 +200,7 @@ def test_frozen_switch_releases_burst_in_priority_order(switch: dict[str, Any]) 
     """SIGSTOP, send 2 packets per priority interleaved, SIGCONT: out 7 7 6 6 ... 0 0."""
     names = Names(load_p4info())
     c = Client(switch["grpc"], election=1)
-    proc = switch["proc"]
+    target = switch["target"]
     try:
         assert c.arbitrate().arbitration.status.code == 0
         program(c, names)
@@ -231,14 +230,14 @@ def test_frozen_switch_releases_burst_in_priority_order(switch: dict[str, Any]) 
         tx = in_netns(switch["ns"][0], lambda: raw_socket("eth0"))
         rx = in_netns(switch["ns"][1], lambda: raw_socket("eth0"))
         with tx, rx:
-            proc.send_signal(signal.SIGSTOP)
+            target.freeze()
             try:
                 sw_if = f"{PREFIX}p1"
                 for f in burst:
                     tx.send(f)
-                wait_until(lambda: _rmem(sw_if) > 0, 5)
+                wait_until(lambda: _rmem(sw_if) > 0, 5, "the burst queued at the frozen switch")
             finally:
-                proc.send_signal(signal.SIGCONT)
+                target.thaw()
             got = receive(rx, len(burst))
         prios = [priority_for_dscp(Ether(d)[IP].tos >> 2) for _t, d in got]
         assert prios == [p for p in range(7, -1, -1) for _ in range(2)]

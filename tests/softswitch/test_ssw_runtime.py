@@ -23,7 +23,8 @@ from softswitch.p4rt_server import P4RuntimeService, make_server
 from softswitch.pipeline import Pipeline
 from softswitch.queueing import PriorityRateQueues
 from softswitch.runtime import EMPTY_CONFIG, RuntimeServer
-from tests.softswitch.helpers import P4INFO_PATH, free_port
+from targets.process import free_port
+from tests.softswitch.helpers import P4INFO_PATH
 from tests.softswitch.p4json import bmv2_json
 
 VENV_CLI = str(Path(sys.executable).parent / "simple_switch_CLI")

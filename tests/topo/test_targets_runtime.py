@@ -13,8 +13,9 @@ import pytest
 
 from controlplane.bmruntime import RuntimeApiError
 from controlplane.p4rt import SwitchConnection
+from targets.process import TargetError, free_port
+from targets.switch import Target, start_target
 from tests.softswitch.p4json import bmv2_json
-from topo.targets import Target, TargetError, free_port, start_target
 
 ROOT = Path(__file__).resolve().parents[2]
 P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"
