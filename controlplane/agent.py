@@ -275,10 +275,7 @@ def _write_phases(conn: SwitchConnection, steps: list[Step]) -> None:
     applied: list[Step] = []
     for batch in _phases(steps):
         try:
-            updates = []
-            for s in batch:
-                updates += conn.updates(s.kind, [s.entry])
-            conn.write(updates)
+            conn.write_entries([(s.kind, s.entry) for s in batch])
         except P4RuntimeWriteError as exc:
             ok = set(exc.succeeded_indices)
             done = [s for i, s in enumerate(batch) if i in ok]

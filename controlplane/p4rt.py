@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 from finsy.proto import p4r as p4runtime_pb2
@@ -48,6 +48,9 @@ log = logging.getLogger(__name__)
 
 #: Updates per WriteRequest; keeps each message far below gRPC's 4 MB default.
 WRITE_CHUNK = 2000
+#: Updates per WriteRequest of :meth:`SwitchConnection.write_entries`: small enough that
+#: encoding the next chunk overlaps most of the switch's work on the current one.
+PIPELINED_CHUNK = 500
 #: Deadline of unary RPCs, so a frozen switch cannot hang the caller forever.
 RPC_TIMEOUT_S = 10.0
 
@@ -308,6 +311,50 @@ class SwitchConnection:
     def delete(self, entries: Iterable[TableEntry]) -> None:
         self.write(self.updates("DELETE", entries))
 
+    def _request(self, part: Sequence[p4runtime_pb2.Update]) -> p4runtime_pb2.WriteRequest:
+        req = p4runtime_pb2.WriteRequest(device_id=self.device_id, updates=part)
+        req.election_id.high, req.election_id.low = self.election_id
+        if self.role:
+            req.role = self.role
+        return req
+
+    def _raise_write(self, exc: grpc.RpcError, start: int, count: int) -> NoReturn:
+        code = grpc_code(exc)
+        if code in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+            raise rpc_error(exc, "Write") from None
+        statuses = write_statuses(exc, start, count)
+        raise P4RuntimeWriteError(code, str(exc.details()), statuses, start) from None
+
+    def write_entries(
+        self, items: Sequence[tuple[str, TableEntry]], chunk: int = PIPELINED_CHUNK
+    ) -> None:
+        """Write ``(kind, entry)`` pairs in order, ``chunk`` per WriteRequest, encoding
+        chunk k+1 while the switch applies chunk k.
+
+        Chunks still apply strictly in order (k+1 is sent only after k succeeded) and
+        errors are those of :meth:`write`: the first failing chunk raises
+        :class:`P4RuntimeWriteError` with per-update statuses; nothing after it is sent.
+        """
+        pending: tuple[Any, int, int] | None = None
+        start = 0
+        while True:
+            req = None
+            if start < len(items):
+                part = items[start : start + chunk]
+                updates = [u for kind, e in part for u in self.updates(kind, [e])]
+                req = self._request(updates)
+            if pending is not None:
+                fut, at, n = pending
+                try:
+                    fut.result()
+                except grpc.RpcError as exc:
+                    self._raise_write(exc, at, n)
+                pending = None
+            if req is None:
+                return
+            pending = (self.stub.Write.future(req, timeout=RPC_TIMEOUT_S), start, len(part))
+            start += len(part)
+
     def write(self, updates: Sequence[p4runtime_pb2.Update], chunk: int = WRITE_CHUNK) -> None:
         """Send ``updates`` in order, ``chunk`` per WriteRequest.
 
@@ -316,18 +363,10 @@ class SwitchConnection:
         """
         for start in range(0, len(updates), chunk):
             part = updates[start : start + chunk]
-            req = p4runtime_pb2.WriteRequest(device_id=self.device_id, updates=part)
-            req.election_id.high, req.election_id.low = self.election_id
-            if self.role:
-                req.role = self.role
             try:
-                self.stub.Write(req, timeout=RPC_TIMEOUT_S)
+                self.stub.Write(self._request(part), timeout=RPC_TIMEOUT_S)
             except grpc.RpcError as exc:
-                code = grpc_code(exc)
-                if code in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
-                    raise rpc_error(exc, "Write") from None
-                statuses = write_statuses(exc, start, len(part))
-                raise P4RuntimeWriteError(code, str(exc.details()), statuses, start) from None
+                self._raise_write(exc, start, len(part))
 
     # ------------------------------------------------------------ reads
 
