@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from controlplane.bmruntime import RuntimeApiError, RuntimeClient
 from controlplane.p4rt import SwitchConnection
 from ptf_tests import entries
 from ptf_tests import packets as pk
+from targets.process import WaitTimeout, wait_until
 
 #: How long a frame the switch should forward may take to show up.
 RX_TIMEOUT_S = 2.0
@@ -80,11 +80,11 @@ class EchelonTest(BaseTest):  # type: ignore[misc]
         return self.sw.read_counter(f"EchelonIngress.{name}", index)[index]
 
     def wait_for(self, cond: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not cond():
-            if time.monotonic() > deadline:
-                self.fail(f"timed out after {timeout} s waiting for {what}")
-            time.sleep(0.01)
+        """:func:`targets.process.wait_until`, failing the test at the deadline."""
+        try:
+            wait_until(cond, timeout, what, 0.01)
+        except WaitTimeout as exc:
+            self.fail(str(exc))
 
     # ------------------------------------------------------------ target control
 

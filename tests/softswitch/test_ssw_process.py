@@ -69,8 +69,8 @@ def switch(tmp_path: Path) -> Iterator[dict[str, Any]]:
 
 
 def program(c: Client, names: Names) -> None:
-    c.set_pipeline(names.p4info)
-    c.write(
+    c.push_pipeline(names.p4info)
+    c.send_write(
         (
             INSERT,
             names.entry(
@@ -204,7 +204,7 @@ def test_frozen_switch_releases_burst_in_priority_order(switch: dict[str, Any]) 
     try:
         assert c.arbitrate().arbitration.status.code == 0
         program(c, names)
-        c.write(
+        c.send_write(
             *[
                 (
                     INSERT,
