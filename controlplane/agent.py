@@ -98,7 +98,8 @@ class SwitchAgent:
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
-        self._thread.join(timeout=5.0)
+        if self._thread.is_alive():  # never started when the daemon failed to listen
+            self._thread.join(timeout=5.0)
         if self.conn is not None:
             self.conn.close()
 
