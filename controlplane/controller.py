@@ -83,6 +83,8 @@ class Controller:
         with self.lock:
             self._records = self.registry.jobs(specs=False)
             self._plans = self._replan(self._records, self.policy)
+            for plan in self._plans:  # build every group's entries now, not while a
+                self._group_entries(plan)  # switch waits for its first reconciliation
 
     # ------------------------------------------------------------ lifecycle
 

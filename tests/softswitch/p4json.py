@@ -10,6 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "p4src" / "build" / "echelon.json"
+_compiled: list[Path] = []  # one compile per test session (pytest keeps tmp dirs until exit)
 
 
 def bmv2_json(tmp_path: Path) -> Path:
@@ -17,6 +18,8 @@ def bmv2_json(tmp_path: Path) -> Path:
     skips the test when neither exists (p4c is an optional tool, see docs/bmv2.md)."""
     if COMMITTED.exists():
         return COMMITTED
+    if _compiled:
+        return _compiled[0]
     p4c = shutil.which("p4c-bm2-ss")
     if p4c is None:
         pytest.skip("no p4src/build/echelon.json and no p4c-bm2-ss to build it")
@@ -27,4 +30,5 @@ def bmv2_json(tmp_path: Path) -> Path:
         capture_output=True,
         timeout=300,
     )
+    _compiled.append(out)
     return out
