@@ -388,20 +388,30 @@ class SwitchConnection:
         :class:`P4RuntimeWriteError` with per-update statuses; nothing after it is sent.
         """
         pending: tuple[Any, int, int] | None = None
+
+        def settle() -> None:
+            """Wait for the chunk in flight; raise its error."""
+            nonlocal pending
+            if pending is not None:
+                fut, at, n = pending
+                pending = None
+                try:
+                    fut.result()
+                except grpc.RpcError as exc:
+                    self._raise_write(exc, at, n)
+
         start = 0
         while True:
             req = None
             if start < len(items):
                 part = items[start : start + chunk]
-                updates = [u for kind, e in part for u in self.updates(kind, [e])]
-                req = self.write_request(updates)
-            if pending is not None:
-                fut, at, n = pending
                 try:
-                    fut.result()
-                except grpc.RpcError as exc:
-                    self._raise_write(exc, at, n)
-                pending = None
+                    updates = [u for kind, e in part for u in self.updates(kind, [e])]
+                except BaseException:
+                    settle()  # never leave a chunk in flight behind an encoding error
+                    raise
+                req = self.write_request(updates)
+            settle()
             if req is None:
                 return
             pending = (self.stub.Write.future(req, timeout=RPC_TIMEOUT_S), start, len(part))

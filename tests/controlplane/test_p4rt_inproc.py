@@ -111,3 +111,26 @@ def test_connect_timeout_and_stream_break(server: InProcessSwitch) -> None:
         assert broke == [sw]
     finally:
         sw.close()
+
+
+def test_pipelined_write_keeps_order_and_stops_at_the_failing_chunk(
+    server: InProcessSwitch,
+) -> None:
+    with SwitchConnection(server.addr) as sw:
+        sw.set_pipeline(P4INFO)
+        entries = [_route(sw, i) for i in range(1030)]  # ipv4_lpm holds 1024
+        sw.write_entries([("INSERT", e) for e in entries[:300]], chunk=100)  # type: ignore[misc]
+        assert server.writes == 3
+        # a DELETE then re-INSERT of the same entries only works if chunks apply in order
+        pairs = [("DELETE", e) for e in entries[:300]] + [("INSERT", e) for e in entries[:300]]
+        sw.write_entries(pairs, chunk=100)  # type: ignore[arg-type]
+        assert set(sw.read_table_entries("ipv4_lpm")) == set(entries[:300])
+        with pytest.raises(P4RuntimeWriteError) as ei:
+            # 730 inserts in 10 chunks of 73 (room for 724), then a DELETE in an 11th chunk
+            rest = [("INSERT", e) for e in entries[300:]] + [("DELETE", entries[0])]
+            sw.write_entries(rest, chunk=73)  # type: ignore[arg-type]
+        assert ei.value.resource_exhausted
+        assert ei.value.applied == 9 * 73  # the chunks before the failing one
+        assert len(ei.value.succeeded_indices) == 724
+        assert server.writes == 3 + 6 + 10  # nothing sent after the failing chunk
+        assert entries[0] in sw.read_table_entries("ipv4_lpm")  # the DELETE never went out
