@@ -12,7 +12,7 @@ TOPO    ?= topo/star.yaml
 APT_PKGS := mininet iproute2 ethtool tcpdump
 P4C     := $(shell command -v p4c-bm2-ss 2>/dev/null)
 
-.PHONY: help deps venv p4 run test test-unit test-ptf test-e2e lint typecheck fmt bench eval ptf clean
+.PHONY: help deps venv p4 run test test-unit test-ptf test-e2e lint typecheck fmt bench eval ptf clean p4rt-shell p4rt-shell-venv
 
 help:
 	@echo "make run      end-to-end demo on the emulated network (TARGET=auto|soft|bmv2, TOPO=...)"
@@ -21,6 +21,7 @@ help:
 	@echo "make bench    scheduler, soft switch and controller benchmarks"
 	@echo "make eval     simulator evaluation report -> docs/evaluation.md"
 	@echo "make p4       compile p4src/ with p4c (or use the committed build outputs)"
+	@echo "make p4rt-shell  p4runtime-shell attached to a running switch (GRPC=127.0.0.1:9559)"
 
 # System packages: Mininet's mnexec, iproute2/tc, ethtool. Installed only when missing.
 deps:
@@ -40,6 +41,23 @@ $(STAMP): requirements.txt pyproject.toml
 	$(VENV)/bin/pip install -q -r requirements.txt
 	$(VENV)/bin/pip install -q --no-deps -e .
 	@touch $@
+
+# p4runtime-shell pins protobuf < 3.21: it gets its own venv, never the main one.
+P4RT_VENV     ?= .venv-p4rt-shell
+GRPC          ?= 127.0.0.1:9559
+P4RT_ELECTION ?= 0,2
+p4rt-shell-venv: $(P4RT_VENV)/.installed
+$(P4RT_VENV)/.installed: requirements-p4rt-shell.txt
+	python3 -m venv $(P4RT_VENV)
+	$(P4RT_VENV)/bin/pip install -q --upgrade pip
+	$(P4RT_VENV)/bin/pip install -q -r requirements-p4rt-shell.txt
+	@touch $@
+
+# Attach to the running switch (device 0) without pushing a pipeline: the shell reads
+# the P4Info from the switch. Election ID 0,2 is above the controller's default 0,1,
+# so the shell may write and the controller is backup until the shell exits.
+p4rt-shell: p4rt-shell-venv
+	$(P4RT_VENV)/bin/python -m p4runtime_sh --grpc-addr $(GRPC) --device-id 0 --election-id $(P4RT_ELECTION)
 
 p4:
 ifeq ($(P4C),)
@@ -84,4 +102,4 @@ fmt: venv
 	$(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf run/ .pytest_cache .mypy_cache .ruff_cache
+	rm -rf run/ .pytest_cache .mypy_cache .ruff_cache $(P4RT_VENV)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,7 +29,7 @@ from controlplane.p4rt import (
     P4RuntimeWriteError,
     SwitchConnection,
 )
-from topo.topology import Switch
+from echelon.topology import Switch
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,9 @@ class AgentStatus:
     reconciles: int = 0
     updates_written: int = 0
     last_error: str | None = None
+    #: the last reconciliation: updates written and seconds spent (read-back + diff + write)
+    last_reconcile_updates: int = 0
+    last_reconcile_s: float = 0.0
 
 
 class SwitchAgent:
@@ -94,7 +98,8 @@ class SwitchAgent:
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
-        self._thread.join(timeout=5.0)
+        if self._thread.is_alive():  # never started when the daemon failed to listen
+            self._thread.join(timeout=5.0)
         if self.conn is not None:
             self.conn.close()
 
@@ -161,11 +166,15 @@ class SwitchAgent:
         conn.p4info = self.p4info
         self.status.pipeline_cookie = self.cookie
         with self._lock:
+            t0 = time.perf_counter()
             current = set(conn.read_table_entries())
             desired = self._desired(self.name)
-            self._write(plan_updates(current, desired, self._sizes()), current)
+            steps = plan_updates(current, desired, self._sizes())
+            self._write(steps, current)
             self.installed = desired
             self.status.reconciles += 1
+            self.status.last_reconcile_updates = len(steps)
+            self.status.last_reconcile_s = time.perf_counter() - t0
         with self.synced:
             self.status.in_sync = True
             self.status.last_error = None
@@ -267,10 +276,7 @@ def _write_phases(conn: SwitchConnection, steps: list[Step]) -> None:
     applied: list[Step] = []
     for batch in _phases(steps):
         try:
-            updates = []
-            for s in batch:
-                updates += conn.updates(s.kind, [s.entry])
-            conn.write(updates)
+            conn.write_entries([(s.kind, s.entry) for s in batch])
         except P4RuntimeWriteError as exc:
             ok = set(exc.succeeded_indices)
             done = [s for i, s in enumerate(batch) if i in ok]

@@ -6,7 +6,7 @@ check the exact bytes a write would carry without a switch.
 
 from __future__ import annotations
 
-from p4.v1 import p4runtime_pb2
+from finsy.proto import p4r as p4runtime_pb2
 
 from controlplane.p4info import MatchValue, P4Info, P4InfoError, TableEntry, decode, encode
 

@@ -32,7 +32,7 @@ from controlplane.p4info import P4Info, TableEntry
 from controlplane.planning import ParsedJob, check_policy, parse_job, plan_groups
 from controlplane.registry import JobRecord, Registry, UnknownJobError
 from echelon.constants import SPECIAL_COUNT
-from topo.topology import Topology, TopologyNetwork
+from echelon.topology import Topology, TopologyNetwork
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,8 @@ class Controller:
         with self.lock:
             self._records = self.registry.jobs(specs=False)
             self._plans = self._replan(self._records, self.policy)
+            for plan in self._plans:  # build every group's entries now, not while a
+                self._group_entries(plan)  # switch waits for its first reconciliation
 
     # ------------------------------------------------------------ lifecycle
 
@@ -253,6 +255,8 @@ class Controller:
                 "pipeline_pushes": st.pipeline_pushes,
                 "reconciles": st.reconciles,
                 "updates_written": st.updates_written,
+                "last_reconcile_updates": st.last_reconcile_updates,
+                "last_reconcile_s": st.last_reconcile_s,
                 "last_error": st.last_error,
                 "entries": a.entry_counts() if st.in_sync else {},
             }

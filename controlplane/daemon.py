@@ -12,6 +12,8 @@ import argparse
 import logging
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 
 from controlplane.api import make_app
@@ -20,7 +22,7 @@ from controlplane.p4info import P4Info
 from controlplane.planning import POLICIES
 from controlplane.registry import Registry
 from echelon.errors import EchelonError
-from topo.topology import load
+from echelon.topology import load
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"
@@ -90,10 +92,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import uvicorn
 
-    ctl.start()
+    app = make_app(ctl, args.token)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+    server = uvicorn.Server(config)
+
+    def start_agents() -> None:
+        # Once the API listens: the server's start-up work (imports, event loop) then no
+        # longer competes with the first reconciliation, and /status answers during it.
+        while not server.started and not server.should_exit:
+            time.sleep(0.01)  # polling interval of a wait that ends with the process
+        if server.started:
+            ctl.start()
+
+    threading.Thread(target=start_agents, name="start-agents", daemon=True).start()
     try:
-        app = make_app(ctl, args.token)
-        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+        server.run()
     finally:
         ctl.stop()
         ctl.registry.close()

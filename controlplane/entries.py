@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from controlplane.p4info import P4Info, TableEntry
 from echelon.errors import EchelonError
 from echelon.schedule import DeadlineRange
-from topo.topology import Topology
+from echelon.topology import Topology
 
 T_LPM = "EchelonIngress.ipv4_lpm"
 T_CLASSIFY = "EchelonIngress.echelon_classify"
@@ -159,11 +160,17 @@ def plan_updates(
     """
     cur_set = {e for e in current if not e.is_default}
     want_set = {e for e in desired if not e.is_default}
-    gone = {e.key: e for e in cur_set - want_set}
-    new = {e.key: e for e in want_set - cur_set}
-    inserts = [Step("INSERT", e) for k, e in new.items() if k not in gone]
-    modifies = [Step("MODIFY", e, gone[k]) for k, e in new.items() if k in gone]
-    deletes = [Step("DELETE", e, e) for k, e in gone.items() if k not in new]
+    gone_set, new_set = cur_set - want_set, want_set - cur_set
+    if not gone_set or not new_set:  # pure inserts (e.g. an empty switch) or pure deletes
+        inserts = [Step("INSERT", e) for e in new_set]
+        modifies: list[Step] = []
+        deletes = [Step("DELETE", e, e) for e in gone_set]
+    else:
+        gone = {e.key: e for e in gone_set}
+        new = {e.key: e for e in new_set}
+        inserts = [Step("INSERT", e) for k, e in new.items() if k not in gone]
+        modifies = [Step("MODIFY", e, gone[k]) for k, e in new.items() if k in gone]
+        deletes = [Step("DELETE", e, e) for k, e in gone.items() if k not in new]
     tight: set[str] = set()
     if sizes:
         peak = count_by_table(cur_set)
@@ -179,7 +186,14 @@ def _sorted(steps: Sequence[Step]) -> list[Step]:
     """Deterministic order; ids before classify before ranges, so a group is known
     before its sources are classified (and the reverse would only cost counters)."""
     rank = {T_LPM: 0, T_IDS: 1, T_CLASSIFY: 2, T_DEADLINE: 3}
-    return sorted(steps, key=lambda s: (rank.get(s.entry.table, 9), s.entry))
+
+    def order(s: Step) -> tuple[Any, ...]:
+        # TableEntry's own field order, as plain tuples: compared in C, not by the
+        # dataclass's generated __lt__/__eq__ (4,000 entries: 100 ms -> a few ms)
+        e = s.entry
+        return (rank.get(e.table, 9), e.table, e.match, e.action or "", e.params, e.priority)
+
+    return sorted(steps, key=order)
 
 
 def apply_steps(entries: Iterable[TableEntry], steps: Iterable[Step]) -> set[TableEntry]:

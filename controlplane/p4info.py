@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from finsy.proto import p4i as p4info_pb2
 from google.protobuf import text_format
-from p4.config.v1 import p4info_pb2
 
 from echelon.errors import SpecError
 

@@ -25,11 +25,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
-from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from finsy.proto import p4r as p4runtime_pb2
+from finsy.proto import p4r_grpc as p4runtime_pb2_grpc
+from finsy.proto import rpc_code as code_pb2
 
 from controlplane.codec import entry_from_proto, entry_to_proto
 from controlplane.p4info import P4Info, TableEntry, UserValue
@@ -47,6 +48,9 @@ log = logging.getLogger(__name__)
 
 #: Updates per WriteRequest; keeps each message far below gRPC's 4 MB default.
 WRITE_CHUNK = 2000
+#: Updates per WriteRequest of :meth:`SwitchConnection.write_entries`: small enough that
+#: encoding the next chunk overlaps most of the switch's work on the current one.
+PIPELINED_CHUNK = 500
 #: Deadline of unary RPCs, so a frozen switch cannot hang the caller forever.
 RPC_TIMEOUT_S = 10.0
 
@@ -58,7 +62,7 @@ class SwitchConnection:
         self,
         grpc_addr: str,
         device_id: int = 0,
-        election_id: tuple[int, int] = (0, 1),
+        election_id: tuple[int, int] | None = (0, 1),
         role: str = "",
         p4info: P4Info | None = None,
     ) -> None:
@@ -69,6 +73,8 @@ class SwitchConnection:
         self.p4info = p4info
         self.is_primary = False
         self.stream_error: str | None = None
+        #: the gRPC error that ended the stream (``None`` while open or when it just closed)
+        self.stream_exception: grpc.RpcError | None = None
         self._channel: grpc.Channel | None = None
         self._stub: p4runtime_pb2_grpc.P4RuntimeStub | None = None
         self._requests: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
@@ -80,6 +86,7 @@ class SwitchConnection:
         self._on_break: list[Callable[[SwitchConnection], None]] = []
         self._on_packet: list[Callable[[p4runtime_pb2.PacketIn], None]] = []
         self._on_arbitration: list[Callable[[SwitchConnection], None]] = []
+        self._on_message: list[Callable[[p4runtime_pb2.StreamMessageResponse], None]] = []
 
     # ------------------------------------------------------------ connection
 
@@ -90,6 +97,18 @@ class SwitchConnection:
         arbitration within ``timeout`` seconds.
         """
         deadline = time.monotonic() + timeout
+        self.open(timeout)
+        self.send_arbitration()
+        while not self._arbitrated.wait(0.05):
+            if self._stream_done.is_set() or time.monotonic() > deadline:
+                why = self.stream_error or "no arbitration response"
+                self.close()
+                raise P4RuntimeConnectionError("UNAVAILABLE", f"{self.grpc_addr}: {why}")
+        return self.is_primary
+
+    def open(self, timeout: float = 5.0) -> None:
+        """Open the channel and the StreamChannel without arbitrating (:meth:`connect`
+        does both; a test of a server's arbitration sends its own messages)."""
         opts = [("grpc.max_receive_message_length", 64 << 20)]
         self._channel = grpc.insecure_channel(self.grpc_addr, options=opts)
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
@@ -102,6 +121,7 @@ class SwitchConnection:
             ) from None
         self._closing = False
         self._dead = False
+        self.stream_exception = None
         self._arbitrated.clear()
         self._stream_done.clear()
         self._requests = queue.Queue()
@@ -110,19 +130,24 @@ class SwitchConnection:
             target=self._read_stream, args=(stream,), name=f"p4rt-{self.grpc_addr}", daemon=True
         )
         self._reader.start()
-        self._requests.put(self._arbitration_request())
-        while not self._arbitrated.wait(0.05):
-            if self._stream_done.is_set() or time.monotonic() > deadline:
-                why = self.stream_error or "no arbitration response"
-                self.close()
-                raise P4RuntimeConnectionError("UNAVAILABLE", f"{self.grpc_addr}: {why}")
-        return self.is_primary
+
+    def send_arbitration(self, device_id: int | None = None) -> None:
+        """Send a MasterArbitrationUpdate (this connection's device, election ID, role)."""
+        req = self._arbitration_request()
+        if device_id is not None:
+            req.arbitration.device_id = device_id
+        self.send_stream(req)
+
+    def send_stream(self, msg: p4runtime_pb2.StreamMessageRequest) -> None:
+        """Queue one message on the StreamChannel."""
+        self._requests.put(msg)
 
     def _arbitration_request(self) -> p4runtime_pb2.StreamMessageRequest:
         req = p4runtime_pb2.StreamMessageRequest()
         arb = req.arbitration
         arb.device_id = self.device_id
-        arb.election_id.high, arb.election_id.low = self.election_id
+        if self.election_id is not None:
+            arb.election_id.high, arb.election_id.low = self.election_id
         if self.role:
             arb.role.name = self.role
         return req
@@ -137,6 +162,8 @@ class SwitchConnection:
     def _read_stream(self, stream: Any) -> None:
         try:
             for resp in stream:
+                for mcb in list(self._on_message):
+                    mcb(resp)
                 kind = resp.WhichOneof("update")
                 if kind == "arbitration":
                     self.is_primary = resp.arbitration.status.code == code_pb2.OK
@@ -151,6 +178,7 @@ class SwitchConnection:
             self.stream_error = "stream closed by the switch"
         except grpc.RpcError as exc:
             self.stream_error = f"{exc.code().name}: {exc.details()}"
+            self.stream_exception = exc
         finally:
             # is_alive turns false first, the callbacks run, and only then are
             # wait_broken() waiters released: they see the callbacks' effects.
@@ -185,6 +213,10 @@ class SwitchConnection:
     def on_packet_in(self, callback: Callable[[p4runtime_pb2.PacketIn], None]) -> None:
         self._on_packet.append(callback)
 
+    def on_message(self, callback: Callable[[p4runtime_pb2.StreamMessageResponse], None]) -> None:
+        """Call ``callback(msg)`` from the reader thread for every stream message."""
+        self._on_message.append(callback)
+
     def close(self) -> None:
         self._closing = True
         self._requests.put(None)
@@ -208,6 +240,13 @@ class SwitchConnection:
         self.close()
 
     @property
+    def channel(self) -> grpc.Channel:
+        """The gRPC channel (for RPCs this class does not wrap)."""
+        if self._channel is None:
+            raise P4RuntimeConnectionError("UNAVAILABLE", f"{self.grpc_addr}: not connected")
+        return self._channel
+
+    @property
     def stub(self) -> p4runtime_pb2_grpc.P4RuntimeStub:
         if self._stub is None or self._channel is None:
             raise P4RuntimeConnectionError("UNAVAILABLE", f"{self.grpc_addr}: not connected")
@@ -221,20 +260,16 @@ class SwitchConnection:
     # ------------------------------------------------------------ pipeline
 
     def set_pipeline(
-        self, p4info: str | Path | P4Info, device_config: bytes = b"", cookie: int | None = None
+        self,
+        p4info: str | Path | P4Info,
+        device_config: bytes = b"",
+        cookie: int | None = None,
+        action: str = "VERIFY_AND_COMMIT",
     ) -> int:
-        """Push the pipeline (VERIFY_AND_COMMIT); return the cookie sent with it."""
+        """Push the pipeline (``action``: VERIFY, VERIFY_AND_SAVE, VERIFY_AND_COMMIT,
+        COMMIT, RECONCILE_AND_COMMIT); return the cookie sent with it."""
         info = p4info if isinstance(p4info, P4Info) else P4Info.load(p4info)
-        req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
-            device_id=self.device_id,
-            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT,
-        )
-        req.election_id.high, req.election_id.low = self.election_id
-        if self.role:
-            req.role = self.role
-        req.config.p4info.CopyFrom(info.proto)
-        req.config.p4_device_config = device_config
-        req.config.cookie.cookie = info.cookie(device_config) if cookie is None else cookie
+        req = self.pipeline_request(info, device_config, cookie, action)
         try:
             self.stub.SetForwardingPipelineConfig(req, timeout=RPC_TIMEOUT_S)
         except grpc.RpcError as exc:
@@ -242,7 +277,28 @@ class SwitchConnection:
         self.p4info = info
         return int(req.config.cookie.cookie)
 
-    def _get_pipeline(self, rtype: int) -> p4runtime_pb2.ForwardingPipelineConfig | None:
+    def pipeline_request(
+        self,
+        info: P4Info,
+        device_config: bytes = b"",
+        cookie: int | None = None,
+        action: str = "VERIFY_AND_COMMIT",
+    ) -> p4runtime_pb2.SetForwardingPipelineConfigRequest:
+        """The SetForwardingPipelineConfigRequest :meth:`set_pipeline` sends."""
+        cfg = p4runtime_pb2.SetForwardingPipelineConfigRequest
+        req = cfg(device_id=self.device_id, action=cfg.Action.Value(action))
+        if self.election_id is not None:
+            req.election_id.high, req.election_id.low = self.election_id
+        if self.role:
+            req.role = self.role
+        req.config.p4info.CopyFrom(info.proto)
+        req.config.p4_device_config = device_config
+        req.config.cookie.cookie = info.cookie(device_config) if cookie is None else cookie
+        return req
+
+    def _get_pipeline(
+        self, rtype: p4runtime_pb2.GetForwardingPipelineConfigRequest.ResponseType.ValueType
+    ) -> p4runtime_pb2.ForwardingPipelineConfig | None:
         req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
             device_id=self.device_id, response_type=rtype
         )
@@ -252,7 +308,8 @@ class SwitchConnection:
             if exc.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
                 return None  # no pipeline installed yet
             raise rpc_error(exc, "GetForwardingPipelineConfig") from None
-        return resp.config
+        config: p4runtime_pb2.ForwardingPipelineConfig = resp.config
+        return config
 
     def get_pipeline_p4info(self) -> P4Info | None:
         """The P4Info the switch runs, or ``None`` if it has no pipeline."""
@@ -304,6 +361,62 @@ class SwitchConnection:
     def delete(self, entries: Iterable[TableEntry]) -> None:
         self.write(self.updates("DELETE", entries))
 
+    def write_request(self, part: Sequence[p4runtime_pb2.Update]) -> p4runtime_pb2.WriteRequest:
+        """A WriteRequest for ``part`` with this connection's device, election ID and role."""
+        req = p4runtime_pb2.WriteRequest(device_id=self.device_id, updates=part)
+        if self.election_id is not None:
+            req.election_id.high, req.election_id.low = self.election_id
+        if self.role:
+            req.role = self.role
+        return req
+
+    def _raise_write(self, exc: grpc.RpcError, start: int, count: int) -> NoReturn:
+        code = grpc_code(exc)
+        if code in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+            raise rpc_error(exc, "Write") from None
+        statuses = write_statuses(exc, start, count)
+        raise P4RuntimeWriteError(code, str(exc.details()), statuses, start) from None
+
+    def write_entries(
+        self, items: Sequence[tuple[str, TableEntry]], chunk: int = PIPELINED_CHUNK
+    ) -> None:
+        """Write ``(kind, entry)`` pairs in order, ``chunk`` per WriteRequest, encoding
+        chunk k+1 while the switch applies chunk k.
+
+        Chunks still apply strictly in order (k+1 is sent only after k succeeded) and
+        errors are those of :meth:`write`: the first failing chunk raises
+        :class:`P4RuntimeWriteError` with per-update statuses; nothing after it is sent.
+        """
+        pending: tuple[Any, int, int] | None = None
+
+        def settle() -> None:
+            """Wait for the chunk in flight; raise its error."""
+            nonlocal pending
+            if pending is not None:
+                fut, at, n = pending
+                pending = None
+                try:
+                    fut.result()
+                except grpc.RpcError as exc:
+                    self._raise_write(exc, at, n)
+
+        start = 0
+        while True:
+            req = None
+            if start < len(items):
+                part = items[start : start + chunk]
+                try:
+                    updates = [u for kind, e in part for u in self.updates(kind, [e])]
+                except BaseException:
+                    settle()  # never leave a chunk in flight behind an encoding error
+                    raise
+                req = self.write_request(updates)
+            settle()
+            if req is None:
+                return
+            pending = (self.stub.Write.future(req, timeout=RPC_TIMEOUT_S), start, len(part))
+            start += len(part)
+
     def write(self, updates: Sequence[p4runtime_pb2.Update], chunk: int = WRITE_CHUNK) -> None:
         """Send ``updates`` in order, ``chunk`` per WriteRequest.
 
@@ -312,25 +425,26 @@ class SwitchConnection:
         """
         for start in range(0, len(updates), chunk):
             part = updates[start : start + chunk]
-            req = p4runtime_pb2.WriteRequest(device_id=self.device_id, updates=part)
-            req.election_id.high, req.election_id.low = self.election_id
-            if self.role:
-                req.role = self.role
             try:
-                self.stub.Write(req, timeout=RPC_TIMEOUT_S)
+                self.stub.Write(self.write_request(part), timeout=RPC_TIMEOUT_S)
             except grpc.RpcError as exc:
-                code = grpc_code(exc)
-                if code in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
-                    raise rpc_error(exc, "Write") from None
-                statuses = write_statuses(exc, start, len(part))
-                raise P4RuntimeWriteError(code, str(exc.details()), statuses, start) from None
+                self._raise_write(exc, start, len(part))
 
     # ------------------------------------------------------------ reads
 
-    def _read(self, entity: p4runtime_pb2.Entity) -> Iterator[p4runtime_pb2.Entity]:
-        req = p4runtime_pb2.ReadRequest(device_id=self.device_id, entities=[entity])
+    def read_entities(self, *entities: p4runtime_pb2.Entity) -> list[p4runtime_pb2.Entity]:
+        """Every entity one ReadRequest for ``entities`` returns (raw protos)."""
+        return list(self._read(*entities))
+
+    def read_request(self, *entities: p4runtime_pb2.Entity) -> p4runtime_pb2.ReadRequest:
+        """A ReadRequest for ``entities`` with this connection's device and role."""
+        req = p4runtime_pb2.ReadRequest(device_id=self.device_id, entities=entities)
         if self.role:
             req.role = self.role
+        return req
+
+    def _read(self, *entities: p4runtime_pb2.Entity) -> Iterator[p4runtime_pb2.Entity]:
+        req = self.read_request(*entities)
         try:
             for resp in self.stub.Read(req, timeout=RPC_TIMEOUT_S):
                 yield from resp.entities

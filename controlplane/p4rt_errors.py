@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import grpc
-from google.rpc import code_pb2, status_pb2
-from p4.v1 import p4runtime_pb2
+from finsy.proto import p4r as p4runtime_pb2
+from finsy.proto import rpc_code as code_pb2
+from finsy.proto import rpc_status as status_pb2
 
 from echelon.errors import EchelonError
 

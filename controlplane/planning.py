@@ -19,18 +19,20 @@ Everything here is pure; :func:`plan_groups` is called under the controller lock
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from controlplane.entries import GroupPlan
 from controlplane.registry import GroupIds
+from echelon import jobs as core_jobs
+from echelon import policies as core_policies
+from echelon import quantize as core_quantize
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, Flow
 from echelon.schedule import DeadlineRange, EchelonLevels
 from echelon.specfields import check_keys, count, mapping, path, seconds, text
-from topo.topology import Topology, TopologyNetwork
+from echelon.topology import Topology, TopologyNetwork
 
 POLICIES = ("echelon", "coflow", "fifo")
 
@@ -129,7 +131,6 @@ def _parse_paradigm(data: Mapping[str, Any], topo: Topology) -> list[EchelonFlow
     Hosts are checked here rather than by ``load_job(known_hosts=...)`` so an
     unknown host is an :class:`UnknownHostError` (HTTP 422), not a generic error.
     """
-    jobs = _core("echelon.jobs", "paradigm job descriptions")
     raw_hosts = data.get("hosts")
     if isinstance(raw_hosts, list | tuple):
         for i, h in enumerate(raw_hosts):
@@ -137,18 +138,11 @@ def _parse_paradigm(data: Mapping[str, Any], topo: Topology) -> list[EchelonFlow
                 raise UnknownHostError(
                     path("hosts", i), f"unknown host {h!r} (topology has {sorted(topo.hosts)})"
                 )
-    spec = jobs.load_job(dict(data))
+    spec = core_jobs.load_job(dict(data))
     efs = list(spec.echelonflows(iteration=0))
     if not efs:
         raise SpecError("job", "the description produces no EchelonFlow")
     return efs
-
-
-def _core(module: str, what: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise SpecError("job", f"{what} need {module}, which is not available: {exc}") from None
 
 
 # ---------------------------------------------------------------- planning
@@ -190,7 +184,5 @@ def compute_levels(
     policy: str, efs: Sequence[EchelonFlow], network: TopologyNetwork
 ) -> dict[str, EchelonLevels]:
     """Core policy -> schedule -> quantised levels, keyed by EchelonFlow name."""
-    policies = _core("echelon.policies", "scheduling")
-    quantize = _core("echelon.quantize", "quantisation")
-    schedule = policies.get_policy(policy).schedule(efs, network)
-    return dict(quantize.quantize(schedule, efs))
+    schedule = core_policies.get_policy(policy).schedule(efs, network)
+    return dict(core_quantize.quantize(schedule, efs))

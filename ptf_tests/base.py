@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,10 +19,11 @@ import ptf
 from ptf import testutils
 from ptf.base_tests import BaseTest
 
+from controlplane.bmruntime import RuntimeApiError, RuntimeClient
 from controlplane.p4rt import SwitchConnection
 from ptf_tests import entries
 from ptf_tests import packets as pk
-from topo.targets import TargetError, run_queue_command
+from targets.process import WaitTimeout, wait_until
 
 #: How long a frame the switch should forward may take to show up.
 RX_TIMEOUT_S = 2.0
@@ -80,21 +80,21 @@ class EchelonTest(BaseTest):  # type: ignore[misc]
         return self.sw.read_counter(f"EchelonIngress.{name}", index)[index]
 
     def wait_for(self, cond: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not cond():
-            if time.monotonic() > deadline:
-                self.fail(f"timed out after {timeout} s waiting for {what}")
-            time.sleep(0.01)
+        """:func:`targets.process.wait_until`, failing the test at the deadline."""
+        try:
+            wait_until(cond, timeout, what, 0.01)
+        except WaitTimeout as exc:
+            self.fail(str(exc))
 
     # ------------------------------------------------------------ target control
 
     def set_queue_rate(self, port: int, pps: int) -> None:
         """``set_queue_rate`` on every priority queue of ``port`` through the target's
-        runtime CLI; ``pps == 0`` means unlimited (BMv2 turns 0 into a zero gap)."""
-        line = f"set_queue_rate {pps} {port}"
+        Thrift runtime API; ``pps == 0`` means unlimited (BMv2 turns 0 into a zero gap)."""
         try:
-            run_queue_command(self.p["target"], int(self.p["thrift_port"]), line)
-        except TargetError as exc:
+            with RuntimeClient(int(self.p["thrift_port"])) as rt:
+                rt.set_queue_rate(pps, port)
+        except RuntimeApiError as exc:
             self.fail(str(exc))
         (self.rated.add if pps else self.rated.discard)(port)
 

@@ -21,7 +21,7 @@ import httpx
 from ptf_tests import packets as pk
 from ptf_tests.base import EchelonTest
 from ptf_tests.burst import burst
-from topo.targets import free_port, stop_process
+from targets.process import free_port, stop_process
 
 OUT = 4
 N = 3

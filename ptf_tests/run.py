@@ -3,7 +3,7 @@
     python -m ptf_tests.run [--target soft|bmv2|auto] [--log-dir DIR] [-- extra ptf args]
 
 Creates veth pairs (switch end ``ptfsN``, PTF end ``ptfhN``), starts the target
-on the switch ends with :func:`topo.targets.start_target`, runs ``ptf`` on the
+on the switch ends with :func:`targets.switch.start_target`, runs ``ptf`` on the
 PTF ends and always cleans up (stops the switch by PID, deletes the veths), on
 failure and on Ctrl-C too. The exit status is PTF's.
 
@@ -29,7 +29,8 @@ from types import FrameType
 
 from echelon.errors import EchelonError
 from ptf_tests.packets import PORTS
-from topo.targets import TargetKind, free_port, resolve_kind, start_target
+from targets.process import free_port
+from targets.switch import TargetKind, resolve_kind, start_target
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE_DIR = Path(__file__).resolve().parent

@@ -25,10 +25,10 @@ from typing import Any
 from echelon.constants import ECHELON_HEADER_LEN
 from echelon.errors import SpecError
 from echelon.model import FlowKey, IterationPlan
+from echelon.topology import TopologyNetwork, load
 from sim.config import JobRun, Plannable, SimConfig
 from sim.engine import Simulator
 from sim.topology import UNLIMITED_BYTES_PER_S
-from topo.topology import TopologyNetwork
 
 #: Ethernet + IPv4 + UDP + echelon header bytes per packet (58), as tc/htb counts it.
 DEFAULT_HEADER_BYTES = 14 + 20 + 8 + ECHELON_HEADER_LEN
@@ -100,7 +100,7 @@ def predict_finish_times(
 
     ``jobs``: ``echelon.jobs.JobSpec`` objects, job-description dicts, or
     :class:`sim.engine.JobRun` (to give arrival times / iteration counts);
-    ``topology``: a ``topo.topology.Topology`` or a path to its YAML file;
+    ``topology``: an ``echelon.topology.Topology`` or a path to its YAML file;
     ``policy``: a policy name of :func:`echelon.policies.get_policy`;
     ``levels_mode``: ``"ideal"`` (unlimited ranks) or ``"k8"`` (8 switch queues, the
     data plane's quantisation; ``"kN"``/int N for other counts);
@@ -108,8 +108,6 @@ def predict_finish_times(
     Keys are ``(echelon name, flow index)``, as in the job's ``IterationPlan``.
     """
     if isinstance(topology, str | Path):
-        from topo.topology import load
-
         topology = load(topology)
     if size_scale <= 0:
         raise SpecError("size_scale", f"must be positive, got {size_scale}")

@@ -18,6 +18,7 @@ from typing import Any
 
 from echelon.errors import SpecError
 from echelon.schedule import Network
+from echelon.topology import TopologyNetwork, load
 
 #: Capacity given to links a topology file leaves unlimited (bytes/s, ~8 Tbit/s).
 UNLIMITED_BYTES_PER_S = 1e12
@@ -196,8 +197,6 @@ def make_network(spec: Mapping[str, Any]) -> Network:
         if kind == "fattree":
             return FatTree(int(spec.get("k", 4)), bw, over)
         if kind == "file":
-            from topo.topology import TopologyNetwork, load
-
             return TopologyNetwork(load(str(spec["path"])), UNLIMITED_BYTES_PER_S)
     except (TypeError, ValueError, KeyError) as exc:
         if isinstance(exc, SpecError):

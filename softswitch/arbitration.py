@@ -15,17 +15,19 @@ import queue
 import threading
 from dataclasses import dataclass, field
 
-from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2 as p4r
+from finsy.proto import p4r
+from finsy.proto import rpc_code as code_pb2
 
-from softswitch.errors import InvalidArgument, PermissionDenied
+from softswitch.errors import InvalidArgument, PermissionDenied, SwitchError
 
 
 @dataclass(eq=False)
 class Stream:
     """One StreamChannel: what it announced and where its outgoing messages go."""
 
-    out: queue.Queue[object] = field(default_factory=queue.Queue)
+    out: queue.Queue[p4r.StreamMessageResponse | SwitchError | None] = field(
+        default_factory=queue.Queue
+    )
     role: str | None = None
     election_id: int | None = None
 

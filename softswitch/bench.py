@@ -28,11 +28,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from p4.config.v1 import p4info_pb2
-
+from controlplane.codec import entry_to_proto
+from controlplane.p4info import P4Info, TableEntry
+from controlplane.p4rt import SwitchConnection
 from softswitch import benchtraffic as bt
-from softswitch.main import load_p4info
-from softswitch.p4rt_client import SimpleClient
+from softswitch.benchinserts import insert_rates, report
+from targets.process import free_port
+from targets.switch import start_target
 
 ROOT = Path(__file__).resolve().parents[1]
 P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"
@@ -70,19 +72,19 @@ def teardown_net() -> None:
         subprocess.run(["ip", "netns", "del", f"{PREFIX}h{i}"], capture_output=True)
 
 
-def base_entries(c: SimpleClient) -> list[Any]:
+def base_entries(c: P4Info) -> list[TableEntry]:
     """Ten entries: route, echelon id, classify, seven deadline ranges (queues 7..1)."""
     out = [
-        c.entry(
+        c.table_entry(
             "EchelonIngress.ipv4_lpm",
             {"hdr.ipv4.dstAddr": (_ip(bt.DST_IP), 32)},
             "EchelonIngress.ipv4_forward",
             {"dstAddr": 0x0902, "port": 2},
         ),
-        c.entry(
+        c.table_entry(
             "EchelonIngress.echelon_ids", {"hdr.echelon.echelon_id": bt.ECHELON_ID}, "NoAction", {}
         ),
-        c.entry(
+        c.table_entry(
             "EchelonIngress.echelon_classify",
             {"hdr.ipv4.srcAddr": _ip(bt.SRC_IP), "hdr.echelon.echelon_id": bt.ECHELON_ID},
             "EchelonIngress.set_echelon",
@@ -91,7 +93,7 @@ def base_entries(c: SimpleClient) -> list[Any]:
     ]
     for k in range(7):
         out.append(
-            c.entry(
+            c.table_entry(
                 "EchelonIngress.deadline_prio",
                 {"meta.class_id": 1, "hdr.echelon.deadline_us": (1000 * k, 1000 * k + 999)},
                 "EchelonIngress.set_deadline_prio",
@@ -102,14 +104,14 @@ def base_entries(c: SimpleClient) -> list[Any]:
     return out
 
 
-def filler_entries(c: SimpleClient) -> list[Any]:
+def filler_entries(c: P4Info) -> list[TableEntry]:
     """9,990 more entries that never match the benchmark traffic (10,000 in total)."""
     out = []
     for i in range(999):  # routes of mixed prefix lengths under 172.16/12
         plen = (32, 24, 20)[i % 3]
         addr = (_ip("172.16.0.0") + (i << 12)) & ~((1 << (32 - plen)) - 1) & 0xFFFFFFFF
         out.append(
-            c.entry(
+            c.table_entry(
                 "EchelonIngress.ipv4_lpm",
                 {"hdr.ipv4.dstAddr": (addr, plen)},
                 "EchelonIngress.ipv4_forward",
@@ -118,13 +120,13 @@ def filler_entries(c: SimpleClient) -> list[Any]:
         )
     for i in range(999):
         out.append(
-            c.entry(
+            c.table_entry(
                 "EchelonIngress.echelon_ids", {"hdr.echelon.echelon_id": 100 + i}, "NoAction", {}
             )
         )
     for i in range(3999):
         out.append(
-            c.entry(
+            c.table_entry(
                 "EchelonIngress.echelon_classify",
                 {
                     "hdr.ipv4.srcAddr": _ip("10.200.0.0") + i,
@@ -137,7 +139,7 @@ def filler_entries(c: SimpleClient) -> list[Any]:
     for i in range(3993):
         cls, k = 2 + i // 4, i % 4
         out.append(
-            c.entry(
+            c.table_entry(
                 "EchelonIngress.deadline_prio",
                 {"meta.class_id": cls, "hdr.echelon.deadline_us": (k * 500, k * 500 + 499)},
                 "EchelonIngress.set_deadline_prio",
@@ -206,21 +208,14 @@ def traffic(rate: float, duration: float, cpus: str) -> dict[str, Any]:
     return {"rate": rate, **sent, **got, "loss": sent["sent"] - got["received"]}
 
 
-def pipeline_cost(p4info: p4info_pb2.P4Info, fill: bool, n: int = 20000) -> float:
+def pipeline_cost(info: P4Info, fill: bool, n: int = 20000) -> float:
     """µs per packet through Pipeline.process (no sockets, no queues)."""
     from softswitch import p4rt_codec as codec
     from softswitch.pipeline import Pipeline
 
-    pl = Pipeline(p4info, b"", 0)
-
-    class Dummy(SimpleClient):
-        def __init__(self) -> None:  # only the entry builder is used
-            self.p4info = p4info
-            self._tables = {t.preamble.name: t for t in p4info.tables}
-            self._actions = {a.preamble.name: a for a in p4info.actions}
-
-    d = Dummy()
-    for te in base_entries(d) + (filler_entries(d) if fill else []):
+    pl = Pipeline(info.proto, b"", 0)
+    for entry in base_entries(info) + (filler_entries(info) if fill else []):
+        te = entry_to_proto(info, entry)
         e = codec.decode_table_entry(pl, te, needs_action=True)
         assert e.call is not None
         e.info.table.insert(e.key, e.priority, e.call, e.proto)
@@ -241,104 +236,85 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rates", default="10000,20000,30000,40000,50000")
     ap.add_argument("--duration", type=float, default=2.0)
     ap.add_argument("--latency-rate", type=float, default=1000.0)
-    ap.add_argument("--grpc-port", type=int, default=29559)
-    ap.add_argument("--thrift-port", type=int, default=29090)
+    ap.add_argument("--insert-rounds", type=int, default=3)
+    ap.add_argument(
+        "--inserts-only",
+        action="store_true",
+        help="only the P4Runtime insert rate, soft switch vs BMv2 (no root needed)",
+    )
     args = ap.parse_args(argv)
     try:
         rates = [float(r) for r in args.rates.split(",")]
     except ValueError:
         print("error: rates: expected comma-separated numbers", file=sys.stderr)
         return 2
+    cpus = sorted(os.sched_getaffinity(0))
+    switch_cpu, traffic_cpus = cpus[-1], ",".join(str(c) for c in cpus[:-1])
+    info = P4Info.load(P4INFO)
+    filler = filler_entries(info)
+    if args.inserts_only:
+        ins = insert_rates(filler, args.insert_rounds, cpus=str(switch_cpu))
+        print(report(ins, len(filler), 1000))
+        return 0
     if os.geteuid() != 0:
         print("error: privileges: the benchmark needs root (netns, raw sockets)", file=sys.stderr)
         return 2
-    cpus = sorted(os.sched_getaffinity(0))
-    switch_cpu, traffic_cpus = cpus[-1], ",".join(str(c) for c in cpus[:-1])
-    p4info = load_p4info(str(P4INFO))
     teardown_net()
-    proc = None
+    target = None
     try:
         setup_net()
-        cmd = [
-            "taskset",
-            "-c",
-            str(switch_cpu),
-            PY,
-            "-m",
-            "softswitch",
-            "-i",
-            f"1@{PREFIX}p1",
-            "-i",
-            f"2@{PREFIX}p2",
-            "--thrift-port",
-            str(args.thrift_port),
-            "--no-p4",
-            "--",
-            "--grpc-server-addr",
-            f"127.0.0.1:{args.grpc_port}",
-            "--priority-queues",
-            "8",
-        ]
-        proc = subprocess.Popen(cmd, cwd=ROOT)
-        client = None
-        deadline = time.monotonic() + 20
-        while client is None:
-            try:
-                client = SimpleClient(f"127.0.0.1:{args.grpc_port}", p4info)
-            except Exception:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise
-                time.sleep(0.2)
-        client.set_pipeline()
-        client.insert(base_entries(client))
-        print(f"# softswitch benchmark (switch on CPU {switch_cpu}, traffic on {traffic_cpus})")
-        lat = traffic(args.latency_rate, args.duration, traffic_cpus)
-        print(
-            f"\nLatency at {lat['pps']:.0f} pkt/s: median {lat['p50_us']:.0f} µs, "
-            f"p99 {lat['p99_us']:.0f} µs (lost {lat['loss']})"
-        )
-        results: dict[int, list[dict[str, Any]]] = {}
-        for n_entries in (10, 10000):
-            if n_entries == 10000:
-                filler = filler_entries(client)
-                t0 = time.monotonic()
-                client.insert(filler)
-                dt = time.monotonic() - t0
-                print(
-                    f"\nInstalled {len(filler)} more entries over P4Runtime in {dt:.2f} s "
-                    f"({len(filler) / dt:.0f} entries/s, batches of 1000)"
-                )
-            rows = results[n_entries] = [traffic(r, args.duration, traffic_cpus) for r in rates]
+        addr = f"127.0.0.1:{free_port()}"
+        ports = {1: f"{PREFIX}p1", 2: f"{PREFIX}p2"}
+        target = start_target("soft", ports, addr, free_port(), cpus=str(switch_cpu))
+        with SwitchConnection(addr, p4info=info) as sw:
+            sw.set_pipeline(info)
+            sw.insert(base_entries(info))
+            print(f"# softswitch benchmark (switch on CPU {switch_cpu}, traffic on {traffic_cpus})")
+            lat = traffic(args.latency_rate, args.duration, traffic_cpus)
             print(
-                f"\n## {n_entries} entries\n\n| target pps | offered pps | delivered pps | lost |"
-                " p50 µs | p99 µs | per-queue (0..7) |\n|---|---|---|---|---|---|---|"
+                f"\nLatency at {lat['pps']:.0f} pkt/s: median {lat['p50_us']:.0f} µs, "
+                f"p99 {lat['p99_us']:.0f} µs (lost {lat['loss']})"
             )
-            for r in rows:
-                dpps = r["received"] / r["elapsed"]
+            results: dict[int, list[dict[str, Any]]] = {}
+            for n_entries in (10, 10000):
+                if n_entries == 10000:
+                    t0 = time.monotonic()
+                    sw.write(sw.updates("INSERT", filler), chunk=1000)
+                    dt = time.monotonic() - t0
+                    print(
+                        f"\nInstalled {len(filler)} more entries over P4Runtime in {dt:.2f} s "
+                        f"({len(filler) / dt:.0f} entries/s, batches of 1000)"
+                    )
+                rows = results[n_entries] = [traffic(r, args.duration, traffic_cpus) for r in rates]
                 print(
-                    f"| {r['rate']:.0f} | {r['pps']:.0f} | {dpps:.0f} | {r['loss']} | "
-                    f"{r['p50_us']:.0f} | {r['p99_us']:.0f} | {r['per_prio']} |"
+                    f"\n## {n_entries} entries\n\n| target pps | offered pps | delivered pps |"
+                    " lost | p50 µs | p99 µs | per-queue (0..7) |\n|---|---|---|---|---|---|---|"
                 )
-            ok = [r["pps"] for r in rows if r["loss"] == 0]
-            print(f"\nloss-free up to: {max(ok):.0f} pkt/s" if ok else "\nloss at every rate")
-        client.close()
+                for r in rows:
+                    dpps = r["received"] / r["elapsed"]
+                    print(
+                        f"| {r['rate']:.0f} | {r['pps']:.0f} | {dpps:.0f} | {r['loss']} | "
+                        f"{r['p50_us']:.0f} | {r['p99_us']:.0f} | {r['per_prio']} |"
+                    )
+                ok = [r["pps"] for r in rows if r["loss"] == 0]
+                print(f"\nloss-free up to: {max(ok):.0f} pkt/s" if ok else "\nloss at every rate")
+        target.stop()
+        target = None
         print("\n## pipeline cost in-process (µs/packet, median of 3 alternating runs)\n")
         small, big = [], []
         for _ in range(3):
-            small.append(pipeline_cost(p4info, False))
-            big.append(pipeline_cost(p4info, True))
+            small.append(pipeline_cost(info, False))
+            big.append(pipeline_cost(info, True))
         print(
             f"10 entries: {statistics.median(small):.2f}; "
             f"10000 entries: {statistics.median(big):.2f}"
         )
+        print("\n## P4Runtime insert rate, soft switch vs BMv2\n")
+        ins = insert_rates(filler, args.insert_rounds, cpus=str(switch_cpu))
+        print(report(ins, len(filler), 1000))
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if target is not None:
+            target.stop()
         teardown_net()
     return 0
 

@@ -23,8 +23,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from finsy.proto import p4i as p4info_pb2
 from google.protobuf import text_format
-from p4.config.v1 import p4info_pb2
 
 from echelon.errors import EchelonError
 from softswitch.errors import UsageError
@@ -136,7 +136,9 @@ def load_p4info(path: str) -> p4info_pb2.P4Info:
     """Parse a text-format P4Info file; UsageError naming the file if it is not one."""
     try:
         text = Path(path).read_text()
-        return text_format.Parse(text, p4info_pb2.P4Info(), allow_unknown_field=True)
+        info = p4info_pb2.P4Info()
+        text_format.Parse(text, info, allow_unknown_field=True)
+        return info
     except (OSError, text_format.ParseError, UnicodeDecodeError) as exc:
         raise UsageError("p4info", f"{path}: {exc}") from None
 
@@ -167,12 +169,7 @@ def run(opts: Options, stop: threading.Event) -> None:
             raise UsageError(
                 "grpc-server-addr", f"cannot listen on {opts.grpc_addr}: {exc}"
             ) from None
-        runtime = RuntimeServer(
-            opts.thrift_port,
-            queues,
-            dataplane.lock,
-            stats=lambda: repr(dataplane.stats) + "\n" + repr(queues.stats),
-        )
+        runtime = RuntimeServer(opts.thrift_port, queues, dataplane.lock, service)
         # Startup objects (protos, grpc, modules) live forever: keep them out of the
         # collector's full passes, which otherwise stall the packet thread.
         gc.collect()

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2 as p4r
+from finsy.proto import p4i as p4info_pb2
+from finsy.proto import p4r
 
 from softswitch import program as prog
 from softswitch.errors import InvalidArgument, NotFound

@@ -20,10 +20,10 @@ from concurrent import futures
 from typing import Any, NoReturn
 
 import grpc
+from finsy.proto import p4r, p4r_grpc
+from finsy.proto import rpc_code as code_pb2
+from finsy.proto import rpc_status as status_pb2
 from google.protobuf import any_pb2
-from google.rpc import code_pb2, status_pb2
-from p4.v1 import p4runtime_pb2 as p4r
-from p4.v1 import p4runtime_pb2_grpc as p4r_grpc
 
 from softswitch import p4rt_codec as codec
 from softswitch.arbitration import Arbiter, Stream
@@ -283,6 +283,17 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
                     continue
                 out.append(stored)
         return out
+
+    # ------------------------------------------------------------------ Thrift runtime
+    def read_entities(self, entity: p4r.Entity) -> list[p4r.Entity]:
+        """What a Read of ``entity`` returns (for :mod:`softswitch.runtime`, no arbitration)."""
+        with self._lock:
+            return self._read(self._need_pipeline(), entity)
+
+    def write_counter(self, ce: p4r.CounterEntry) -> None:
+        """Set counter cells like a MODIFY (for :mod:`softswitch.runtime`'s counter calls)."""
+        with self._lock:
+            self._write_counter(self._need_pipeline(), p4r.Update.MODIFY, ce)
 
     # ------------------------------------------------------------------ stream
     def StreamChannel(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from p4.config.v1 import p4info_pb2
+from finsy.proto import p4i as p4info_pb2
 
 from softswitch import program as prog
 from softswitch.errors import InvalidArgument

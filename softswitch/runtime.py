@@ -1,114 +1,336 @@
-"""The runtime command port (stands in for simple_switch's Thrift port).
+"""BMv2's Thrift runtime services on the ``--thrift-port``, as simple_switch serves them.
 
-A line-based text protocol on 127.0.0.1:<thrift-port>: the client sends one
-simple_switch_CLI command per line; the switch answers with zero or more
-output lines followed by a line holding only ``END_MARK``. Supported commands
-are the queue settings the project uses::
+Two services multiplexed on one port (Thrift's ``TMultiplexedProtocol``, names
+``standard`` and ``simple_switch``), binary protocol, buffered transport: what
+``simple_switch_CLI`` and :class:`controlplane.bmruntime.RuntimeClient` speak.
+Served calls:
 
-    set_queue_rate <pps> [<port> [<priority>]]
-    set_queue_depth <pkts> [<port> [<priority>]]
+* ``simple_switch``: ``set_egress_queue_depth/rate``, ``set_all_egress_queue_depths/rates``,
+  ``set_egress_priority_queue_depth/rate`` (BMv2 1.15's per-priority calls, declared in
+  :mod:`controlplane.bmruntime` since PyPI's bindings predate them), ``get_time_elapsed_us``,
+  ``get_time_since_epoch_us``. Status 0 = done, 1 = a bad port/priority/value.
+* ``standard``: ``bm_get_config`` (the BMv2 JSON pushed with SetForwardingPipelineConfig;
+  ``{}`` before one), ``bm_get_config_md5``, ``bm_mt_get_entries``,
+  ``bm_mt_get_default_entry``, ``bm_mt_get_num_entries``, ``bm_counter_read``,
+  ``bm_counter_write``, ``bm_counter_reset_all``. Tables and counters are named as in
+  the P4Info (= the BMv2 JSON's names); unknown names raise BMv2's
+  ``InvalidTableOperation``/``InvalidCounterOperation`` codes.
 
-(no port = every queue of every port; a port alone = each of its priority
-queues; with a priority = that queue only), plus ``show_stats`` for debugging.
-Errors are answered with an ``Error: ...`` line, unknown commands with
-simple_switch_CLI's ``*** Unknown syntax: ...``.
+Tables are *written* over P4Runtime only; the table-writing Thrift calls answer
+with Thrift's "internal error" (the handler has no such method). Reads go
+through the P4Runtime service (:meth:`P4RuntimeService.read_entities`), so both
+APIs see one state under one lock.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
-import socket
 import socketserver
 import threading
-from collections.abc import Callable
+import time
+from typing import Any
 
-from softswitch.errors import UsageError
+from bm_runtime.standard import Standard
+from bm_runtime.standard import ttypes as std
+from finsy.proto import p4i, p4r
+from sswitch_runtime import SimpleSwitch
+from thrift.protocol import TBinaryProtocol
+from thrift.Thrift import TApplicationException, TMessageType
+from thrift.TMultiplexedProcessor import TMultiplexedProcessor
+from thrift.transport import TSocket, TTransport
+
+from controlplane.bmruntime import PRIORITY_CALLS, I32Result
+from softswitch.errors import SwitchError, UsageError
+from softswitch.p4rt_server import P4RuntimeService
 from softswitch.queueing import PriorityRateQueues
 
 log = logging.getLogger("softswitch.runtime")
 
-END_MARK = "."
+EMPTY_CONFIG = "{}"
+_MT = std.BmMatchParamType
 
 
-def _int(field: str, text: str) -> int:
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise UsageError(field, f"{text!r} is not an integer") from None
+def _pad(value: bytes, bitwidth: int) -> bytes:
+    """P4Runtime's canonical bytes -> BMv2's fixed width (``ceil(bitwidth / 8)`` bytes)."""
+    return int.from_bytes(value, "big").to_bytes((bitwidth + 7) // 8, "big")
 
 
-def _number(field: str, text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise UsageError(field, f"{text!r} is not a number") from None
+def bmv2_priority(p4rt_priority: int) -> int:
+    """The priority BMv2 reports for an entry: PI stores ``2^31 - 1 - p`` (BMv2 serves
+    the lowest first, P4Runtime the highest), and -1 for tables without priorities."""
+    return (1 << 31) - 1 - p4rt_priority if p4rt_priority else -1
 
 
-def execute(
-    line: str,
-    queues: PriorityRateQueues[bytearray],
-    lock: threading.Lock,
-    stats: Callable[[], str] | None = None,
-) -> list[str]:
-    """Run one command line; the output lines simple_switch_CLI would print."""
-    words = line.split()
-    if not words:
-        return []
-    cmd, args = words[0], words[1:]
-    try:
-        if cmd in ("set_queue_rate", "set_queue_depth"):
-            if not 1 <= len(args) <= 3:
-                raise UsageError(cmd, f"usage: {cmd} <value> [<egress_port> [<priority>]]")
-            port = _int("egress_port", args[1]) if len(args) > 1 else None
-            prio = _int("priority", args[2]) if len(args) > 2 else None
-            with lock:
-                if cmd == "set_queue_rate":
-                    queues.set_rate(_number("rate_pps", args[0]), port, prio)
+class RuntimeHandler:
+    """The Thrift handler: queue calls on ``queues``, reads through ``service``."""
+
+    def __init__(
+        self,
+        queues: PriorityRateQueues[bytearray],
+        lock: threading.Lock,
+        service: P4RuntimeService | None,
+    ) -> None:
+        self.queues = queues
+        self.lock = lock
+        self.service = service
+        self.started = time.monotonic()
+
+    # ------------------------------------------------------------ simple_switch
+    def _queue(self, what: str, value: int, port: int | None, prio: int | None) -> int:
+        try:
+            with self.lock:
+                if what == "rate":
+                    self.queues.set_rate(float(value), port, prio)
                 else:
-                    queues.set_depth(_int("depth_pkts", args[0]), port, prio)
-            log.info("runtime: %s", line.strip())
-            return []
-        if cmd == "show_stats" and stats is not None:
-            return stats().splitlines()
-    except UsageError as err:
-        return [f"Error: {err}"]
-    return [f"*** Unknown syntax: {line.strip()}"]
+                    self.queues.set_depth(int(value), port, prio)
+        except UsageError as err:
+            log.info("runtime: set_queue_%s refused: %s", what, err)
+            return 1
+        log.info("runtime: set_queue_%s %s port=%s priority=%s", what, value, port, prio)
+        return 0
+
+    def set_egress_queue_depth(self, port_num: int, depth_pkts: int) -> int:
+        return self._queue("depth", depth_pkts, port_num, None)
+
+    def set_all_egress_queue_depths(self, depth_pkts: int) -> int:
+        return self._queue("depth", depth_pkts, None, None)
+
+    def set_egress_priority_queue_depth(self, port_num: int, priority: int, depth: int) -> int:
+        return self._queue("depth", depth, port_num, priority)
+
+    def set_egress_queue_rate(self, port_num: int, rate_pps: int) -> int:
+        return self._queue("rate", rate_pps, port_num, None)
+
+    def set_all_egress_queue_rates(self, rate_pps: int) -> int:
+        return self._queue("rate", rate_pps, None, None)
+
+    def set_egress_priority_queue_rate(self, port_num: int, priority: int, rate: int) -> int:
+        return self._queue("rate", rate, port_num, priority)
+
+    def get_time_elapsed_us(self) -> int:
+        return int((time.monotonic() - self.started) * 1e6)
+
+    def get_time_since_epoch_us(self) -> int:
+        return int(time.time() * 1e6)
+
+    # ------------------------------------------------------------ standard: config
+    def _p4info(self) -> p4i.P4Info | None:
+        pl = self.service.pipeline if self.service is not None else None
+        return pl.p4info if pl is not None else None
+
+    def bm_get_config(self) -> str:
+        pl = self.service.pipeline if self.service is not None else None
+        if pl is None or not pl.device_config:
+            return EMPTY_CONFIG
+        return bytes(pl.device_config).decode("utf-8", "replace")
+
+    def bm_get_config_md5(self) -> bytes:
+        return hashlib.md5(self.bm_get_config().encode()).digest()
+
+    # ------------------------------------------------------------ standard: tables
+    def _table(self, name: str) -> p4i.Table:
+        info = self._p4info()
+        tables: list[p4i.Table] = list(info.tables) if info is not None else []
+        for t in tables:
+            if name in (t.preamble.name, t.preamble.alias):
+                return t
+        raise std.InvalidTableOperation(std.TableOperationErrorCode.INVALID_TABLE_NAME)
+
+    def _read(self, entity: p4r.Entity) -> list[p4r.Entity]:
+        assert self.service is not None  # _table/_counter found a pipeline
+        try:
+            return self.service.read_entities(entity)
+        except SwitchError as err:
+            log.info("runtime: read refused: %s", err)
+            raise std.InvalidTableOperation(std.TableOperationErrorCode.ERROR) from None
+
+    def _action(self, action: p4r.Action) -> std.BmActionEntry:
+        info = self._p4info()
+        assert info is not None
+        a = next(x for x in info.actions if x.preamble.id == action.action_id)
+        # BMv2 dumps action data in its shortest form (what P4Runtime stores: canonical
+        # bytes), match keys at full width.
+        values = {p.param_id: p.value for p in action.params}
+        data = [values.get(p.id, b"\x00") for p in a.params]
+        return std.BmActionEntry(
+            action_type=std.BmActionEntryType.ACTION_DATA,
+            action_name=a.preamble.name,
+            action_data=data,
+        )
+
+    def _entries(self, t: p4i.Table) -> list[p4r.TableEntry]:
+        ent = p4r.Entity()
+        ent.table_entry.table_id = t.preamble.id
+        return [e.table_entry for e in self._read(ent)]
+
+    def bm_mt_get_num_entries(self, cxt_id: int, table_name: str) -> int:
+        return len(self._entries(self._table(table_name)))
+
+    def bm_mt_get_entries(self, cxt_id: int, table_name: str) -> list[std.BmMtEntry]:
+        t = self._table(table_name)
+        out = []
+        for handle, te in enumerate(self._entries(t)):
+            given = {m.field_id: m for m in te.match}
+            key = [self._match_param(mf, given.get(mf.id)) for mf in t.match_fields]
+            out.append(
+                std.BmMtEntry(
+                    match_key=key,
+                    options=std.BmAddEntryOptions(priority=bmv2_priority(te.priority)),
+                    entry_handle=handle,
+                    action_entry=self._action(te.action.action),
+                )
+            )
+        return out
+
+    @staticmethod
+    def _match_param(mf: p4i.MatchField, fm: p4r.FieldMatch | None) -> std.BmMatchParam:
+        """One key field as BMv2 dumps it; an omitted field is P4Runtime's wildcard."""
+        bw = mf.bitwidth
+        kind = mf.match_type
+        if kind == p4i.MatchField.EXACT:
+            v = fm.exact.value if fm is not None else b"\x00"
+            return std.BmMatchParam(type=_MT.EXACT, exact=std.BmMatchParamExact(_pad(v, bw)))
+        if kind == p4i.MatchField.LPM:
+            v, plen = (fm.lpm.value, fm.lpm.prefix_len) if fm is not None else (b"\x00", 0)
+            return std.BmMatchParam(type=_MT.LPM, lpm=std.BmMatchParamLPM(_pad(v, bw), plen))
+        if kind == p4i.MatchField.RANGE:
+            lo, hi = (
+                (fm.range.low, fm.range.high)
+                if fm is not None
+                else (b"\x00", ((1 << bw) - 1).to_bytes((bw + 7) // 8, "big"))
+            )
+            rng = std.BmMatchParamRange(_pad(lo, bw), _pad(hi, bw))
+            return std.BmMatchParam(type=_MT.RANGE, range=rng)
+        v, m = (fm.ternary.value, fm.ternary.mask) if fm is not None else (b"\x00", b"\x00")
+        tern = std.BmMatchParamTernary(_pad(v, bw), _pad(m, bw))
+        return std.BmMatchParam(type=_MT.TERNARY, ternary=tern)
+
+    def bm_mt_get_default_entry(self, cxt_id: int, table_name: str) -> std.BmActionEntry:
+        t = self._table(table_name)
+        ent = p4r.Entity()
+        ent.table_entry.table_id = t.preamble.id
+        ent.table_entry.is_default_action = True
+        got = self._read(ent)
+        if not got or not got[0].table_entry.action.HasField("action"):
+            return std.BmActionEntry(action_type=std.BmActionEntryType.NONE)
+        return self._action(got[0].table_entry.action.action)
+
+    # ------------------------------------------------------------ standard: counters
+    def _counter(self, name: str, index: int | None) -> p4r.CounterEntry:
+        info = self._p4info()
+        for c in info.counters if info is not None else ():
+            if name in (c.preamble.name, c.preamble.alias):
+                if index is not None and not 0 <= index < c.size:
+                    raise std.InvalidCounterOperation(std.CounterOperationErrorCode.INVALID_INDEX)
+                ce = p4r.CounterEntry(counter_id=c.preamble.id)
+                if index is not None:
+                    ce.index.index = index
+                return ce
+        raise std.InvalidCounterOperation(std.CounterOperationErrorCode.INVALID_COUNTER_NAME)
+
+    def bm_counter_read(self, cxt_id: int, counter_name: str, index: int) -> std.BmCounterValue:
+        ent = p4r.Entity(counter_entry=self._counter(counter_name, index))
+        assert self.service is not None
+        try:
+            cell = self.service.read_entities(ent)[0].counter_entry.data
+        except SwitchError:
+            raise std.InvalidCounterOperation(std.CounterOperationErrorCode.ERROR) from None
+        return std.BmCounterValue(bytes=cell.byte_count, packets=cell.packet_count)
+
+    def _counter_write(self, ce: p4r.CounterEntry, packets: int, nbytes: int) -> None:
+        ce.data.packet_count, ce.data.byte_count = packets, nbytes
+        assert self.service is not None
+        try:
+            self.service.write_counter(ce)
+        except SwitchError:
+            raise std.InvalidCounterOperation(std.CounterOperationErrorCode.ERROR) from None
+
+    def bm_counter_reset_all(self, cxt_id: int, counter_name: str) -> None:
+        self._counter_write(self._counter(counter_name, None), 0, 0)
+
+    def bm_counter_write(
+        self, cxt_id: int, counter_name: str, index: int, value: std.BmCounterValue
+    ) -> None:
+        self._counter_write(self._counter(counter_name, index), value.packets, value.bytes)
+
+
+class _SimpleSwitchProcessor(SimpleSwitch.Processor):  # type: ignore[misc]
+    """PyPI's processor plus the per-priority queue calls its bindings lack."""
+
+    def __init__(self, handler: RuntimeHandler) -> None:
+        super().__init__(handler)
+        for method in PRIORITY_CALLS:
+            self._processMap[method] = self._priority_processor(method)
+
+    def _priority_processor(self, method: str) -> Any:
+        cls, names = PRIORITY_CALLS[method]
+
+        def process(_self: Any, seqid: int, iprot: Any, oprot: Any) -> None:
+            args = cls()
+            args.read(iprot)
+            iprot.readMessageEnd()
+            result: Any = I32Result()
+            mtype = TMessageType.REPLY
+            try:
+                result.success = getattr(self._handler, method)(*(getattr(args, n) for n in names))
+            except Exception:  # what the generated processors do: an internal error reply
+                log.exception("runtime: %s failed", method)
+                mtype = TMessageType.EXCEPTION
+                result = TApplicationException(TApplicationException.INTERNAL_ERROR, method)
+            oprot.writeMessageBegin(method, mtype, seqid)
+            result.write(oprot)
+            oprot.writeMessageEnd()
+            oprot.trans.flush()
+
+        return process
+
+
+def make_processor(handler: RuntimeHandler) -> TMultiplexedProcessor:
+    proc = TMultiplexedProcessor()
+    proc.registerProcessor("standard", Standard.Processor(handler))
+    proc.registerProcessor("simple_switch", _SimpleSwitchProcessor(handler))
+    return proc
 
 
 class RuntimeServer:
-    """Threaded TCP server answering command lines; one thread per connection."""
+    """Threaded TCP server on the thrift port; one thread per client connection."""
 
     def __init__(
         self,
         port: int,
         queues: PriorityRateQueues[bytearray],
         lock: threading.Lock,
-        stats: Callable[[], str] | None = None,
+        service: P4RuntimeService | None = None,
         host: str = "127.0.0.1",
     ) -> None:
-        outer = self
+        self.handler = RuntimeHandler(queues, lock, service)
+        processor = make_processor(self.handler)
+        pfactory = TBinaryProtocol.TBinaryProtocolAcceleratedFactory()
 
-        class Handler(socketserver.StreamRequestHandler):
+        class Handler(socketserver.BaseRequestHandler):
             def handle(self) -> None:
-                for raw in self.rfile:
-                    text = raw.decode("utf-8", "replace")  # cannot raise: bad bytes become U+FFFD
-                    out = execute(text, outer.queues, outer.lock, outer.stats)
-                    reply = "".join(f"{o}\n" for o in out) + END_MARK + "\n"
-                    self.wfile.write(reply.encode())
-                    self.wfile.flush()
+                sock = TSocket.TSocket()
+                sock.setHandle(self.request)
+                trans = TTransport.TBufferedTransport(sock)
+                proto = pfactory.getProtocol(trans)
+                try:
+                    while True:
+                        processor.process(proto, proto)
+                except TTransport.TTransportException:
+                    pass  # the client closed the connection
+                except Exception:  # a malformed message: drop this client, keep serving
+                    log.exception("runtime: bad Thrift message; closing the connection")
 
         class Server(socketserver.ThreadingTCPServer):
             allow_reuse_address = True
             daemon_threads = True
 
-        self.queues = queues
-        self.lock = lock
-        self.stats = stats
         try:
             self._server = Server((host, port), Handler)
         except OSError as exc:
             raise UsageError("thrift-port", f"cannot listen on {host}:{port}: {exc}") from None
-        self.port = self._server.server_address[1]
+        self.port = int(self._server.server_address[1])
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="runtime", daemon=True
         )
@@ -120,25 +342,3 @@ class RuntimeServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
-
-
-def send_commands(
-    port: int, lines: list[str], host: str = "127.0.0.1", timeout: float = 10.0
-) -> list[list[str]]:
-    """Send command lines to a switch; each command's output lines."""
-    results: list[list[str]] = []
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        f = sock.makefile("rw", encoding="utf-8", newline="\n")
-        for line in lines:
-            f.write(line.rstrip("\n") + "\n")
-            f.flush()
-            out: list[str] = []
-            for reply in f:
-                reply = reply.rstrip("\n")
-                if reply == END_MARK:
-                    break
-                out.append(reply)
-            else:
-                raise ConnectionError("switch closed the runtime connection")
-            results.append(out)
-    return results

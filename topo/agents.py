@@ -15,8 +15,8 @@ from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
 from hostagent.plan import build_scenario
 from hostagent.report import formation_report, merge_records
+from targets.process import stop_process, wait_until
 from topo.net import EchelonNet
-from topo.targets import stop_process, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 #: From "every agent is ready" to the shared start instant (all agents poll the go file).

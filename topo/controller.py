@@ -10,7 +10,7 @@ from typing import IO, Any
 import httpx
 
 from echelon.errors import EchelonError
-from topo.targets import stop_process, wait_until
+from targets.process import stop_process, wait_until
 
 
 class ControllerError(EchelonError):

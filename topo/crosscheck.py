@@ -41,9 +41,9 @@ from echelon.constants import ECHELON_HEADER_LEN
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
 from echelon.model import ComputeTask, FlowKey, IterationPlan
+from echelon.topology import Topology, load
 from hostagent.plan import release_times
 from topo.demo import specs_from_results
-from topo.topology import Topology, load
 
 DEFAULT_TOLERANCE_S = 0.02
 

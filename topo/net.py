@@ -11,7 +11,7 @@
   offload off (a raw-socket switch forwards what it reads; offloaded frames
   carry no checksum).
 * Switches: :class:`P4Switch` starts the chosen target through
-  :func:`topo.targets.start_target` on its interfaces (``-i port@intf``), logs to
+  :func:`targets.switch.start_target` on its interfaces (``-i port@intf``), logs to
   ``run/logs/<switch>.log`` and is stopped by PID. No OpenFlow controller: the
   controller daemon programs the switches over P4Runtime.
 * Links: ``bw_mbit`` via Mininet's ``TCLink``; ``delay_ms`` only where the
@@ -41,9 +41,9 @@ from mininet.net import Mininet
 from mininet.node import Host, Node, Switch
 
 from echelon.errors import EchelonError
+from echelon.topology import Link, Topology
+from targets.switch import Target, TargetKind, resolve_kind, start_target
 from topo import tc
-from topo.targets import Target, TargetKind, resolve_kind, start_target
-from topo.topology import Link, Topology
 
 log = logging.getLogger(__name__)
 DEFAULT_PREFIX = "ec"
@@ -189,8 +189,9 @@ class EchelonNet:
         mn.start()
         for s in self.switches():
             if self.queue_depth and s.target is not None:
-                for port in s.port_map:  # deep switch queues: the shaper is the bottleneck
-                    s.target.queue_command(f"set_queue_depth {self.queue_depth} {port}")
+                with s.target.runtime() as rt:  # deep switch queues: the shaper is the bottleneck
+                    for port in s.port_map:
+                        rt.set_queue_depth(self.queue_depth, port)
 
     def _add_link(self, mn: Mininet, i: int, lk: Link, delay_ok: bool) -> None:
         params: dict[str, Any] = {"txo": False, "rxo": False}

@@ -31,13 +31,13 @@ from typing import Any
 
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
+from echelon.topology import load
 from hostagent.scenario import RELEASE_MODES
 from topo import demo
 from topo.agents import PACKET_BYTES, play_scenario
 from topo.controller import ControllerProcess
 from topo.net import EchelonNet
 from topo.report import plot_finish_times, table
-from topo.topology import load
 
 log = logging.getLogger("topo.run")
 #: The controller's policies (controlplane.planning.POLICIES), checked before starting anything.

@@ -1,9 +1,7 @@
-"""Shared helpers for the controlplane tests: topology files, specs, waiting."""
+"""Shared helpers for the controlplane tests: topology files and specs."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,29 +43,3 @@ def spec(job: str, groups: int = 1, sources: tuple[str, ...] = ("h1", "h2")) -> 
             for g in range(groups)
         ],
     }
-
-
-def wait_until(cond: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll ``cond`` until it returns a truthy value; fail naming ``what`` at the deadline.
-
-    Other exceptions mean "not ready yet"; an ``AssertionError`` raised by ``cond``
-    (e.g. "the process exited") fails at once instead of waiting out the deadline.
-    """
-    deadline = time.monotonic() + timeout
-    delay = 0.01
-    last: Exception | None = None
-    while True:
-        try:
-            got = cond()
-        except AssertionError:
-            raise
-        except Exception as exc:  # not ready yet (connection refused ...)
-            got, last = None, exc
-        else:
-            last = None
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what} ({last})")
-        time.sleep(delay)  # polling interval of a condition wait, not synchronisation
-        delay = min(0.2, delay * 2)

@@ -13,11 +13,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import grpc
 import httpx
 
-from tests.controlplane.helpers import ROOT, wait_until
-from topo.targets import free_port
+from controlplane.p4rt import P4RuntimeError
+from targets.process import WaitTimeout, free_port, stop_process, wait_until
+from targets.switch import Target, start_target
+from tests.controlplane.helpers import ROOT
+
+#: errors that mean "not up yet" while polling a process
+RETRY: tuple[type[Exception], ...] = (httpx.HTTPError, OSError, P4RuntimeError)
 
 PY = sys.executable
 
@@ -47,43 +51,16 @@ class Proc:
         self._fh.close()
 
     def stop(self, timeout: float = 5.0) -> None:
-        if self.alive():
-            os.kill(self.pid, signal.SIGTERM)
-            try:
-                self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.kill(self.pid, signal.SIGKILL)
-                self.popen.wait(timeout)
+        stop_process(self.popen, timeout)
         self._fh.close()
 
     def tail(self) -> str:
         return self.log.read_text()[-3000:] if self.log.exists() else ""
 
 
-def start_softswitch(grpc_port: int, log: Path) -> Proc:
-    argv = [
-        PY,
-        "-m",
-        "softswitch",
-        "--thrift-port",
-        str(free_port()),
-        "--no-p4",
-        "--",
-        "--grpc-server-addr",
-        f"127.0.0.1:{grpc_port}",
-        "--priority-queues",
-        "8",
-    ]
-    proc = Proc(argv, log)
-    ch = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
-    try:
-        grpc.channel_ready_future(ch).result(timeout=20)
-    except grpc.FutureTimeoutError:
-        proc.stop()
-        raise AssertionError(f"soft switch did not come up:\n{proc.tail()}") from None
-    finally:
-        ch.close()
-    return proc
+def start_softswitch(grpc_port: int, log: Path) -> Target:
+    """The soft switch on ``127.0.0.1:grpc_port`` through the one launcher."""
+    return start_target("soft", {}, f"127.0.0.1:{grpc_port}", free_port(), log_path=log)
 
 
 class Daemon:
@@ -116,8 +93,11 @@ class Daemon:
             return st if all(s["in_sync"] for s in st["switches"].values()) else None
 
         try:
-            return wait_until(ready, timeout, "controller in sync with every switch")  # type: ignore[no-any-return]
-        except AssertionError as exc:
+            st: dict[str, Any] = wait_until(
+                ready, timeout, "controller in sync with every switch", 0.05, RETRY
+            )
+            return st
+        except WaitTimeout as exc:
             raise AssertionError(f"{exc}\n{self.proc.tail()}") from None
 
     def request(self, method: str, path: str, body: Any = None) -> httpx.Response:

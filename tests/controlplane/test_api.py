@@ -1,4 +1,4 @@
-"""The HTTP API and the CLI, in process, over a controller driving a fake switch."""
+"""The HTTP API and the CLI, in process, over a controller driving the in-process switch service."""
 
 from __future__ import annotations
 
@@ -20,16 +20,16 @@ from controlplane.openapi import DEFAULT as OPENAPI_FILE
 from controlplane.openapi import render
 from controlplane.p4info import P4Info
 from controlplane.registry import Registry
-from tests.controlplane.fake_switch import FakeServer
+from echelon.topology import load
 from tests.controlplane.helpers import P4INFO, ROOT, spec, write_topo
-from topo.topology import load
+from tests.controlplane.inproc import InProcessSwitch
 
 EXAMPLES = sorted((ROOT / "echelon" / "examples").glob("*.yaml"))
 
 
 @pytest.fixture
 def ctl(tmp_path: Path) -> Iterator[Controller]:
-    srv = FakeServer()
+    srv = InProcessSwitch()
     topo = load(write_topo(tmp_path / "t.yaml", [srv.addr]))
     c = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"))
     c.start()

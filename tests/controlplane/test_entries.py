@@ -22,7 +22,7 @@ from controlplane.entries import (
 )
 from controlplane.p4info import P4Info, TableEntry
 from echelon.schedule import DeadlineRange
-from topo.topology import load
+from echelon.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
 INFO = P4Info.load(ROOT / "p4src" / "build" / "echelon.p4info.txt")

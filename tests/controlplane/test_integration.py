@@ -16,8 +16,10 @@ import pytest
 from controlplane.entries import T_CLASSIFY, T_DEADLINE, T_IDS, T_LPM
 from controlplane.p4info import P4Info, TableEntry
 from controlplane.p4rt import SwitchConnection
-from tests.controlplane.helpers import P4INFO, spec, wait_until, write_topo
-from tests.controlplane.procs import Daemon, Proc, free_port, start_softswitch
+from targets.process import wait_until
+from targets.switch import Target
+from tests.controlplane.helpers import P4INFO, spec, write_topo
+from tests.controlplane.procs import RETRY, Daemon, free_port, start_softswitch
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -26,7 +28,7 @@ pytestmark = pytest.mark.timeout(120)
 class Env:
     tmp: Path
     ports: list[int]
-    switches: list[Proc] = field(default_factory=list)
+    switches: list[Target] = field(default_factory=list)
     daemons: list[Daemon] = field(default_factory=list)
 
     @property
@@ -137,7 +139,13 @@ def test_switch_restart_restores_entries(env: Env) -> None:
     assert d.request("POST", "/jobs", spec("j1", groups=2)).status_code == 201
     before = env.read()
     env.restart_switch(0)
-    wait_until(lambda: env.read() == before, 30, "entries re-installed on the restarted switch")
+    wait_until(
+        lambda: env.read() == before,
+        30,
+        "entries re-installed on the restarted switch",
+        0.05,
+        RETRY,
+    )
     st = d.wait_ready()["switches"]["s1"]
     assert st["pipeline_pushes"] == 2 and st["reconciles"] >= 2
     # and the controller keeps working on the new session
@@ -148,7 +156,9 @@ def test_switch_restart_restores_entries(env: Env) -> None:
 def test_registration_while_switch_down_is_installed_on_return(env2: Env) -> None:
     d = env2.daemon()
     env2.switches[1].stop()
-    wait_until(lambda: not d.get("/status")["switches"]["s2"]["connected"], 20, "s2 seen down")
+    wait_until(
+        lambda: not d.get("/status")["switches"]["s2"]["connected"], 20, "s2 seen down", 0.05, RETRY
+    )
     r = d.request("POST", "/jobs", spec("j1"))
     assert r.status_code == 201, r.text
     assert r.json()["installed"] == {"s1": True, "s2": False}
@@ -259,7 +269,13 @@ def test_preempted_by_higher_election_id_then_recovers(env: Env) -> None:
     info = P4Info.load(P4INFO)
     with SwitchConnection(f"127.0.0.1:{env.ports[0]}", election_id=(0, 100), p4info=info) as other:
         assert other.is_primary
-        wait_until(lambda: not d.get("/status")["switches"]["s1"]["primary"], 10, "backup seen")
+        wait_until(
+            lambda: not d.get("/status")["switches"]["s1"]["primary"],
+            10,
+            "backup seen",
+            0.05,
+            RETRY,
+        )
         r = d.request("POST", "/jobs", spec("j1"))
         assert r.status_code == 201 and r.json()["installed"] == {"s1": False}
         assert T_IDS not in tables(env.read())

@@ -21,7 +21,7 @@ from hostagent.receiver import Receiver
 from hostagent.report import formation_report, merge_records
 from hostagent.scenario import parse
 from hostagent.sender import Sender
-from topo.targets import stop_process, wait_until
+from targets.process import stop_process, wait_until
 
 # Loopback addresses unique to this test process (all of 127/8 is local), so parallel
 # runs of the suite never compete for the echelon port on the same address.

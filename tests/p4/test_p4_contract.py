@@ -8,8 +8,8 @@ reverse) and this fails.
 from __future__ import annotations
 
 import pytest
+from finsy.proto import p4i as p4info_pb2
 from google.protobuf import text_format
-from p4.config.v1 import p4info_pb2
 
 from echelon import constants as C
 from tests.p4 import p4source as src

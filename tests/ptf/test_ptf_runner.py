@@ -47,7 +47,7 @@ def test_bmv2_without_simple_switch_is_a_usage_error(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr("ptf_tests.run.os.geteuid", lambda: 0)
-    monkeypatch.setattr("topo.targets.shutil.which", lambda _name: None)
+    monkeypatch.setattr("targets.switch.shutil.which", lambda _name: None)
     assert run.main(["--target", "bmv2"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "simple_switch_grpc" in err

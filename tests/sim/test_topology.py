@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from echelon.errors import SpecError
+from echelon.topology import TopologyNetwork
 from sim.topology import FatTree, LeafSpine, hosts_of, make_network
-from topo.topology import TopologyNetwork
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -55,5 +55,5 @@ def client(server: ServerHandle) -> Iterator[Client]:
 @pytest.fixture
 def primed(client: Client, names: Names) -> Client:
     """A primary client on a server that has the echelon pipeline."""
-    client.set_pipeline(names.p4info)
+    client.push_pipeline(names.p4info)
     return client

@@ -1,4 +1,4 @@
-"""Shared helpers of the soft-switch tests: P4Info, a minimal P4Runtime client, netns, processes."""
+"""Shared helpers of the soft-switch tests: P4Info names, the conformance client, netns."""
 
 from __future__ import annotations
 
@@ -6,21 +6,21 @@ import contextlib
 import ctypes
 import os
 import queue
-import signal
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import grpc
+from finsy.proto import p4i as p4info_pb2
+from finsy.proto import p4r
+from finsy.proto import rpc_status as status_pb2
 from google.protobuf import text_format
-from google.rpc import status_pb2
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2 as p4r
-from p4.v1 import p4runtime_pb2_grpc as p4r_grpc
+
+from controlplane.p4info import P4Info
+from controlplane.p4rt import SwitchConnection
 
 ROOT = Path(__file__).resolve().parents[2]
 P4INFO_PATH = ROOT / "p4src" / "build" / "echelon.p4info.txt"
@@ -29,24 +29,6 @@ PYTHON = str(ROOT / ".venv" / "bin" / "python")
 
 def load_p4info() -> p4info_pb2.P4Info:
     return text_format.Parse(P4INFO_PATH.read_text(), p4info_pb2.P4Info())
-
-
-def wait_until(cond: Callable[[], Any], timeout: float = 5.0, interval: float = 0.01) -> Any:
-    """Poll ``cond`` until it is truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"condition not met within {timeout} s")
-        time.sleep(interval)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Names:
@@ -104,109 +86,81 @@ class Names:
         return te
 
 
-class Client:
-    """A bare P4Runtime client over the real protos (independent of controlplane/)."""
+class Client(SwitchConnection):
+    """The project's P4Runtime client with the raw hooks a server-conformance test needs.
+
+    Channel, StreamChannel, arbitration messages and request building are
+    :class:`controlplane.p4rt.SwitchConnection`'s; here every stream message (and the
+    gRPC error that ends the stream) queues in ``inbox``, arbitration is sent when the
+    test says so, and requests go to the stub directly so a test sees the server's
+    raw gRPC status (``grpc.RpcError``) rather than the library's typed errors.
+    """
 
     def __init__(
         self, addr: str, device_id: int = 0, election: int | None = 1, role: str = ""
     ) -> None:
-        self.device_id = device_id
-        self.election = election
-        self.role = role
-        self.channel = grpc.insecure_channel(addr)
-        self.stub = p4r_grpc.P4RuntimeStub(self.channel)
-        self._out: queue.Queue[p4r.StreamMessageRequest | None] = queue.Queue()
+        super().__init__(addr, device_id, _pair(election), role)
         self.inbox: queue.Queue[Any] = queue.Queue()
-        self._stream = self.stub.StreamChannel(self._requests())
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        self.on_message(self.inbox.put)
+        self.on_stream_break(lambda c: self.inbox.put(c.stream_exception or EOFError()))
+        self.open(timeout=10)
 
-    def _requests(self) -> Iterator[p4r.StreamMessageRequest]:
-        while True:
-            msg = self._out.get()
-            if msg is None:
-                return
-            yield msg
-
-    def _read(self) -> None:
-        try:
-            for msg in self._stream:
-                self.inbox.put(msg)
-        except grpc.RpcError as err:
-            self.inbox.put(err)
+    @property
+    def election(self) -> int | None:
+        e = self.election_id
+        return None if e is None else (e[0] << 64) | e[1]
 
     def arbitrate(self, election: int | None = None, device_id: int | None = None) -> Any:
         """Send a MasterArbitrationUpdate; return the next stream message (or RpcError)."""
         if election is not None:
-            self.election = election
-        req = p4r.StreamMessageRequest()
-        req.arbitration.device_id = self.device_id if device_id is None else device_id
-        if self.role:
-            req.arbitration.role.name = self.role
-        if self.election is not None:
-            req.arbitration.election_id.high = self.election >> 64
-            req.arbitration.election_id.low = self.election & ((1 << 64) - 1)
-        self._out.put(req)
+            self.election_id = _pair(election)
+        self.send_arbitration(device_id)
         return self.next_message()
 
     def next_message(self, timeout: float = 5.0) -> Any:
         return self.inbox.get(timeout=timeout)
 
-    def send_stream(self, req: p4r.StreamMessageRequest) -> None:
-        self._out.put(req)
-
-    def _eid(self, msg: Any) -> None:
-        if self.election is not None:
-            msg.election_id.high = self.election >> 64
-            msg.election_id.low = self.election & ((1 << 64) - 1)
-        msg.role = self.role
-
-    def set_pipeline(
+    def push_pipeline(
         self,
         p4info: p4info_pb2.P4Info,
         action: int = p4r.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT,
         cookie: int = 0,
     ) -> None:
-        req = p4r.SetForwardingPipelineConfigRequest(device_id=self.device_id, action=action)
-        self._eid(req)
-        req.config.p4info.CopyFrom(p4info)
-        req.config.p4_device_config = b"{}"
-        if cookie:
-            req.config.cookie.cookie = cookie
+        name = p4r.SetForwardingPipelineConfigRequest.Action.Name(action)
+        req = self.pipeline_request(P4Info(p4info), b"{}", cookie, name)
+        if not cookie:
+            req.config.ClearField("cookie")
         self.stub.SetForwardingPipelineConfig(req, timeout=10)
 
-    def write(self, *updates: tuple[int, Any], device_id: int | None = None) -> None:
-        req = p4r.WriteRequest(device_id=self.device_id if device_id is None else device_id)
-        self._eid(req)
-        for kind, entity in updates:
-            u = req.updates.add(type=kind)
-            if isinstance(entity, p4r.TableEntry):
-                u.entity.table_entry.CopyFrom(entity)
-            elif isinstance(entity, p4r.CounterEntry):
-                u.entity.counter_entry.CopyFrom(entity)
-            else:
-                u.entity.CopyFrom(entity)
+    def send_write(self, *updates: tuple[int, Any], device_id: int | None = None) -> None:
+        req = self.write_request([_update(kind, entity) for kind, entity in updates])
+        if device_id is not None:
+            req.device_id = device_id
         self.stub.Write(req, timeout=10)
 
     def read(self, *entities: Any) -> list[p4r.Entity]:
-        req = p4r.ReadRequest(device_id=self.device_id)
-        for e in entities:
-            ent = req.entities.add()
-            if isinstance(e, p4r.TableEntry):
-                ent.table_entry.CopyFrom(e)
-            elif isinstance(e, p4r.CounterEntry):
-                ent.counter_entry.CopyFrom(e)
-            else:
-                ent.CopyFrom(e)
+        req = self.read_request(*(_entity(e) for e in entities))
         out: list[p4r.Entity] = []
         for resp in self.stub.Read(req, timeout=10):
             out.extend(resp.entities)
         return out
 
-    def close(self) -> None:
-        self._out.put(None)
-        self.channel.close()
-        self._reader.join(timeout=5)
+
+def _pair(election: int | None) -> tuple[int, int] | None:
+    return None if election is None else (election >> 64, election & ((1 << 64) - 1))
+
+
+def _entity(e: Any) -> p4r.Entity:
+    if isinstance(e, p4r.TableEntry):
+        return p4r.Entity(table_entry=e)
+    if isinstance(e, p4r.CounterEntry):
+        return p4r.Entity(counter_entry=e)
+    assert isinstance(e, p4r.Entity)
+    return e
+
+
+def _update(kind: int, entity: Any) -> p4r.Update:
+    return p4r.Update(type=kind, entity=_entity(entity))  # type: ignore[arg-type]
 
 
 def write_errors(err: grpc.RpcError) -> list[tuple[int, str]]:
@@ -286,46 +240,6 @@ def veth_hosts(prefix: str, count: int) -> Iterator[list[tuple[str, str]]]:
         for sw, ns in made:
             subprocess.run(["ip", "link", "del", sw], capture_output=True)
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-
-
-def stop_process(proc: subprocess.Popen[Any], timeout: float = 5.0) -> int:
-    """SIGTERM, then SIGKILL after ``timeout``; the exit code."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            return proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            return proc.wait(timeout)
-    return int(proc.returncode)
-
-
-def start_switch(
-    ports: dict[int, str],
-    grpc_port: int,
-    thrift_port: int,
-    log_path: Path,
-    extra: list[str] | None = None,
-    queues: int = 8,
-) -> subprocess.Popen[Any]:
-    """Start ``python -m softswitch`` and wait for its ready line."""
-    cmd = [PYTHON, "-m", "softswitch", "--device-id", "0"]
-    for n, i in ports.items():
-        cmd += ["-i", f"{n}@{i}"]
-    cmd += ["--thrift-port", str(thrift_port), "--log-console", "-L", "info", "--no-p4"]
-    cmd += extra or []
-    cmd += ["--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--priority-queues", str(queues)]
-    log = open(log_path, "w")  # noqa: SIM115 - the child owns it
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-    log.close()
-    try:
-        wait_until(lambda: proc.poll() is not None or "ready grpc=" in log_path.read_text(), 20)
-        if proc.poll() is not None:
-            raise RuntimeError(f"switch exited: {log_path.read_text()}")
-    except BaseException:
-        stop_process(proc)
-        raise
-    return proc
 
 
 def process_exists(pid: int) -> bool:

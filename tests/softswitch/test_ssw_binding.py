@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from p4.config.v1 import p4info_pb2
+from finsy.proto import p4i as p4info_pb2
 
 from softswitch import program
 from softswitch.errors import InvalidArgument

@@ -1,19 +1,11 @@
-"""Command lines: the switch's simple_switch_grpc options and the runtime CLI."""
+"""The switch's command line: simple_switch_grpc's options."""
 
 from __future__ import annotations
 
-import io
-import threading
-from collections.abc import Iterator
-
 import pytest
 
-from softswitch import cli
 from softswitch.errors import UsageError
 from softswitch.main import main, parse_args
-from softswitch.queueing import PriorityRateQueues
-from softswitch.runtime import RuntimeServer, send_commands
-from tests.softswitch.helpers import free_port
 
 
 def test_parse_simple_switch_grpc_command_line() -> None:
@@ -72,62 +64,3 @@ def test_main_prints_error_and_exits_2(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["-i", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: interface:") and "Traceback" not in err
-
-
-@pytest.fixture
-def runtime() -> Iterator[tuple[RuntimeServer, PriorityRateQueues[bytearray]]]:
-    q: PriorityRateQueues[bytearray] = PriorityRateQueues(8)
-    q.add_port(1)
-    q.add_port(2)
-    srv = RuntimeServer(0, q, threading.Lock())
-    srv.start()
-    try:
-        yield srv, q
-    finally:
-        srv.stop()
-
-
-def test_runtime_port_applies_queue_commands(
-    runtime: tuple[RuntimeServer, PriorityRateQueues[bytearray]],
-) -> None:
-    srv, q = runtime
-    outs = send_commands(
-        srv.port,
-        [
-            "set_queue_rate 100",
-            "set_queue_depth 16 2",
-            "set_queue_rate 5 1 7",
-            "set_queue_depth 3 1 8",
-            "set_queue_rate fast",
-            "frobnicate",
-        ],
-    )
-    assert outs[:3] == [[], [], []]
-    assert outs[3] == ["Error: priority: 8 is not in 0..7"]
-    assert outs[4] == ["Error: rate_pps: 'fast' is not a number"]
-    assert outs[5] == ["*** Unknown syntax: frobnicate"]
-    assert [x.rate for x in q.ports[1]] == [100.0] * 7 + [5.0]
-    assert [x.depth for x in q.ports[2]] == [16] * 8
-    assert [x.depth for x in q.ports[1]] == [64] * 8
-
-
-def test_cli_reads_stdin(
-    runtime: tuple[RuntimeServer, PriorityRateQueues[bytearray]],
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    srv, q = runtime
-    monkeypatch.setattr("sys.stdin", io.StringIO("set_queue_depth 7\nnope\n"))
-    assert cli.main(["--thrift-port", str(srv.port)]) == 0
-    out = capsys.readouterr().out
-    assert "RuntimeCmd: *** Unknown syntax: nope" in out
-    assert all(x.depth == 7 for x in q.ports[1])
-
-
-def test_cli_unreachable_exits_2(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO("set_queue_rate 1\n"))
-    assert cli.main(["--thrift-port", str(free_port())]) == 2
-    assert capsys.readouterr().err.startswith("error: thrift-port:")

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
+from finsy.proto import p4r
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from p4.v1 import p4runtime_pb2 as p4r
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
@@ -123,7 +123,7 @@ def server_and_client() -> Iterator[tuple[ServerHandle, Client]]:
     c = Client(f"127.0.0.1:{port}", election=10)
     try:
         assert c.arbitrate().arbitration.status.code == 0
-        c.set_pipeline(NAMES.p4info)
+        c.push_pipeline(NAMES.p4info)
         yield ServerHandle(service, f"127.0.0.1:{port}"), c
     finally:
         c.close()
@@ -137,7 +137,7 @@ def test_server_answers_every_random_write(
 ) -> None:
     _server, c = server_and_client
     try:
-        c.write(*updates)
+        c.send_write(*updates)
     except grpc.RpcError as err:
         assert err.code() in ALLOWED, err
     # and it still answers reads consistently

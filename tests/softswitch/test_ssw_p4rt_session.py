@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2 as p4r
+from finsy.proto import p4r
+from finsy.proto import rpc_code as code_pb2
 
 from tests.softswitch.conftest import ServerHandle
 from tests.softswitch.helpers import INSERT, Client, Names
@@ -36,14 +36,14 @@ def test_config_actions(client: Client, names: Names, server: ServerHandle) -> N
     with pytest.raises(grpc.RpcError) as exc:
         get(client, GET.ALL)
     assert exc.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    client.set_pipeline(names.p4info, CFG.VERIFY)
+    client.push_pipeline(names.p4info, CFG.VERIFY)
     assert server.committed == []
     with pytest.raises(grpc.RpcError) as exc:
-        client.set_pipeline(names.p4info, CFG.COMMIT)
+        client.push_pipeline(names.p4info, CFG.COMMIT)
     assert exc.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    client.set_pipeline(names.p4info, CFG.VERIFY_AND_SAVE, cookie=42)
+    client.push_pipeline(names.p4info, CFG.VERIFY_AND_SAVE, cookie=42)
     assert server.committed == []
-    client.set_pipeline(names.p4info, CFG.COMMIT)
+    client.push_pipeline(names.p4info, CFG.COMMIT)
     assert len(server.committed) == 1
     full = get(client, GET.ALL)
     assert full.p4info == names.p4info and full.p4_device_config == b"{}"
@@ -57,12 +57,12 @@ def test_config_actions(client: Client, names: Names, server: ServerHandle) -> N
 
 
 def test_reconcile_keeps_state_commit_resets(client: Client, names: Names) -> None:
-    client.set_pipeline(names.p4info)
-    client.write((INSERT, route(names, 1)))
-    client.set_pipeline(names.p4info, CFG.RECONCILE_AND_COMMIT, cookie=5)
+    client.push_pipeline(names.p4info)
+    client.send_write((INSERT, route(names, 1)))
+    client.push_pipeline(names.p4info, CFG.RECONCILE_AND_COMMIT, cookie=5)
     assert len(client.read(p4r.TableEntry())) == 1
     assert get(client, GET.COOKIE_ONLY).cookie.cookie == 5
-    client.set_pipeline(names.p4info, CFG.VERIFY_AND_COMMIT)
+    client.push_pipeline(names.p4info, CFG.VERIFY_AND_COMMIT)
     assert client.read(p4r.TableEntry()) == []
 
 
@@ -71,15 +71,15 @@ def test_bad_p4info_invalid_argument_named(client: Client, names: Names) -> None
     info.CopyFrom(names.p4info)
     info.tables[0].preamble.name = "EchelonIngress.nonesuch"
     with pytest.raises(grpc.RpcError) as exc:
-        client.set_pipeline(info)
+        client.push_pipeline(info)
     assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "EchelonIngress.ipv4_lpm" in (exc.value.details() or "")  # now missing
 
 
 def test_read_wildcards(primed: Client, names: Names) -> None:
     for i in range(1, 4):
-        primed.write((INSERT, route(names, i)))
-    primed.write(
+        primed.send_write((INSERT, route(names, i)))
+    primed.send_write(
         (
             INSERT,
             names.entry("EchelonIngress.echelon_ids", {"hdr.echelon.echelon_id": 9}, "NoAction"),
@@ -120,17 +120,17 @@ def test_arbitration_primary_backup_and_failover(server: ServerHandle, names: Na
         assert ma.arbitration.status.code == code_pb2.ALREADY_EXISTS
         assert ma.arbitration.election_id.low == 9
         with pytest.raises(grpc.RpcError) as exc:
-            a.set_pipeline(names.p4info)
+            a.push_pipeline(names.p4info)
         assert exc.value.code() == grpc.StatusCode.PERMISSION_DENIED
-        b.set_pipeline(names.p4info)
+        b.push_pipeline(names.p4info)
         with pytest.raises(grpc.RpcError) as exc:
-            a.write((INSERT, route(names, 1)))
+            a.send_write((INSERT, route(names, 1)))
         assert exc.value.code() == grpc.StatusCode.PERMISSION_DENIED
-        b.write((INSERT, route(names, 1)))
+        b.send_write((INSERT, route(names, 1)))
         b.close()
         back = a.next_message()  # b left: a is primary again
         assert back.arbitration.status.code == code_pb2.OK
-        a.write((INSERT, route(names, 2)))
+        a.send_write((INSERT, route(names, 2)))
     finally:
         a.close()
         b.close()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2 as p4r
+from finsy.proto import p4r
+from finsy.proto import rpc_code as code_pb2
 
 from tests.softswitch.conftest import ServerHandle
 from tests.softswitch.helpers import DELETE, INSERT, MODIFY, Client, Names, write_errors
@@ -24,7 +24,7 @@ def route(names: Names, last: int, port: int = 1, plen: int = 32) -> p4r.TableEn
 
 def single_error(c: Client, kind: int, entity: object) -> tuple[int, str]:
     with pytest.raises(grpc.RpcError) as exc:
-        c.write((kind, entity))
+        c.send_write((kind, entity))
     assert exc.value.code() == grpc.StatusCode.UNKNOWN
     errors = write_errors(exc.value)
     assert len(errors) == 1
@@ -33,20 +33,20 @@ def single_error(c: Client, kind: int, entity: object) -> tuple[int, str]:
 
 def test_no_pipeline_is_failed_precondition(client: Client, names: Names) -> None:
     with pytest.raises(grpc.RpcError) as exc:
-        client.write((INSERT, route(names, 1)))
+        client.send_write((INSERT, route(names, 1)))
     assert exc.value.code() == grpc.StatusCode.FAILED_PRECONDITION
 
 
 def test_insert_modify_delete_and_their_errors(primed: Client, names: Names) -> None:
     c = primed
-    c.write((INSERT, route(names, 1)))
+    c.send_write((INSERT, route(names, 1)))
     code, msg = single_error(c, INSERT, route(names, 1))
     assert code == code_pb2.ALREADY_EXISTS and LPM in msg
-    c.write((MODIFY, route(names, 1, port=3)))
+    c.send_write((MODIFY, route(names, 1, port=3)))
     (got,) = c.read(names.entry(LPM, {"hdr.ipv4.dstAddr": ((10 << 24) | 1, 32)}))
     assert got.table_entry.action.action.params[1].value == b"\x03"
     assert single_error(c, MODIFY, route(names, 2))[0] == code_pb2.NOT_FOUND
-    c.write((DELETE, names.entry(LPM, {"hdr.ipv4.dstAddr": ((10 << 24) | 1, 32)})))
+    c.send_write((DELETE, names.entry(LPM, {"hdr.ipv4.dstAddr": ((10 << 24) | 1, 32)})))
     assert single_error(c, DELETE, route(names, 1))[0] == code_pb2.NOT_FOUND
 
 
@@ -54,7 +54,7 @@ def test_continue_on_error_reports_every_update(primed: Client, names: Names) ->
     bad = route(names, 5)
     bad.table_id = 12345
     with pytest.raises(grpc.RpcError) as exc:
-        primed.write((INSERT, route(names, 4)), (INSERT, bad), (INSERT, route(names, 6)))
+        primed.send_write((INSERT, route(names, 4)), (INSERT, bad), (INSERT, route(names, 6)))
     codes = [code for code, _ in write_errors(exc.value)]
     assert codes == [code_pb2.OK, code_pb2.INVALID_ARGUMENT, code_pb2.OK]
     assert len(primed.read(p4r.TableEntry(table_id=names.table_id(LPM)))) == 2
@@ -133,7 +133,7 @@ def test_invalid_arguments_named(primed: Client, names: Names) -> None:
 def test_non_canonical_bytes_accepted_and_read_canonical(primed: Client, names: Names) -> None:
     te = route(names, 7)  # helper pads every value to full byte width
     assert te.action.action.params[0].value == b"\x00\x00\x00\x00\x00\xab"
-    primed.write((INSERT, te))
+    primed.send_write((INSERT, te))
     canon = names.entry(LPM, {})
     fm = canon.match.add(field_id=1)
     fm.lpm.value, fm.lpm.prefix_len = bytes([10, 0, 0, 7]), 32
@@ -147,15 +147,15 @@ def test_table_full_is_resource_exhausted(client: Client, names: Names) -> None:
     small = type(info)()
     small.CopyFrom(info)
     next(t for t in small.tables if t.preamble.name == LPM).size = 2
-    client.set_pipeline(small)
-    client.write((INSERT, route(names, 1)), (INSERT, route(names, 2)))
+    client.push_pipeline(small)
+    client.send_write((INSERT, route(names, 1)), (INSERT, route(names, 2)))
     code, msg = single_error(client, INSERT, route(names, 3))
     assert code == code_pb2.RESOURCE_EXHAUSTED and "2 entries" in msg
 
 
 def test_wrong_device_is_not_found(primed: Client, names: Names) -> None:
     with pytest.raises(grpc.RpcError) as exc:
-        primed.write((INSERT, route(names, 1)), device_id=3)
+        primed.send_write((INSERT, route(names, 1)), device_id=3)
     assert exc.value.code() == grpc.StatusCode.NOT_FOUND
 
 
@@ -174,12 +174,12 @@ def test_default_action_modify_read_reset(primed: Client, names: Names) -> None:
     assert initial.table_entry.action.action.action_id == names.action_id("EchelonIngress.drop")
     d = names.entry(LPM, {}, FWD, {"dstAddr": 1, "port": 2})
     d.is_default_action = True
-    primed.write((MODIFY, d))
+    primed.send_write((MODIFY, d))
     (now,) = primed.read(p4r.TableEntry(table_id=tid, is_default_action=True))
     assert now.table_entry.action.action.action_id == names.action_id(FWD)
     assert single_error(primed, INSERT, d)[0] == code_pb2.INVALID_ARGUMENT
     reset = p4r.TableEntry(table_id=tid, is_default_action=True)
-    primed.write((MODIFY, reset))
+    primed.send_write((MODIFY, reset))
     (back,) = primed.read(p4r.TableEntry(table_id=tid, is_default_action=True))
     assert back.table_entry.action.action.action_id == names.action_id("EchelonIngress.drop")
 
@@ -189,10 +189,10 @@ def test_counter_modify_sets_and_resets(primed: Client, names: Names, server: Se
     ce = p4r.CounterEntry(counter_id=cid)
     ce.index.index = 3
     ce.data.packet_count, ce.data.byte_count = 7, 700
-    primed.write((MODIFY, ce))
+    primed.send_write((MODIFY, ce))
     (got,) = primed.read(ce)
     assert (got.counter_entry.data.packet_count, got.counter_entry.data.byte_count) == (7, 700)
-    primed.write((MODIFY, p4r.CounterEntry(counter_id=cid)))  # no index, no data: reset all
+    primed.send_write((MODIFY, p4r.CounterEntry(counter_id=cid)))  # no index, no data: reset all
     assert all(
         e.counter_entry.data.packet_count == 0
         for e in primed.read(p4r.CounterEntry(counter_id=cid))

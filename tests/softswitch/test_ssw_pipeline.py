@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from p4.v1 import p4runtime_pb2 as p4r
+from finsy.proto import p4r
 from scapy.layers.inet import IP, TCP, UDP, IPOption_Router_Alert
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -12,27 +11,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from p4.v1 import p4runtime_pb2 as p4r
+from finsy.proto import p4r
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from echelon.constants import SPECIAL_PLAIN, priority_for_dscp
+from controlplane.bmruntime import RuntimeApiError, RuntimeClient
+from echelon.constants import priority_for_dscp
 from echelon.wire import Echelon
+from targets.process import free_port, wait_until
+from targets.switch import start_target
 from tests.softswitch.helpers import (
     INSERT,
-    P4INFO_PATH,
     PYTHON,
     ROOT,
     Client,
     Names,
-    free_port,
     in_netns,
     load_p4info,
     raw_socket,
-    start_switch,
-    stop_process,
     veth_hosts,
-    wait_until,
 )
 
 pytestmark = [
@@ -51,13 +48,15 @@ def ip_int(a: str) -> int:
 def switch(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """A switch process on two ports whose host ends live in namespaces."""
     with veth_hosts(PREFIX, 2) as hosts:
-        gport, tport = free_port(), free_port()
         log = tmp_path / "switch.log"
-        proc = start_switch({1: hosts[0][0], 2: hosts[1][0]}, gport, tport, log)
+        grpc_addr = f"127.0.0.1:{free_port()}"
+        target = start_target(
+            "soft", {1: hosts[0][0], 2: hosts[1][0]}, grpc_addr, free_port(), log_path=log
+        )
         info: dict[str, Any] = {
-            "proc": proc,
-            "grpc": f"127.0.0.1:{gport}",
-            "thrift": tport,
+            "target": target,
+            "grpc": grpc_addr,
+            "thrift": target.thrift_port,
             "ns": [h[1] for h in hosts],
             "log": log,
             "rc": None,
@@ -65,13 +64,13 @@ def switch(tmp_path: Path) -> Iterator[dict[str, Any]]:
         try:
             yield info
         finally:
-            info["rc"] = stop_process(proc)
+            info["rc"] = target.stop()
             assert info["rc"] == 0, log.read_text()
 
 
 def program(c: Client, names: Names) -> None:
-    c.set_pipeline(names.p4info)
-    c.write(
+    c.push_pipeline(names.p4info)
+    c.send_write(
         (
             INSERT,
             names.entry(
@@ -115,6 +114,13 @@ def receive(sock: socket.socket, count: int, timeout: float = 5.0) -> list[tuple
     return got
 
 
+def counts_bytes(c: Client) -> int:
+    """Bytes of ``echelon_pkts[3]`` as P4Runtime reads them (the Thrift read must agree)."""
+    cid = Names(load_p4info()).counter_id("EchelonIngress.echelon_pkts")
+    cells = c.read(p4r.CounterEntry(counter_id=cid, index=p4r.Index(index=3)))
+    return int(cells[0].counter_entry.data.byte_count)
+
+
 def test_forwards_classifies_and_stops_cleanly(switch: dict[str, Any]) -> None:
     names = Names(load_p4info())
     c = Client(switch["grpc"], election=1)
@@ -140,18 +146,12 @@ def test_forwards_classifies_and_stops_cleanly(switch: dict[str, Any]) -> None:
             }
             assert counts[3] == 4
 
-            # Runtime CLI: rate-limit port 2, check it paces a burst; bad line -> error text.
-            cli = subprocess.run(
-                [PYTHON, "-m", "softswitch.cli", "--thrift-port", str(switch["thrift"])],
-                input="set_queue_rate 20 2\nset_queue_rate 1 2 9\nbogus 1\n",
-                text=True,
-                capture_output=True,
-                timeout=30,
-                cwd=ROOT,
-            )
-            assert cli.returncode == 0
-            assert "Error: priority: 9 is not in 0..7" in cli.stdout
-            assert "*** Unknown syntax: bogus 1" in cli.stdout
+            # Thrift runtime: rate-limit port 2, check it paces a burst; a bad priority raises.
+            with RuntimeClient(switch["thrift"]) as rt:
+                rt.set_queue_rate(20, 2)
+                with pytest.raises(RuntimeApiError):
+                    rt.set_queue_rate(1, 2, 9)
+                assert rt.read_counter("EchelonIngress.echelon_pkts", 3) == (4, counts_bytes(c))
             for f in frames(5, 0):
                 tx.send(f)
             paced = receive(rx, 5)
@@ -159,39 +159,6 @@ def test_forwards_classifies_and_stops_cleanly(switch: dict[str, Any]) -> None:
             assert paced[-1][0] - paced[0][0] >= 4 * 0.05 * 0.8  # 20 pps: >= ~200 ms
     finally:
         c.close()
-
-
-def test_p4runtime_shell_programs_it(switch: dict[str, Any], tmp_path: Path) -> None:
-    import p4runtime_sh.shell as sh
-
-    bin_path = tmp_path / "echelon.json"
-    bin_path.write_text("{}")
-    sh.setup(
-        device_id=0,
-        grpc_addr=switch["grpc"],
-        election_id=(0, 1),
-        config=sh.FwdPipeConfig(str(P4INFO_PATH), str(bin_path)),
-    )
-    try:
-        te = sh.TableEntry("EchelonIngress.ipv4_lpm")(action="EchelonIngress.ipv4_forward")
-        te.match["hdr.ipv4.dstAddr"] = f"{H2}/32"
-        te.action["dstAddr"] = "00:00:00:00:00:02"
-        te.action["port"] = "2"
-        te.insert()
-        read = list(sh.TableEntry("EchelonIngress.ipv4_lpm").read())
-        assert len(read) == 1
-        assert read[0].match["hdr.ipv4.dstAddr"].lpm.prefix_len == 32
-        tx = in_netns(switch["ns"][0], lambda: raw_socket("eth0"))
-        rx = in_netns(switch["ns"][1], lambda: raw_socket("eth0"))
-        with tx, rx:
-            tx.send(frames(1, 0)[0])
-            assert len(receive(rx, 1)) == 1
-        ce = sh.CounterEntry("EchelonIngress.special_pkts")
-        ce.index = SPECIAL_PLAIN
-        cells = list(ce.read())
-        assert cells[0].data.packet_count == 1
-    finally:
-        sh.teardown()
 
 
 def test_bad_interface_exits_2(tmp_path: Path) -> None:
@@ -233,11 +200,11 @@ def test_frozen_switch_releases_burst_in_priority_order(switch: dict[str, Any]) 
     """SIGSTOP, send 2 packets per priority interleaved, SIGCONT: out 7 7 6 6 ... 0 0."""
     names = Names(load_p4info())
     c = Client(switch["grpc"], election=1)
-    proc = switch["proc"]
+    target = switch["target"]
     try:
         assert c.arbitrate().arbitration.status.code == 0
         program(c, names)
-        c.write(
+        c.send_write(
             *[
                 (
                     INSERT,
@@ -263,14 +230,14 @@ def test_frozen_switch_releases_burst_in_priority_order(switch: dict[str, Any]) 
         tx = in_netns(switch["ns"][0], lambda: raw_socket("eth0"))
         rx = in_netns(switch["ns"][1], lambda: raw_socket("eth0"))
         with tx, rx:
-            proc.send_signal(signal.SIGSTOP)
+            target.freeze()
             try:
                 sw_if = f"{PREFIX}p1"
                 for f in burst:
                     tx.send(f)
-                wait_until(lambda: _rmem(sw_if) > 0, 5)
+                wait_until(lambda: _rmem(sw_if) > 0, 5, "the burst queued at the frozen switch")
             finally:
-                proc.send_signal(signal.SIGCONT)
+                target.thaw()
             got = receive(rx, len(burst))
         prios = [priority_for_dscp(Ether(d)[IP].tos >> 2) for _t, d in got]
         assert prios == [p for p in range(7, -1, -1) for _ in range(2)]

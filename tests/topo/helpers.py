@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from topo.targets import free_port
+from targets.process import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

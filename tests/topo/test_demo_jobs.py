@@ -8,10 +8,10 @@ import pytest
 
 from echelon.errors import SpecError
 from echelon.jobs import load_job_file
+from echelon.topology import load
 from hostagent.plan import release_times
 from topo import demo
 from topo.crosscheck import OpenLoopJob, completion_rows
-from topo.topology import load
 
 HOSTS = set(load("topo/star.yaml").hosts)
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from echelon.topology import load
+from targets.process import TargetError, wait_until
 from topo import net as netmod
 from topo.net import EchelonNet, NetError, root_links
-from topo.targets import TargetError, wait_until
-from topo.topology import load
 
 from .helpers import alive, needs_root, topo_on_free_ports
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from targets.process import free_port, stop_process, wait_until
 from topo.crosscheck import DEFAULT_TOLERANCE_S, compare, completion_rows
 from topo.demo import specs_from_results
 from topo.net import root_links
-from topo.targets import free_port, stop_process, wait_until
 
 from .helpers import ROOT, alive, needs_root, topo_on_free_ports
 

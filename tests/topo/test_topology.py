@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from echelon.errors import SpecError
-from topo.topology import TopologyNetwork, load, parse
+from echelon.topology import TopologyNetwork, load, parse
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,7 +1,8 @@
-"""Controller logic against in-process fake switches (real gRPC, fast).
+"""Controller logic against the soft switch's P4Runtime service in-process (real gRPC, fast).
 
-The real soft switch process is exercised in test_integration.py; here the fake
-lets a test shrink a switch table to provoke RESOURCE_EXHAUSTED. Scheduling is
+The real soft switch process is exercised in test_integration.py; in-process, a
+test can give one switch a smaller table than the P4Info the controller holds (a
+pipeline with the controller's cookie), to provoke a switch-side RESOURCE_EXHAUSTED. Scheduling is
 replaced by a deterministic stand-in so these tests do not depend on the core's
 policy details, only on the controller's contract with them.
 """
@@ -12,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from finsy.proto import p4i, p4r
 
 from controlplane import planning
 from controlplane.controller import Controller
@@ -23,9 +25,10 @@ from controlplane.registry import DuplicateJobError, Registry
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow
 from echelon.schedule import DeadlineRange, EchelonLevels
-from tests.controlplane.fake_switch import FakeServer
+from echelon.topology import load
+from softswitch.pipeline import Pipeline
 from tests.controlplane.helpers import P4INFO, spec, write_topo
-from topo.topology import load
+from tests.controlplane.inproc import InProcessSwitch
 
 
 def fake_levels(
@@ -47,9 +50,9 @@ def fake_levels(
 @pytest.fixture
 def env(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[Controller, list[FakeServer]]]:
+) -> Iterator[tuple[Controller, list[InProcessSwitch]]]:
     monkeypatch.setattr(planning, "compute_levels", fake_levels)
-    servers = [FakeServer(), FakeServer()]
+    servers = [InProcessSwitch(), InProcessSwitch()]
     topo = load(write_topo(tmp_path / "t.yaml", [s.addr for s in servers]))
     ctl = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"))
     ctl.start()
@@ -62,7 +65,22 @@ def env(
             s.stop()
 
 
-def read_back(server: FakeServer) -> set[TableEntry]:
+def shrink_table(server: InProcessSwitch, info: P4Info, table: str, size: int) -> None:
+    """Make ``table`` on ``server`` hold only ``size`` entries, keeping every installed
+    entry and the pipeline cookie (so the controller sees "its" program)."""
+    svc = server.service
+    assert svc.pipeline is not None
+    entries = svc.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
+    small = p4i.P4Info()
+    small.CopyFrom(info.proto)
+    next(t for t in small.tables if t.preamble.name == table).size = size
+    svc._commit(Pipeline(small, svc.pipeline.device_config, svc.pipeline.cookie))
+    for ent in entries:
+        update = p4r.Update(type=p4r.Update.INSERT, entity=ent)
+        assert svc._apply(svc.pipeline, update) is None  # type: ignore[arg-type]
+
+
+def read_back(server: InProcessSwitch) -> set[TableEntry]:
     with SwitchConnection(server.addr, election_id=(0, 0), p4info=P4Info.load(P4INFO)) as sw:
         return set(sw.read_table_entries())
 
@@ -72,7 +90,7 @@ def by_table(entries: set[TableEntry], table: str) -> list[TableEntry]:
 
 
 def test_startup_installs_routes_and_register_remove(
-    env: tuple[Controller, list[FakeServer]],
+    env: tuple[Controller, list[InProcessSwitch]],
 ) -> None:
     ctl, servers = env
     for s in servers:
@@ -91,18 +109,18 @@ def test_startup_installs_routes_and_register_remove(
         assert {e.table for e in read_back(s)} == {"EchelonIngress.ipv4_lpm"}
 
 
-def test_second_job_modifies_in_place(env: tuple[Controller, list[FakeServer]]) -> None:
+def test_second_job_modifies_in_place(env: tuple[Controller, list[InProcessSwitch]]) -> None:
     ctl, servers = env
     ctl.register(spec("a"))
-    before = servers[0].switch.writes
+    before = servers[0].writes
     ctl.register(spec("b"))
     got = read_back(servers[0])
     prios = sorted(e.params_dict()["prio"] for e in by_table(got, T_CLASSIFY))
     assert prios == [6, 6, 7, 7]  # a keeps the top band, b the next
-    assert servers[0].switch.writes - before == 1  # one insert/modify phase, no delete
+    assert servers[0].writes - before == 1  # one insert/modify phase, no delete
 
 
-def test_rejections_leave_nothing(env: tuple[Controller, list[FakeServer]]) -> None:
+def test_rejections_leave_nothing(env: tuple[Controller, list[InProcessSwitch]]) -> None:
     ctl, servers = env
     ctl.register(spec("a"))
     snapshot = [read_back(s) for s in servers]
@@ -121,13 +139,12 @@ def test_rejections_leave_nothing(env: tuple[Controller, list[FakeServer]]) -> N
 
 
 def test_switch_table_full_rolls_back_every_switch(
-    env: tuple[Controller, list[FakeServer]],
+    env: tuple[Controller, list[InProcessSwitch]],
 ) -> None:
     ctl, servers = env
     ctl.register(spec("a"))
     snapshot = [read_back(s) for s in servers]
-    cls_id = ctl.p4info.table(T_CLASSIFY).id
-    servers[1].switch.sizes[cls_id] = 3  # s2 holds 2 classify entries, room for one more
+    shrink_table(servers[1], ctl.p4info, T_CLASSIFY, 3)  # s2 has 2 classify entries, room for 1
     with pytest.raises(TableFullError) as ei:
         ctl.register(spec("b"))
     assert ei.value.table == T_CLASSIFY
@@ -136,17 +153,17 @@ def test_switch_table_full_rolls_back_every_switch(
     assert ctl.wait_in_sync(1.0)
 
 
-def test_p4info_size_checked_before_writing(env: tuple[Controller, list[FakeServer]]) -> None:
+def test_p4info_size_checked_before_writing(env: tuple[Controller, list[InProcessSwitch]]) -> None:
     ctl, servers = env
-    writes = servers[0].switch.writes
+    writes = servers[0].writes
     with pytest.raises(Exception) as ei:
         ctl.register(spec("big", groups=1025, sources=("h1",)))
     assert getattr(ei.value, "field", "") in ("class_id", T_IDS)
-    assert servers[0].switch.writes == writes
+    assert servers[0].writes == writes
     assert ctl.jobs() == []
 
 
-def test_policy_switch(env: tuple[Controller, list[FakeServer]]) -> None:
+def test_policy_switch(env: tuple[Controller, list[InProcessSwitch]]) -> None:
     ctl, servers = env
     ctl.register(spec("a"))
     ctl.set_policy("fifo")

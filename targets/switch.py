@@ -1,8 +1,8 @@
 """Start, drive and stop a switch target: BMv2 ``simple_switch_grpc`` or the embedded soft switch.
 
-Both take simple_switch_grpc's command line and simple_switch_CLI's queue
-commands, so everything above this module (PTF runner, Mininet launcher,
-integration tests) is written once. ``auto`` picks BMv2 when
+Both take simple_switch_grpc's command line and serve BMv2's Thrift runtime API
+on ``--thrift-port`` (:mod:`controlplane.bmruntime`), so everything above this
+module (PTF runner, Mininet launcher, integration tests) is written once. ``auto`` picks BMv2 when
 ``simple_switch_grpc`` is on PATH and the soft switch otherwise.
 """
 
@@ -12,26 +12,20 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Literal
 
-from echelon.errors import EchelonError
+from controlplane.bmruntime import RuntimeApiError, RuntimeClient, run_command
+from targets.process import TargetError, port_open, stop_process, wait_until
 
 log = logging.getLogger(__name__)
 
 TargetKind = Literal["soft", "bmv2", "auto"]
 BMV2_BINARY = "simple_switch_grpc"
-BMV2_CLI = "simple_switch_CLI"
-
-
-class TargetError(EchelonError):
-    """A switch target failed to start, answer or stop."""
 
 
 def resolve_kind(kind: TargetKind) -> Literal["soft", "bmv2"]:
@@ -43,39 +37,6 @@ def resolve_kind(kind: TargetKind) -> Literal["soft", "bmv2"]:
     if kind not in ("soft", "bmv2"):
         raise TargetError(f"unknown target kind {kind!r} (soft, bmv2 or auto)")
     return kind
-
-
-def wait_until(cond: Callable[[], bool], timeout: float, what: str, interval: float = 0.02) -> None:
-    """Poll ``cond`` until it holds; raise :class:`TargetError` naming ``what`` at the deadline."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise TargetError(f"timed out after {timeout:.1f}s waiting for {what}")
-        time.sleep(interval)
-
-
-def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> int:
-    """SIGTERM ``proc``, then SIGKILL if it is still there after ``timeout``; its exit status."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    return proc.returncode
-
-
-def _port_open(addr: str) -> bool:
-    host, _, port = addr.rpartition(":")
-    host = host.strip("[]") or "127.0.0.1"
-    if host in ("0.0.0.0", "::"):
-        host = "127.0.0.1"
-    try:
-        with socket.create_connection((host, int(port)), timeout=0.2):
-            return True
-    except OSError:
-        return False
 
 
 @dataclass
@@ -107,13 +68,17 @@ class Target:
                     f"{self.kind} switch exited with {self.proc.returncode} during start-up"
                     + (f"; see {self.log_path}" if self.log_path else "")
                 )
-            return _port_open(self.grpc_addr) and _port_open(f"127.0.0.1:{self.thrift_port}")
+            return port_open(self.grpc_addr) and port_open(f"127.0.0.1:{self.thrift_port}")
 
         wait_until(ready, timeout, f"{self.kind} switch on {self.grpc_addr}")
 
-    def queue_command(self, line: str, timeout: float = 15.0) -> str:
-        """Run one simple_switch_CLI command (``set_queue_rate 1 2``) against this switch."""
-        return run_queue_command(self.kind, self.thrift_port, line, timeout)
+    def queue_command(self, line: str, timeout: float = 15.0) -> None:
+        """Apply one simple_switch_CLI queue command (``set_queue_rate 1 2``) to this switch."""
+        run_queue_command(self.kind, self.thrift_port, line, timeout)
+
+    def runtime(self, timeout: float = 15.0) -> RuntimeClient:
+        """A Thrift runtime client (BMv2's ``bm_runtime`` API) for this switch; close it."""
+        return RuntimeClient(self.thrift_port, timeout=timeout).connect()
 
     def freeze(self) -> None:
         """SIGSTOP the switch: time passes for its queues, nothing is served."""
@@ -123,20 +88,12 @@ class Target:
         os.kill(self.pid, signal.SIGCONT)
 
     def stop(self, timeout: float = 10.0) -> int:
-        """SIGTERM, then SIGKILL after ``timeout``; returns the exit status."""
-        if self.alive():
-            try:
-                os.kill(self.pid, signal.SIGCONT)  # a frozen process cannot handle SIGTERM
-                self.proc.terminate()
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                log.warning("%s switch pid %d ignored SIGTERM; killing", self.kind, self.pid)
-                self.proc.kill()
-                self.proc.wait()
+        """SIGCONT + SIGTERM, then SIGKILL after ``timeout``; returns the exit status."""
+        rc = stop_process(self.proc, timeout)
         if self._log_file:
             self._log_file.close()
             self._log_file = None
-        return self.proc.returncode
+        return rc
 
     def __enter__(self) -> Target:
         return self
@@ -147,23 +104,14 @@ class Target:
 
 def run_queue_command(
     kind: Literal["soft", "bmv2"], thrift_port: int, line: str, timeout: float = 15.0
-) -> str:
-    """One simple_switch_CLI command through the target's runtime CLI; raises
-    :class:`TargetError` when the CLI fails or answers with an error."""
-    if kind == "bmv2":
-        argv = [BMV2_CLI, "--thrift-port", str(thrift_port)]
-    else:
-        argv = [sys.executable, "-m", "softswitch.cli", "--thrift-port", str(thrift_port)]
+) -> None:
+    """One simple_switch_CLI queue command (``set_queue_rate 100 2``) over BMv2's Thrift
+    runtime API, which both targets serve; :class:`TargetError` when the switch refuses
+    it or cannot be reached. ``kind`` is kept for the log: the call is the same."""
     try:
-        res = subprocess.run(
-            argv, input=(line + "\n").encode(), capture_output=True, timeout=timeout
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise TargetError(f"runtime CLI did not answer {line!r} within {timeout}s") from exc
-    out = (res.stdout + res.stderr).decode(errors="replace")
-    if res.returncode != 0 or "error" in out.lower():
-        raise TargetError(f"runtime CLI rejected {line!r}: {out.strip()}")
-    return out
+        run_command(thrift_port, line, timeout=timeout)
+    except RuntimeApiError as exc:
+        raise TargetError(f"{kind} switch on thrift port {thrift_port}: {exc}") from None
 
 
 def command_line(
@@ -196,14 +144,18 @@ def start_target(
     netns: str | None = None,
     log_level: str = "info",
     ready_timeout: float = 30.0,
+    cpus: str | None = None,
 ) -> Target:
     """Start a switch on ``ports`` ({port number: interface}) and wait until it serves.
 
     The process's console log goes to ``log_path`` (or is discarded). In
-    ``netns`` the process runs inside that network namespace.
+    ``netns`` the process runs inside that network namespace; ``cpus`` (a
+    ``taskset`` list such as ``"1"``) pins it, as the benchmarks do.
     """
     real = resolve_kind(kind)
     argv = command_line(real, ports, grpc_addr, thrift_port, device_id, priority_queues, log_level)
+    if cpus:
+        argv = ["taskset", "-c", cpus, *argv]
     if netns:
         argv = ["ip", "netns", "exec", netns, *argv]
     path = Path(log_path) if log_path else None
@@ -226,10 +178,3 @@ def start_target(
         target.stop()
         raise
     return target
-
-
-def free_port() -> int:
-    """An unused TCP port on 127.0.0.1 (for tests that start several targets)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

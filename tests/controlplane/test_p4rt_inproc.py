@@ -1,4 +1,4 @@
-"""SwitchConnection against an in-process fake P4Runtime server (real gRPC, no switch)."""
+"""SwitchConnection against the soft switch's P4Runtime service in-process (real gRPC)."""
 
 from __future__ import annotations
 
@@ -6,20 +6,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from finsy.proto import p4r
 
 from controlplane.p4rt import (
     P4RuntimeConnectionError,
     P4RuntimeWriteError,
     SwitchConnection,
 )
-from tests.controlplane.fake_switch import FakeServer
+from tests.controlplane.inproc import InProcessSwitch
 
 P4INFO = Path(__file__).resolve().parents[2] / "p4src" / "build" / "echelon.p4info.txt"
 
 
 @pytest.fixture
-def server() -> Iterator[FakeServer]:
-    srv = FakeServer()
+def server() -> Iterator[InProcessSwitch]:
+    srv = InProcessSwitch()
     try:
         yield srv
     finally:
@@ -35,7 +36,7 @@ def _route(sw: SwitchConnection, i: int) -> object:
     )
 
 
-def test_arbitration_pipeline_write_read(server: FakeServer) -> None:
+def test_arbitration_pipeline_write_read(server: InProcessSwitch) -> None:
     with SwitchConnection(server.addr, election_id=(0, 5)) as sw:
         assert sw.is_primary and sw.is_alive
         assert sw.get_pipeline_p4info() is None
@@ -51,14 +52,14 @@ def test_arbitration_pipeline_write_read(server: FakeServer) -> None:
         assert set(sw.read_table_entries()) == set(entries[2:])
 
 
-def test_lower_election_id_is_not_primary(server: FakeServer) -> None:
+def test_lower_election_id_is_not_primary(server: InProcessSwitch) -> None:
     with SwitchConnection(server.addr, election_id=(0, 9)) as a:
         assert a.is_primary
         with SwitchConnection(server.addr, election_id=(0, 2)) as b:
             assert not b.is_primary
 
 
-def test_write_errors_are_per_update(server: FakeServer) -> None:
+def test_write_errors_are_per_update(server: InProcessSwitch) -> None:
     with SwitchConnection(server.addr) as sw:
         sw.set_pipeline(P4INFO)
         e0, e1, e2 = (_route(sw, i) for i in range(3))
@@ -71,7 +72,7 @@ def test_write_errors_are_per_update(server: FakeServer) -> None:
         assert not err.resource_exhausted
 
 
-def test_chunked_write_reports_applied_prefix(server: FakeServer) -> None:
+def test_chunked_write_reports_applied_prefix(server: InProcessSwitch) -> None:
     with SwitchConnection(server.addr) as sw:
         sw.set_pipeline(P4INFO)
         entries = [_route(sw, i) for i in range(1030)]  # ipv4_lpm holds 1024
@@ -80,21 +81,23 @@ def test_chunked_write_reports_applied_prefix(server: FakeServer) -> None:
         assert ei.value.resource_exhausted
         assert ei.value.applied == 1000
         assert len(ei.value.succeeded_indices) == 1024
-        assert server.switch.writes == 11
+        assert server.writes == 11
 
 
-def test_counters_read_and_reset(server: FakeServer) -> None:
+def test_counters_read_and_reset(server: InProcessSwitch) -> None:
     with SwitchConnection(server.addr) as sw:
         sw.set_pipeline(P4INFO)
         cid = sw.p4info.counter("echelon_pkts").id  # type: ignore[union-attr]
-        server.switch.counters[cid][3] = (10, 1500)
+        cell = p4r.CounterEntry(counter_id=cid, index=p4r.Index(index=3))
+        cell.data.packet_count, cell.data.byte_count = 10, 1500
+        server.service.write_counter(cell)  # what packets would have counted
         assert sw.read_counter("echelon_pkts", 3) == {3: (10, 1500)}
         assert len(sw.read_counter("echelon_pkts")) == 1024
         sw.reset_counter("echelon_pkts")
         assert sw.read_counter("echelon_pkts", 3) == {3: (0, 0)}
 
 
-def test_connect_timeout_and_stream_break(server: FakeServer) -> None:
+def test_connect_timeout_and_stream_break(server: InProcessSwitch) -> None:
     with pytest.raises(P4RuntimeConnectionError):
         SwitchConnection("127.0.0.1:1").connect(timeout=0.3)
     sw = SwitchConnection(server.addr)
@@ -108,3 +111,26 @@ def test_connect_timeout_and_stream_break(server: FakeServer) -> None:
         assert broke == [sw]
     finally:
         sw.close()
+
+
+def test_pipelined_write_keeps_order_and_stops_at_the_failing_chunk(
+    server: InProcessSwitch,
+) -> None:
+    with SwitchConnection(server.addr) as sw:
+        sw.set_pipeline(P4INFO)
+        entries = [_route(sw, i) for i in range(1030)]  # ipv4_lpm holds 1024
+        sw.write_entries([("INSERT", e) for e in entries[:300]], chunk=100)  # type: ignore[misc]
+        assert server.writes == 3
+        # a DELETE then re-INSERT of the same entries only works if chunks apply in order
+        pairs = [("DELETE", e) for e in entries[:300]] + [("INSERT", e) for e in entries[:300]]
+        sw.write_entries(pairs, chunk=100)  # type: ignore[arg-type]
+        assert set(sw.read_table_entries("ipv4_lpm")) == set(entries[:300])
+        with pytest.raises(P4RuntimeWriteError) as ei:
+            # 730 inserts in 10 chunks of 73 (room for 724), then a DELETE in an 11th chunk
+            rest = [("INSERT", e) for e in entries[300:]] + [("DELETE", entries[0])]
+            sw.write_entries(rest, chunk=73)  # type: ignore[arg-type]
+        assert ei.value.resource_exhausted
+        assert ei.value.applied == 9 * 73  # the chunks before the failing one
+        assert len(ei.value.succeeded_indices) == 724
+        assert server.writes == 3 + 6 + 10  # nothing sent after the failing chunk
+        assert entries[0] in sw.read_table_entries("ipv4_lpm")  # the DELETE never went out

@@ -1,0 +1,94 @@
+"""The process helpers every launcher, test and benchmark shares.
+
+``wait_until`` polls a condition with a deadline (never a bare ``sleep`` as
+synchronisation); ``free_port`` picks a port for a process about to be started;
+``stop_process`` stops a child by PID: SIGCONT (a frozen switch cannot handle
+SIGTERM), SIGTERM, then SIGKILL after a deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from echelon.errors import EchelonError
+
+T = TypeVar("T")
+
+
+class TargetError(EchelonError):
+    """A switch target (or another child process) failed to start, answer or stop."""
+
+
+class WaitTimeout(TargetError):
+    """A :func:`wait_until` deadline passed; the message names what was awaited."""
+
+
+def wait_until(
+    cond: Callable[[], T],
+    timeout: float,
+    what: str,
+    interval: float = 0.02,
+    retry_on: tuple[type[Exception], ...] = (),
+) -> T:
+    """Poll ``cond`` until it returns a truthy value and return that value.
+
+    Exceptions of the types in ``retry_on`` mean "not ready yet" (e.g. a refused
+    connection); any other exception propagates at once. At the deadline raise
+    :class:`WaitTimeout` naming ``what`` (and the last retried error).
+    """
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while True:
+        try:
+            got = cond()
+        except retry_on as exc:
+            last = exc
+        else:
+            if got:
+                return got
+            last = None
+        if time.monotonic() > deadline:
+            why = f" (last: {last})" if last is not None else ""
+            raise WaitTimeout(f"timed out after {timeout:.1f}s waiting for {what}{why}")
+        time.sleep(interval)  # the polling interval of a deadline wait
+
+
+def free_port() -> int:
+    """An unused TCP port on 127.0.0.1 (for a process about to listen on it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def port_open(addr: str) -> bool:
+    """Whether ``host:port`` accepts a TCP connection (``0.0.0.0`` means localhost)."""
+    host, _, port = addr.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1"
+    try:
+        with socket.create_connection((host, int(port)), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> int:
+    """SIGCONT + SIGTERM ``proc``, SIGKILL if it is still there after ``timeout``; its status."""
+    if proc.poll() is None:
+        try:
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.terminate()
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        except ProcessLookupError:
+            proc.wait()
+    return int(proc.returncode)

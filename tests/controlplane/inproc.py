@@ -1,0 +1,52 @@
+"""The soft switch's real P4Runtime service, in-process on a free port (no data plane).
+
+Replaces a hand-written fake server: the controller's unit tests talk to the same
+servicer (validation, arbitration, per-update errors) the switch process runs.
+``writes`` counts Write RPCs, so tests can check how many requests a change took.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+from finsy.proto import p4r
+
+from softswitch.p4rt_server import P4RuntimeService, make_server
+from softswitch.pipeline import Pipeline
+
+
+class CountingService(P4RuntimeService):
+    """The real servicer, counting Write RPCs."""
+
+    def __init__(self) -> None:
+        super().__init__(0, self._committed)
+        self.writes = 0
+
+    def _committed(self, pl: Pipeline | None) -> None:
+        """No data plane behind this service: a committed pipeline has nowhere to go."""
+
+    def Write(self, request: p4r.WriteRequest, context: grpc.ServicerContext) -> Any:
+        self.writes += 1
+        return super().Write(request, context)
+
+
+class InProcessSwitch:
+    """A :class:`CountingService` served on ``127.0.0.1:<free port>``; ``stop()`` ends
+    every stream, as a switch going away does."""
+
+    def __init__(self) -> None:
+        self.service = CountingService()
+        self.server, self.port = make_server(self.service, "127.0.0.1:0")
+        self.server.start()
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def writes(self) -> int:
+        return self.service.writes
+
+    def stop(self) -> None:
+        self.server.stop(grace=0).wait(5)
