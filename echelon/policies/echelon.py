@@ -37,6 +37,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from echelon.policies.group import mdd_key
 from echelon.policies.table import (
     Floats,
     FlowTable,
@@ -62,8 +63,7 @@ def group_keys(t: FlowTable, now: float, slack: Floats) -> Floats:
     lead = np.full(len(t.names), np.inf)
     np.minimum.at(lead, t.ech, slack)
     lead[~np.isfinite(lead)] = 0.0
-    key: Floats = (p + np.maximum(t.t_ref + lead - gamma - now, 0.0)) / t.weight
-    return key
+    return mdd_key(t, now, p, gamma, lead)
 
 
 def size_class(key: Floats) -> Ints:

@@ -51,6 +51,13 @@ def intra_edf(t: FlowTable) -> Ints:
     return global_rank - first[t.ech]
 
 
+def mdd_key(t: FlowTable, now: float, p: Floats, gamma: Floats, lead: Floats) -> Floats:
+    """``(p + max(0, t_ref + lead - Γ - now)) / weight`` per group (the modified due date,
+    minus ``now``, of a one-machine job of length ``p`` due at ``t_ref + lead + p - Γ``)."""
+    key: Floats = (p + np.maximum(t.t_ref + lead - gamma - now, 0.0)) / t.weight
+    return key
+
+
 def mdd_order(t: FlowTable, now: float, use_offsets: bool) -> Ints:
     """Modified-due-date order of groups, generalised to formations.
 
@@ -66,7 +73,7 @@ def mdd_order(t: FlowTable, now: float, use_offsets: bool) -> Ints:
     p, gamma = bottlenecks(t)
     if not use_offsets:
         gamma = p
-    key = (p + np.maximum(t.t_ref - gamma - now, 0.0)) / t.weight
+    key = mdd_key(t, now, p, gamma, np.zeros(len(p)))
     return np.lexsort((t.name_rank, t.t_ref, key))
 
 

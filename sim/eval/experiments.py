@@ -13,20 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from echelon.policies import POLICIES as CORE_POLICIES
 from sim.sweep import Point, run_sweep
 
-POLICIES = (
-    "echelon",
-    "echelon-v1",
-    "sebf-edf",
-    "fair",
-    "fifo",
-    "srpt",
-    "edf",
-    "varys",
-    "sincronia",
-    "coflow",
-)
+#: Every policy of the core, ours first (echelon.policies.POLICIES).
+POLICIES = CORE_POLICIES
 BASELINES = POLICIES[1:]
 #: Ablations of the echelon policy (section 3b), compared with echelon and echelon-v1.
 ABLATION_POLICIES = (
