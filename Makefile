@@ -7,12 +7,13 @@ SHELL := /bin/bash
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
+RAY_STAMP := $(VENV)/.installed-ray
 TARGET  ?= auto
 TOPO    ?= topo/star.yaml
 APT_PKGS := mininet iproute2 ethtool tcpdump
 P4C     := $(shell command -v p4c-bm2-ss 2>/dev/null)
 
-.PHONY: help deps venv p4 run test test-unit test-ptf test-e2e lint typecheck fmt bench eval ptf clean
+.PHONY: help deps venv venv-ray p4 run test test-unit test-ptf test-e2e lint typecheck fmt bench eval ptf clean
 
 help:
 	@echo "make run      end-to-end demo on the emulated network (TARGET=auto|soft|bmv2, TOPO=...)"
@@ -41,6 +42,12 @@ $(STAMP): requirements.txt pyproject.toml
 	$(VENV)/bin/pip install -q --no-deps -e .
 	@touch $@
 
+# Optional Ray backend of simulator sweeps (--ray-address); the tests need it, `make run` does not.
+venv-ray: $(RAY_STAMP)
+$(RAY_STAMP): $(STAMP) requirements-ray.txt
+	$(VENV)/bin/pip install -q -r requirements-ray.txt
+	@touch $@
+
 p4:
 ifeq ($(P4C),)
 	@echo "p4c-bm2-ss not found: using the committed outputs in p4src/build/ (see p4src/build/README)"
@@ -58,14 +65,14 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
-test-unit: venv
+test-unit: venv venv-ray
 	$(VENV)/bin/pytest -q -m "not root" tests
 
 # Tests that need root: real switch processes on veth pairs, the PTF suite, the headless demo.
 test-root: deps venv
 	$(VENV)/bin/pytest -q -m root tests
 
-test: deps venv lint typecheck
+test: deps venv venv-ray lint typecheck
 	$(VENV)/bin/pytest -q -ra tests
 
 ptf: deps venv
