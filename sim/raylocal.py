@@ -222,6 +222,17 @@ class LocalCluster:
         node.seen.update(live)
         return sorted(live)
 
+    def node_id(self, node: Node) -> str:
+        """Ray's ID of ``node`` (from its raylet's command line)."""
+        import psutil
+
+        for pid in self.pids(node):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                for arg in psutil.Process(pid).cmdline():
+                    if arg.startswith("--node_id="):
+                        return str(arg.split("=", 1)[1])
+        raise ClusterError(f"no raylet found for ray node {node.name}")
+
     def _signal(self, pids: Sequence[int], sig: int) -> None:
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):

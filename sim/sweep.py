@@ -162,7 +162,8 @@ def print_progress(done: Done) -> None:
     secs = f"{float(wall):6.2f} s" if isinstance(wall, int | float) else ""
     width = len(str(done.total))
     print(
-        f"[{done.finished:{width}d}/{done.total}] {p.mix} {p.policy} {lvl} load={load} "
+        f"[{done.finished:{width}d}/{done.total}] point {done.index}: "
+        f"{p.mix} {p.policy} {lvl} load={load} "
         f"seed={p.seed} {secs} on {done.where}",
         file=sys.stderr,
         flush=True,

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,7 +69,8 @@ def _connect(ray: Any, address: str) -> bool:
         ray.init(address=address, logging_level=logging.WARNING, log_to_driver=True)
     except (ConnectionError, ValueError, RuntimeError, TimeoutError) as exc:
         hint = ""
-        if address.startswith(("127.", "localhost")):
+        loopback_kept = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") == "0"
+        if address.startswith(("127.", "localhost")) and not loopback_kept:
             hint = (
                 " (nodes started on 127.0.0.1 need RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 in "
                 "this environment, see docs/simulator.md)"
@@ -104,10 +107,19 @@ def _run(
     progress: Progress | None,
 ) -> list[dict[str, Any]]:
     shared = {key: ray.put(value) for key, value in inputs.items()}
-    task = ray.remote(_run_task).options(
-        num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False
+    print(
+        f"ray: {len(points)} tasks, {len(shared)} shared input(s) in the object store",
+        file=sys.stderr,
+        flush=True,
     )
-    refs = [task.remote(fn, p, shared[input_key(p)]) for p in points]
+    task = ray.remote(_run_task)
+    # the name shows in `ray list tasks` and as the worker's process title while it runs
+    refs = [
+        task.options(
+            name=f"sweep-point-{i}", num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False
+        ).remote(fn, p, shared[input_key(p)])
+        for i, p in enumerate(points)
+    ]
     index = {ref: i for i, ref in enumerate(refs)}
     rows: list[dict[str, Any] | None] = [None] * len(points)
     pending = list(refs)
