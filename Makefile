@@ -20,7 +20,8 @@ help:
 	@echo "make test     lint, type check and every test (what CI runs)"
 	@echo "make ptf      PTF suite (TARGET=soft|bmv2)"
 	@echo "make bench    scheduler, soft switch and controller benchmarks"
-	@echo "make eval     simulator evaluation report -> docs/evaluation.md"
+	@echo "make eval     simulator evaluation report -> docs/evaluation.md (EVAL_ARGS=--ray-address auto)"
+	@echo "make venv-ray add the optional Ray backend of simulator sweeps (requirements-ray.txt)"
 	@echo "make p4       compile p4src/ with p4c (or use the committed build outputs)"
 
 # System packages: Mininet's mnexec, iproute2/tc, ethtool. Installed only when missing.

@@ -20,8 +20,8 @@ agents then listen on 127.0.0.1 only -- but the same setting makes ``ray start
 * a driver joining the cluster needs the setting too (:meth:`LocalCluster.driver_env`).
 
 Each node has its own temp dir and its own free loopback ports; the dashboard and
-usage stats are off. Each node is ``ray start --block`` in a new session: its
-processes are that process, its descendants and its process group, and
+usage stats are off. Each node is ``ray start --block`` in its own process group:
+its processes are that process, its descendants and its process group, and
 :meth:`LocalCluster.kill_node` / :meth:`LocalCluster.stop` signal exactly those PIDs
 (never ``ray stop``, which stops every Ray process on the machine).
 """
@@ -165,7 +165,9 @@ class LocalCluster:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, **RAY_ENV},
-                start_new_session=True,
+                # own process group (to find its processes), same session: with the
+                # kernel's autogroup scheduling a new session would get its own CPU share
+                process_group=0,
             )
         node = Node(name, proc, temp, log, head)
         self.nodes.append(node)
