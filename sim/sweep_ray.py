@@ -57,7 +57,8 @@ def _import_ray() -> Any:
         return importlib.import_module("ray")
     except ImportError:
         raise SpecError(
-            "ray_address", "ray is not installed: pip install -r requirements-ray.txt"
+            "ray_address",
+            "ray is not installed: pip install -r requirements-ray.txt (pip install ray==2.60.0)",
         ) from None
 
 
