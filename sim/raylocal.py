@@ -235,6 +235,12 @@ class LocalCluster:
                         return str(arg.split("=", 1)[1])
         raise ClusterError(f"no raylet found for ray node {node.name}")
 
+    def signal_node(self, node: Node, sig: int) -> list[int]:
+        """Send ``sig`` to every process of ``node`` (e.g. SIGSTOP to freeze it); the PIDs."""
+        pids = self.pids(node)
+        self._signal(pids, sig)
+        return pids
+
     def _signal(self, pids: Sequence[int], sig: int) -> None:
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
@@ -302,7 +308,9 @@ def main(argv: Sequence[str] | None = None, out: IO[str] = sys.stdout) -> int:
     ap = argparse.ArgumentParser(prog="python -m sim.raylocal", description=__doc__.split("\n")[0])
     ap.add_argument("--nodes", type=int, default=2, help="head + N-1 worker nodes")
     ap.add_argument("--cpus", type=int, default=1, help="CPUs (parallel tasks) per node")
-    ap.add_argument("--dir", help="root of the nodes' temp dirs (default: a new /tmp dir)")
+    ap.add_argument(
+        "--dir", help="keep the nodes' temp dirs and logs here (default: a new /tmp dir, removed)"
+    )
     opts = ap.parse_args(args)
     if opts.nodes < 1 or opts.cpus < 1:
         print("error: nodes/cpus: must be at least 1", file=sys.stderr)
@@ -322,6 +330,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] = sys.stdout) -> int:
             signal.pause()
         finally:  # Ctrl-C, SIGTERM or a node that failed to start: stop what was started
             print(f"stopped {len(cluster.stop())} processes", file=out)
+            if not opts.dir:
+                cluster.remove_files()  # logs too: pass --dir to keep them
     except KeyboardInterrupt:
         pass
     except ClusterError as exc:

@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -129,16 +130,21 @@ def test_node_killed_mid_sweep_loses_no_point(cluster: LocalCluster, tmp_path: P
     assert len(pool) == 12
 
     worker = cluster.nodes[1]
+    worker_id = cluster.node_id(worker)
     sweep = Sweep([*GRID, "--ray-address", "auto"], tmp_path / "ray.json", cluster.driver_env())
-    running: list[int] = []
 
     def busy() -> bool:
-        running[:] = _points_running(cluster, worker)
-        return bool(running) or sweep.proc.poll() is not None
+        return bool(_points_running(cluster, worker)) or sweep.proc.poll() is not None
 
-    wait_for(busy, 240, "a sweep point to run on the second node")
-    assert sweep.proc.poll() is None, "\n".join(["sweep ended too early:", *sweep.lines[-20:]])
-    worker_id = cluster.node_id(worker)
+    running: list[int] = []
+    while not running:
+        wait_for(busy, 240, "a sweep point to run on the second node")
+        assert sweep.proc.poll() is None, "\n".join(["sweep ended early:", *sweep.lines[-20:]])
+        # freeze the node first: a point still titled as running now cannot finish there
+        cluster.signal_node(worker, signal.SIGSTOP)
+        running = _points_running(cluster, worker)
+        if not running:  # it finished between the two looks: let the node go on
+            cluster.signal_node(worker, signal.SIGCONT)
     killed = cluster.kill_node(worker)
     assert killed and not cluster.pids(worker)
 
