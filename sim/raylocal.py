@@ -208,7 +208,8 @@ class LocalCluster:
         return self._start(name, [self.python, "-m", "sim.raylocal", "join"], args, False, timeout)
 
     def pids(self, node: Node) -> list[int]:
-        """Live processes of a node: its ``ray start``, descendants and process group."""
+        """Live processes of a node: its ``ray start``, descendants, process group, and
+        every process listed by an earlier call that is still running."""
         import psutil
 
         found = {node.proc.pid} if _alive(node.proc.pid) else set()
@@ -221,6 +222,8 @@ class LocalCluster:
             except (ProcessLookupError, PermissionError):
                 continue
         live = {pid: t for pid in found if (t := _started(pid)) is not None}
+        # and any process listed before that still runs (it may have left the group)
+        live.update({pid: t for pid, t in node.seen.items() if _alive(pid, t)})
         node.seen.update(live)
         return sorted(live)
 

@@ -21,11 +21,14 @@ Ray is optional (``pip install -r requirements-ray.txt``); it is imported here o
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib
 import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from echelon.errors import EchelonError, SpecError
@@ -46,10 +49,36 @@ from sim.sweep import (
 MAX_RETRIES = 5
 
 
-def _run_task(fn: PointFn, point: Point, inputs: Inputs) -> tuple[dict[str, Any], str]:
+@functools.cache
+def code_fingerprint() -> str:
+    """SHA-256 of the ``echelon`` and ``sim`` sources this process imports.
+
+    A worker may import another copy of the project than the driver (another
+    version installed on a node; Ray also puts the driver's working directory at
+    the front of the workers' ``sys.path``, so a driver started inside another
+    checkout makes the workers import that one). Its rows would then silently
+    differ, so every task checks that it runs the driver's code."""
+    digest = hashlib.sha256()
+    for name in ("echelon", "sim"):
+        root = Path(importlib.import_module(name).__file__ or "").parent
+        for f in sorted(root.rglob("*.py")):
+            digest.update(str(f.relative_to(root.parent)).encode() + b"\0" + f.read_bytes())
+    return digest.hexdigest()
+
+
+def _run_task(fn: PointFn, point: Point, inputs: Inputs, code: str) -> tuple[dict[str, Any], str]:
     """The Ray task: the row and the ID of the node that computed it."""
     ray: Any = importlib.import_module("ray")
-    return fn(point, inputs), str(ray.get_runtime_context().get_node_id())
+    node = str(ray.get_runtime_context().get_node_id())
+    if code_fingerprint() != code:
+        import sim
+
+        raise SweepError(
+            f"node {node[:8]} runs other code than the driver (sim from "
+            f"{Path(sim.__file__ or '').parent}): install the same version on every node "
+            "and start the driver outside other checkouts of the project"
+        )
+    return fn(point, inputs), node
 
 
 def _import_ray() -> Any:
@@ -114,11 +143,12 @@ def _run(
         flush=True,
     )
     task = ray.remote(_run_task)
+    code = code_fingerprint()
     # the name shows in `ray list tasks` and as the worker's process title while it runs
     refs = [
         task.options(
             name=f"sweep-point-{i}", num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False
-        ).remote(fn, p, shared[input_key(p)])
+        ).remote(fn, p, shared[input_key(p)], code)
         for i, p in enumerate(points)
     ]
     index = {ref: i for i, ref in enumerate(refs)}

@@ -75,3 +75,23 @@ def test_a_lost_point_is_an_error() -> None:
     pts = [Point("pipeline", "fair"), Point("pipeline", "edf")]
     with pytest.raises(SweepError, match="1 point"):
         complete([{"policy": "fair"}, None], pts)
+
+
+def test_spec_error_crosses_processes_as_itself() -> None:
+    import pickle
+
+    from echelon.errors import SpecError
+
+    err = pickle.loads(pickle.dumps(SpecError("policy", "unknown policy 'nope'")))
+    assert isinstance(err, SpecError)
+    assert (err.field, err.message) == ("policy", "unknown policy 'nope'")
+
+
+def test_a_bad_point_in_a_worker_raises_its_own_error() -> None:
+    from echelon.errors import EchelonError
+
+    pts = [Point("pipeline", "fair", n_jobs=2, iterations=1, network=NET),
+           Point("pipeline", "nope", n_jobs=2, iterations=1, network=NET)]  # fmt: skip
+    with pytest.raises(EchelonError) as err:
+        run_sweep(pts, workers=2)
+    assert "nope" in str(err.value)
