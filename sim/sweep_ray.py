@@ -54,9 +54,10 @@ def code_fingerprint() -> str:
     """SHA-256 of the ``echelon`` and ``sim`` sources this process imports.
 
     A worker may import another copy of the project than the driver (another
-    version installed on a node; Ray also puts the driver's working directory at
-    the front of the workers' ``sys.path``, so a driver started inside another
-    checkout makes the workers import that one). Its rows would then silently
+    version installed on a node; Ray also adds the driver's working directory to
+    the workers' ``sys.path``, which wins over an editable install, so a driver
+    started inside another checkout makes the workers import that one). Its rows
+    would then silently
     differ, so every task checks that it runs the driver's code."""
     digest = hashlib.sha256()
     for name in ("echelon", "sim"):
