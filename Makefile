@@ -7,19 +7,21 @@ SHELL := /bin/bash
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
+RAY_STAMP := $(VENV)/.installed-ray
 TARGET  ?= auto
 TOPO    ?= topo/star.yaml
 APT_PKGS := mininet iproute2 ethtool tcpdump
 P4C     := $(shell command -v p4c-bm2-ss 2>/dev/null)
 
-.PHONY: help deps venv p4 run test test-unit test-ptf test-e2e lint typecheck fmt bench eval ptf clean p4rt-shell p4rt-shell-venv
+.PHONY: help deps venv venv-ray p4 run test test-unit test-ptf test-e2e lint typecheck fmt bench eval ptf clean p4rt-shell p4rt-shell-venv
 
 help:
 	@echo "make run      end-to-end demo on the emulated network (TARGET=auto|soft|bmv2, TOPO=...)"
 	@echo "make test     lint, type check and every test (what CI runs)"
 	@echo "make ptf      PTF suite (TARGET=soft|bmv2)"
 	@echo "make bench    scheduler, soft switch and controller benchmarks"
-	@echo "make eval     simulator evaluation report -> docs/evaluation.md"
+	@echo "make eval     simulator evaluation report -> docs/evaluation.md (EVAL_ARGS=--ray-address auto)"
+	@echo "make venv-ray add the optional Ray backend of simulator sweeps (requirements-ray.txt)"
 	@echo "make p4       compile p4src/ with p4c (or use the committed build outputs)"
 	@echo "make p4rt-shell  p4runtime-shell attached to a running switch (GRPC=127.0.0.1:9559)"
 
@@ -59,6 +61,12 @@ $(P4RT_VENV)/.installed: requirements-p4rt-shell.txt
 p4rt-shell: p4rt-shell-venv
 	$(P4RT_VENV)/bin/python -m p4runtime_sh --grpc-addr $(GRPC) --device-id 0 --election-id $(P4RT_ELECTION)
 
+# Optional Ray backend of simulator sweeps (--ray-address); the tests need it, `make run` does not.
+venv-ray: $(RAY_STAMP)
+$(RAY_STAMP): $(STAMP) requirements-ray.txt
+	$(VENV)/bin/pip install -q -r requirements-ray.txt
+	@touch $@
+
 p4:
 ifeq ($(P4C),)
 	@echo "p4c-bm2-ss not found: using the committed outputs in p4src/build/ (see p4src/build/README)"
@@ -76,14 +84,14 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
-test-unit: venv
+test-unit: venv venv-ray
 	$(VENV)/bin/pytest -q -m "not root" tests
 
 # Tests that need root: real switch processes on veth pairs, the PTF suite, the headless demo.
 test-root: deps venv
 	$(VENV)/bin/pytest -q -m root tests
 
-test: deps venv lint typecheck
+test: deps venv venv-ray lint typecheck
 	$(VENV)/bin/pytest -q -ra tests
 
 ptf: deps venv

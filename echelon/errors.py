@@ -15,3 +15,8 @@ class SpecError(EchelonError, ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+    def __reduce__(self) -> tuple[type["SpecError"], tuple[str, str]]:
+        # picklable (Exception's default passes only args): the error of a simulation
+        # in a worker process or Ray task reaches the driver as itself
+        return (type(self), (self.field, self.message))

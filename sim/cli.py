@@ -115,7 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--policy", default="echelon,fair,fifo,srpt,edf,varys,sincronia")
     sw.add_argument("--levels", default="ideal,8")
     sw.add_argument("--workers", type=int, default=0, help="local processes (0 = CPU count)")
-    sw.add_argument("--ray-address", help="run on a Ray cluster (pip install ray)")
+    sw.add_argument(
+        "--ray-address",
+        help="run each point as a task on a Ray cluster: auto or HOST:PORT "
+        "(pip install -r requirements-ray.txt)",
+    )
     sw.add_argument("--out", required=True, help="results (.csv or .json)")
     return ap
 
@@ -223,7 +227,7 @@ def _split(text: str) -> list[str]:
 
 def _cmd_sweep(args: argparse.Namespace) -> None:
     from echelon.policies import get_policy
-    from sim.sweep import grid, run_sweep, write_rows
+    from sim.sweep import grid, print_progress, run_sweep, write_rows
 
     policies = _split(args.policy)
     for p in policies:
@@ -239,7 +243,7 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
         network=[json.dumps(_network(args))],
         trace=[args.trace],
     )
-    rows = run_sweep(points, args.workers or None, args.ray_address)
+    rows = run_sweep(points, args.workers or None, args.ray_address, progress=print_progress)
     write_rows(args.out, rows)
     for r in rows:
         print(

@@ -3,8 +3,11 @@
 A sweep is a list of :class:`Point` (plain, picklable values); :func:`run_point`
 turns one into a summary row. Locally the rows come from a
 ``ProcessPoolExecutor``; with ``ray_address`` each point is a Ray task
-(``pip install ray``; ray is imported only on that path and is not a
-dependency of the project).
+(:mod:`sim.sweep_ray`; ray is an optional extra, ``pip install -r
+requirements-ray.txt``, imported only on that path). Both backends return the
+rows in the order of the points, and each row depends only on its point (every
+random draw is seeded from ``Point.seed``), so the backends agree on every field
+but the measured ``wall_s``.
 """
 
 from __future__ import annotations
@@ -12,14 +15,29 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from echelon.errors import SpecError
+from echelon.errors import EchelonError, SpecError
 from sim.engine import SimConfig, Simulator
-from sim.topology import hosts_of, make_network
+from sim.topology import UNLIMITED_BYTES_PER_S, hosts_of, make_network
+
+if TYPE_CHECKING:
+    from echelon.schedule import Network
+    from echelon.topology import Topology
+    from sim.workloads import TraceJob
+
+
+class SweepError(EchelonError):
+    """A sweep could not produce a row for every point."""
+
+
+#: Row fields that measure the machine, not the simulation: they differ between any
+#: two runs of the same point, so comparisons of backends leave them out.
+TIMING_FIELDS = ("wall_s",)
 
 
 @dataclass(frozen=True)
@@ -47,20 +65,62 @@ class Point:
         return d
 
 
-def run_point(point: Point) -> dict[str, Any]:
-    """Simulate one point; returns its parameters and the run's summary."""
-    from sim.workloads import generate_mix
+@dataclass(frozen=True)
+class Inputs:
+    """What a point reads from files, read once: the network description, the
+    topology file it names (``{"kind": "file"}``) and the trace's jobs.
 
-    net_spec = json.loads(point.network)
+    On a Ray cluster the driver reads these and puts each distinct one in the
+    object store once, so no worker needs the files and no task pickles them."""
+
+    net_spec: Mapping[str, Any]
+    topology: Topology | None = None
+    jobs: tuple[TraceJob, ...] | None = None
+
+    def network(self) -> Network:
+        if self.topology is not None:
+            from echelon.topology import TopologyNetwork
+
+            # as make_network's "file" kind, from the topology already read
+            return TopologyNetwork(self.topology, UNLIMITED_BYTES_PER_S)
+        return make_network(self.net_spec)
+
+
+def input_key(point: Point) -> tuple[str, str | None]:
+    """Points with the same key share one :class:`Inputs`."""
+    return (point.network, point.trace)
+
+
+def load_inputs(point: Point) -> Inputs:
+    """Read the files a point names (trace, topology file)."""
+    net_spec: dict[str, Any] = json.loads(point.network)
+    jobs = None
     if point.trace:
         from sim.traces import load_trace
 
-        trace_net, jobs = load_trace(point.trace)
+        trace_net, trace_jobs = load_trace(point.trace)
         net_spec = trace_net or net_spec
-        net = make_network(net_spec)
+        jobs = tuple(trace_jobs)
+    topology = None
+    if net_spec.get("kind") == "file":
+        topology = getattr(make_network(net_spec), "topology", None)
+    return Inputs(net_spec, topology, jobs)
+
+
+def run_point(point: Point, inputs: Inputs | None = None) -> dict[str, Any]:
+    """Simulate one point; returns its parameters and the run's summary.
+
+    ``inputs`` is :func:`load_inputs` of the point, read beforehand (shared by many
+    points); without it the point reads its files itself."""
+    from sim.workloads import generate_mix
+
+    if inputs is None:
+        inputs = load_inputs(point)
+    net = inputs.network()
+    if inputs.jobs is not None:
+        jobs = list(inputs.jobs)
     else:
-        net = make_network(net_spec)
-        bw = float(net_spec.get("gbit", 100)) * 1e9 / 8
+        bw = float(inputs.net_spec.get("gbit", 100)) * 1e9 / 8
         jobs = generate_mix(
             point.mix, hosts_of(net), bw, point.n_jobs, point.load, point.iterations, point.seed
         )
@@ -78,6 +138,45 @@ def run_point(point: Point) -> dict[str, Any]:
     return {**point.label(), **res.summary()}
 
 
+class PointFn(Protocol):
+    """What a sweep runs per point: :func:`run_point` or a function like it."""
+
+    def __call__(self, point: Point, inputs: Inputs | None = None, /) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Done:
+    """One finished point, for progress reports. ``where`` says what ran it (a Ray
+    node ID, or ``local``); ``finished`` counts points done so far."""
+
+    finished: int
+    total: int
+    index: int
+    point: Point
+    row: Mapping[str, Any]
+    where: str
+
+
+Progress = Callable[[Done], None]
+
+
+def print_progress(done: Done) -> None:
+    """One line per finished point on stderr (stdout stays for results)."""
+    p = done.point
+    lvl = "ideal" if p.levels is None else f"K={p.levels}"
+    load = "batch" if p.load is None else p.load
+    wall = done.row.get("wall_s")
+    secs = f"{float(wall):6.2f} s" if isinstance(wall, int | float) else ""
+    width = len(str(done.total))
+    print(
+        f"[{done.finished:{width}d}/{done.total}] point {done.index}: "
+        f"{p.mix} {p.policy} {lvl} load={load} "
+        f"seed={p.seed} {secs} on {done.where}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def grid(**axes: Sequence[Any]) -> list[Point]:
     """Cartesian product of the given axes (names of :class:`Point` fields)."""
     names = list(axes)
@@ -93,29 +192,51 @@ def run_sweep(
     points: Sequence[Point],
     workers: int | None = None,
     ray_address: str | None = None,
-    fn: Callable[[Point], dict[str, Any]] = run_point,
+    fn: PointFn = run_point,
+    progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every point; rows come back in the order of ``points``."""
+    """Run every point; rows come back in the order of ``points``, one per point.
+
+    ``progress`` is called once per finished point, in the order they finish."""
     if ray_address:
-        return _run_ray(points, ray_address, fn)
+        from sim.sweep_ray import run_on_ray
+
+        return run_on_ray(points, ray_address, fn, progress)
     workers = workers or min(len(points), os.cpu_count() or 1)
+    rows: list[dict[str, Any] | None] = [None] * len(points)
     if workers <= 1 or len(points) <= 1:
-        return [fn(p) for p in points]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(fn, points, chunksize=1))
+        for i, p in enumerate(points):
+            rows[i] = fn(p)
+            if progress:
+                progress(Done(i + 1, len(points), i, p, rows[i] or {}, "local"))
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = {pool.submit(fn, p): i for i, p in enumerate(points)}
+            for n, fut in enumerate(as_completed(futures), 1):
+                i = futures[fut]
+                rows[i] = fut.result()
+                if progress:
+                    progress(Done(n, len(points), i, points[i], rows[i] or {}, "local"))
+    return complete(rows, points)
 
 
-def _run_ray(
-    points: Sequence[Point], address: str, fn: Callable[[Point], dict[str, Any]]
+def complete(
+    rows: Sequence[dict[str, Any] | None], points: Sequence[Point]
 ) -> list[dict[str, Any]]:
-    try:
-        import ray
-    except ImportError:
-        raise SpecError("ray_address", "ray is not installed: pip install ray") from None
-    ray.init(address=address, ignore_reinit_error=True)
-    remote = ray.remote(fn)
-    rows: list[dict[str, Any]] = ray.get([remote.remote(p) for p in points])
-    return rows
+    """The rows, after checking that every point has one (none lost)."""
+    missing = [points[i].label() for i, r in enumerate(rows) if r is None]
+    if missing:
+        raise SweepError(f"{len(missing)} point(s) without a result, first {missing[0]}")
+    return [r for r in rows if r is not None]
+
+
+def comparable(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Rows without :data:`TIMING_FIELDS`, as canonical JSON (exact float reprs, NaN
+    kept): equal lists mean the same results, bit for bit, in the same order."""
+    return [
+        json.dumps({k: v for k, v in r.items() if k not in TIMING_FIELDS}, sort_keys=True)
+        for r in rows
+    ]
 
 
 def write_rows(path: str, rows: Iterable[Mapping[str, Any]]) -> None:

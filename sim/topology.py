@@ -206,9 +206,13 @@ def make_network(spec: Mapping[str, Any]) -> Network:
 
 
 def hosts_of(net: Network) -> list[str]:
-    """Host names of a network, in order (``up:<h>`` links define the hosts)."""
+    """Host names of a network, in order (``up:<h>`` links define the hosts).
+
+    The order decides job placement, so it must not depend on the process: an
+    unordered ``hosts`` (the big switch's frozenset iterates in string-hash order,
+    which differs between interpreters) is replaced by the links' order."""
     hosts = getattr(net, "hosts", None)
-    if hosts is not None:
+    if hosts is not None and not isinstance(hosts, set | frozenset):
         return list(hosts)
     topo = getattr(net, "topology", None)
     if topo is not None:

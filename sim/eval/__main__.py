@@ -18,7 +18,7 @@ from typing import Any
 from echelon.errors import EchelonError
 from sim.eval import bandwidth, cases, experiments, figures, headline, report
 from sim.eval.experiments import BASELINES, MIXES, NETWORK, POLICIES
-from sim.sweep import run_sweep
+from sim.sweep import print_progress, run_sweep
 
 
 def _workload_rows() -> list[list[Any]]:
@@ -81,6 +81,7 @@ def build(
     figdir: Path,
     workers: int | None,
     rows_path: Path | None = None,
+    ray_address: str | None = None,
 ) -> Path:
     t_start = time.perf_counter()
     figdir.mkdir(parents=True, exist_ok=True)
@@ -111,7 +112,7 @@ def build(
     bw_pts = bandwidth.points(profile)
     abl_pts = experiments.ablation_points(profile)
     # one pool for every grid, so none waits for another's stragglers
-    all_rows = run_sweep(main_pts + bw_pts + abl_pts, workers)
+    all_rows = run_sweep(main_pts + bw_pts + abl_pts, workers, ray_address, progress=print_progress)
     grid_s = time.perf_counter() - t0
     n_main, n_bw = len(main_pts), len(bw_pts)
     rows = all_rows[:n_main]
@@ -270,10 +271,10 @@ def build(
     w(report.scale_table(scale) + "\n")
     figures.scale_plot(scale, figdir / "scale.png")
     w("![runtime vs flows](figures/scale.png)\n")
+    where = "a Ray cluster" if ray_address else f"{workers or 'all'} worker processes"
     w(
         f"The policy grid and the bandwidth sweep above ({len(all_rows)} runs) took "
-        f"{grid_s:.0f} s on "
-        f"{workers or 'all'} worker processes; "
+        f"{grid_s:.0f} s on {where}; "
         f"the whole report {time.perf_counter() - t_start:.0f} s.\n"
     )
     doc.parent.mkdir(parents=True, exist_ok=True)
@@ -372,6 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--figures", default="docs/figures")
     ap.add_argument("--workers", type=int, default=0, help="processes (0 = CPU count)")
     ap.add_argument("--rows", default="run/sim-eval-rows.json", help="raw per-run rows (JSON)")
+    ap.add_argument("--ray-address", help="run the grids on a Ray cluster: auto or HOST:PORT")
     args = ap.parse_args(argv)
     try:
         out = build(
@@ -380,6 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             Path(args.figures),
             args.workers or None,
             Path(args.rows),
+            args.ray_address,
         )
     except (EchelonError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
