@@ -259,6 +259,7 @@ class Controller:
                 "last_reconcile_s": st.last_reconcile_s,
                 "last_error": st.last_error,
                 "entries": a.entry_counts() if st.in_sync else {},
+                **a.status_view(),
             }
         with self.lock:
             n_jobs = len(self._records)
