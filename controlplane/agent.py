@@ -298,9 +298,12 @@ class SwitchAgent:
                 self._fp, self._fp_of = fp, self.installed
             return differed
 
-    def _repair(self, current: set[TableEntry], target: set[TableEntry], reason: str) -> bool:
-        """Write the difference ``current`` -> ``target``, logged and counted as drift."""
-        if current == target:
+    def _repair(
+        self, current: set[TableEntry], target: set[TableEntry], reason: str, count: bool = True
+    ) -> bool:
+        """Write the difference ``current`` -> ``target``, logged and counted as drift
+        (always when not ``count``: the caller already saw it); return whether it differed."""
+        if current == target and count:
             return False
         keys_now = {e.key: e for e in current}
         keys_want = {e.key: e for e in target}
@@ -361,7 +364,8 @@ class SwitchAgent:
         """Read back, write the difference to ``desired``; if the switch refuses that,
         bring it back to ``before`` (read back again) and re-raise."""
         try:
-            self._repair(set(conn.read_table_entries()), desired, why)
+            # counted even when the read-back already matches: the error was the drift
+            self._repair(set(conn.read_table_entries()), desired, why, count=False)
         except (TableFullError, P4RuntimeWriteError):
             try:
                 self._repair(set(conn.read_table_entries()), before, "restore after refusal")
