@@ -28,6 +28,7 @@ from controlplane.entries import (
     forwarding_entries,
     group_entries,
 )
+from controlplane.limits import check_description, check_parsed
 from controlplane.p4info import P4Info, TableEntry
 from controlplane.planning import ParsedJob, check_policy, parse_job, plan_groups
 from controlplane.registry import JobRecord, Registry, UnknownJobError
@@ -143,9 +144,14 @@ class Controller:
     # ------------------------------------------------------------ changes
 
     def register(self, desc: Any) -> dict[str, Any]:
-        """Register one job (paradigm description or explicit EchelonFlow spec)."""
+        """Register one job (paradigm description or explicit EchelonFlow spec).
+
+        Limits are checked and the description parsed before the lock is taken:
+        parsing is pure, and a large job must not stall every other request."""
+        check_description(desc)
+        parsed = parse_job(desc, self.topo)
+        check_parsed(len(parsed.groups), sum(len(ef.flows) for ef in parsed.echelons))
         with self.lock:
-            parsed = parse_job(desc, self.topo)
             self.registry.begin()
             try:
                 rec = self.registry.add_job(parsed.job_id, dict(desc), list(parsed.groups))
