@@ -153,6 +153,11 @@ class SwitchAgent:
         with self.synced:
             return self.synced.wait_for(lambda: self.status.in_sync, timeout)
 
+    def resync(self, why: str) -> None:
+        """Forget what was believed installed: read back and reconcile to the desired set."""
+        self._mark_down(why)
+        self._wake.set()
+
     def request_verify(self) -> None:
         """Verify the switch against the installed set as soon as possible."""
         self._verify_now.set()

@@ -32,6 +32,7 @@ from controlplane.registry import (
     DuplicateJobError,
     IdsExhaustedError,
     RegistryError,
+    RegistryUnavailableError,
     UnknownJobError,
 )
 from echelon.errors import EchelonError, SpecError
@@ -77,6 +78,8 @@ def _status_of(exc: EchelonError) -> int:
         return 404
     if isinstance(exc, IdsExhaustedError | TableFullError):
         return 507
+    if isinstance(exc, RegistryUnavailableError):
+        return 503
     if isinstance(exc, SpecError | RegistryError):
         return 400
     if isinstance(exc, P4RuntimeError):

@@ -20,7 +20,7 @@ from controlplane.api import make_app
 from controlplane.controller import Controller
 from controlplane.p4info import P4Info
 from controlplane.planning import POLICIES
-from controlplane.registry import Registry
+from controlplane.registry import CHECK_INTERVAL_S, Registry
 from echelon.errors import EchelonError
 from echelon.topology import load
 
@@ -63,6 +63,7 @@ def build(args: argparse.Namespace) -> Controller:
         raise EchelonError(f"device-config: {cfg_path} does not exist")
     device_config = cfg_path.read_bytes() if cfg_path.exists() else b""
     registry = Registry(args.db, class_slots=p4info.counter("echelon_pkts").size)
+    registry.start_checks(CHECK_INTERVAL_S)
     return Controller(
         topo,
         p4info,
