@@ -131,6 +131,10 @@ class SwitchAgent:
         self._fp: bytes | None = None
         self._fp_of: set[TableEntry] | None = None
         self._was_primary: bool | None = None
+        #: why this controller may not write the switch although it is up (a backup, or
+        #: the switch refused our arbitration, e.g. our election ID is taken); changes
+        #: are then refused (HTTP 503) rather than accepted and never installed
+        self.not_primary: str | None = None
         self.synced = threading.Condition()
         self._thread = threading.Thread(target=self._run, name=f"agent-{switch.name}", daemon=True)
 
@@ -197,6 +201,7 @@ class SwitchAgent:
 
     def _on_break(self, conn: SwitchConnection) -> None:
         if conn is self.conn:
+            self.not_primary = None  # the switch went away: down, not someone else's
             self._mark_down(conn.stream_error or "stream closed")
             self._wake.set()
 
@@ -222,6 +227,11 @@ class SwitchAgent:
                     conn.primary_election_id,
                 )
             self._was_primary = now
+        self.not_primary = (
+            None
+            if now
+            else f"another controller is primary (election id {conn.primary_election_id})"
+        )
         if not now:
             self._mark_down(
                 f"{self.name}: another controller is primary "
@@ -247,7 +257,13 @@ class SwitchAgent:
             conn.on_arbitration(self._on_arbitration)
             self.conn = conn
             self._was_primary = None
-            conn.connect(self.connect_timeout)
+            try:
+                conn.connect(self.connect_timeout)
+            except P4RuntimeConnectionError:
+                why = conn.stream_error or ""
+                refused = why.startswith(("INVALID_ARGUMENT", "PERMISSION_DENIED"))
+                self.not_primary = f"the switch refused our arbitration: {why}" if refused else None
+                raise
             self.status.connected = True
         conn = self.conn
         if not conn.is_primary:

@@ -106,8 +106,11 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
     def auth(request: Request) -> None:
         if token is None:
             return
-        got = request.headers.get("authorization", "")
-        if not hmac.compare_digest(got.encode(), f"Bearer {token}".encode()):
+        # RFC 7235: the scheme is case-insensitive ("bearer" too); the token is
+        # compared in constant time
+        scheme, _, cred = request.headers.get("authorization", "").partition(" ")
+        ok = hmac.compare_digest(cred.strip().encode(), token.encode())
+        if scheme.lower() != "bearer" or not ok:
             raise HTTPException(401, "missing or wrong bearer token")
 
     def ctl() -> Controller:

@@ -28,8 +28,9 @@ from controlplane.entries import (
     forwarding_entries,
     group_entries,
 )
-from controlplane.limits import check_description, check_parsed
+from controlplane.limits import check_description, check_flows, check_parsed
 from controlplane.p4info import P4Info, TableEntry
+from controlplane.p4rt import P4RuntimeError
 from controlplane.planning import ParsedJob, check_policy, parse_job, plan_groups
 from controlplane.registry import JobRecord, Registry, RegistryError, UnknownJobError
 from echelon.constants import SPECIAL_COUNT
@@ -138,6 +139,11 @@ class Controller:
 
     def _transition(self, plans: list[GroupPlan]) -> None:
         """Check sizes, write every in-sync switch; on refusal undo and re-raise."""
+        for name, agent in self.agents.items():
+            if agent.not_primary:  # up, but ours to write only when primary: say so
+                raise P4RuntimeError(
+                    "PERMISSION_DENIED", f"switch {name}: not primary: {agent.not_primary}"
+                )
         wanted = {s: self.desired(s, plans) for s in self.agents}
         for entries in wanted.values():
             check_capacity(self.p4info, entries)
@@ -177,6 +183,7 @@ class Controller:
         check_description(desc)
         parsed = parse_job(desc, self.topo)
         check_parsed(len(parsed.groups), sum(len(ef.flows) for ef in parsed.echelons))
+        check_flows(parsed.echelons)
         with self.lock:
             old = self._plans
             self.registry.begin()

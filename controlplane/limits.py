@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from echelon.errors import SpecError
+from echelon.model import EchelonFlow
 
 #: Request body of any endpoint, bytes (HTTP 413 beyond).
 MAX_BODY_BYTES = 1 << 20
@@ -91,6 +92,16 @@ def check_description(desc: Any) -> None:
             raise LimitError(
                 "echelonflows", f"{total} flows exceed the limit of {MAX_FLOWS_PER_JOB} per job"
             )
+
+
+def check_flows(echelons: Sequence[EchelonFlow]) -> None:
+    """A flow from a host to itself never crosses a switch: refuse it (HTTP 400)."""
+    for ef in echelons:
+        for pos, f in enumerate(ef.flows):
+            if f.src == f.dst:
+                raise SpecError(
+                    f"{ef.group}.flows[{pos}].dst", f"same host as src ({f.src!r}): a self-flow"
+                )
 
 
 def check_parsed(groups: int, flows: int) -> None:

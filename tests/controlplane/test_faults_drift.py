@@ -16,7 +16,7 @@ from controlplane import planning
 from controlplane.controller import Controller
 from controlplane.entries import T_CLASSIFY, T_IDS
 from controlplane.p4info import P4Info
-from controlplane.p4rt import SwitchConnection
+from controlplane.p4rt import P4RuntimeError, SwitchConnection
 from controlplane.registry import Registry
 from echelon.topology import load
 from targets.process import wait_until
@@ -107,3 +107,33 @@ def test_losing_primary_is_noticed_logged_and_shown(
     wait_until(lambda: ctl.status()["switches"]["s1"]["primary"], 10.0, "primary")
     assert agent.wait_in_sync(10.0)
     assert ctl.status()["switches"]["s1"]["arbitration_changes"] == 2
+
+
+def test_backup_and_same_election_id_refuse_changes(
+    env: tuple[Controller, InProcessSwitch], tmp_path: Path
+) -> None:
+    """Before: both answered 201 ``installed: false`` and never installed."""
+    ctl, server = env
+    twin = Controller(ctl.topo, ctl.p4info, Registry(tmp_path / "twin.db"))  # same (0, 1)
+    twin.start()
+    try:
+        wait_until(lambda: twin.agents["s1"].not_primary, 10.0, "arbitration refused")
+        with pytest.raises(P4RuntimeError) as ei:
+            twin.register(spec("t"))
+        assert ei.value.code == "PERMISSION_DENIED" and "refused our arbitration" in str(ei.value)
+        assert twin.jobs() == []
+    finally:
+        twin.stop()
+    boss = SwitchConnection(server.addr, election_id=(0, 50))
+    boss.connect()
+    try:
+        wait_until(lambda: ctl.agents["s1"].not_primary, 10.0, "backup")
+        with pytest.raises(P4RuntimeError) as ei:
+            ctl.register(spec("b"))
+        assert "another controller is primary" in str(ei.value)
+        assert ctl.jobs() == []
+    finally:
+        boss.close()
+    assert ctl.wait_in_sync(10.0)
+    ctl.register(spec("b"))
+    assert read_back(server) == ctl.desired("s1")
