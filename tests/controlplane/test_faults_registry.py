@@ -134,7 +134,7 @@ def two_topos(tmp_path: Path) -> Iterator[tuple[InProcessSwitch, Path, Path]]:
 def test_job_whose_host_left_is_kept_flagged_and_removable(
     tmp_path: Path, two_topos: tuple[InProcessSwitch, Path, Path]
 ) -> None:
-    srv, full, small = two_topos
+    _srv, full, small = two_topos
     info = P4Info.load(P4INFO)
     ctl = Controller(load(full), info, Registry(tmp_path / "r.db"))
     ctl.start()
