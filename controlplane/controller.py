@@ -238,7 +238,7 @@ class Controller:
 
     def jobs(self) -> list[dict[str, Any]]:
         with self.lock:
-            return [self._summary(r) for r in self.registry.jobs()]
+            return [self._summary(r) for r in self.registry.jobs(specs=False)]  # specs unused
 
     def _summary(self, rec: JobRecord) -> dict[str, Any]:
         out: dict[str, Any] = {
