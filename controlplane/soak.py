@@ -57,7 +57,7 @@ class Ledger:
     acked: set[str] = field(default_factory=set)
     in_doubt: set[str] = field(default_factory=set)
     ok: int = 0
-    refused: int = 0
+    refused: dict[str, int] = field(default_factory=dict)
     failed: int = 0
 
 
@@ -147,7 +147,8 @@ class Churn:
                 else:
                     led.acked.discard(name)
             else:
-                led.refused += 1
+                what = f"{method} {r.status_code} {r.json().get('detail', '')[:80]}"
+                led.refused[what] = led.refused.get(what, 0) + 1
                 if method == "DELETE" and r.status_code != 404:
                     mine.append(name)  # refused (e.g. 503): still registered
 
@@ -235,7 +236,8 @@ def run(duration: float, restart_every: float, workers: int, seed: int) -> int:
             churn.stop()
             print(
                 f"\n{k} restarts in {time.monotonic() - t0:.0f} s; requests: {ledger.ok} "
-                f"acknowledged, {ledger.refused} refused (4xx/5xx), {ledger.failed} lost to kills; "
+                f"acknowledged, {sum(ledger.refused.values())} refused {ledger.refused}, "
+                f"{ledger.failed} lost to kills; "
                 f"lost + phantom + stray + missing = {bad}"
             )
         finally:
