@@ -147,7 +147,11 @@ class Churn:
                 else:
                     led.acked.discard(name)
             else:
-                what = f"{method} {r.status_code} {r.json().get('detail', '')[:80]}"
+                try:
+                    detail = str(r.json().get("detail", ""))[:80]
+                except ValueError:  # not JSON (a 500 would be a finding in itself)
+                    detail = r.text[:80]
+                what = f"{method} {r.status_code} {detail}"
                 led.refused[what] = led.refused.get(what, 0) + 1
                 if method == "DELETE" and r.status_code != 404:
                     mine.append(name)  # refused (e.g. 503): still registered
