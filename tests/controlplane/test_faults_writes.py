@@ -10,8 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from finsy.proto import p4r
 
 from controlplane import planning
+from controlplane.codec import entry_to_proto
 from controlplane.controller import Controller
 from controlplane.entries import T_IDS
 from controlplane.p4info import P4Info, TableEntry
@@ -93,11 +95,7 @@ def test_foreign_entry_and_large_registration(ctl_one: Controller, switch: InPro
     Before: 507 "table full" at 1/1024, 600 strays, status in_sync. Now: the controller
     reads the switch back, reconciles, and the registration goes through."""
     info = ctl_one.p4info
-    svc = switch.service
-    from finsy.proto import p4r  # the foreign write bypasses arbitration, as a buggy peer
-
-    from controlplane.codec import entry_to_proto
-
+    svc = switch.service  # the foreign write bypasses arbitration, as a buggy peer would
     assert svc.pipeline is not None
     foreign = p4r.Update(type=p4r.Update.INSERT)
     foreign.entity.table_entry.CopyFrom(entry_to_proto(info, ids_entry(info, 77)))
