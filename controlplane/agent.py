@@ -7,6 +7,14 @@ the tables), then *reconciles*: reads every entry back, and applies the minimal
 difference to the desired set. After that, registrations call :meth:`apply`,
 which writes only the difference against the cached installed set.
 
+The agent never trusts that cache further than it has checked (issue 13): a write
+whose outcome is not fully known (per-update statuses missing) or that fails in a
+way that implies the switch is not what we think (NOT_FOUND, ALREADY_EXISTS) is
+followed by a read-back and a reconciliation; every ``verify_interval`` seconds the
+switch is read and compared with the installed set (cheaply: a fingerprint of the
+raw entries, decoded and diffed only when it changed), so a foreign write, a second
+controller or a lost entry is noticed, logged, counted in ``status`` and repaired.
+
 Writes go phase by phase (see :func:`controlplane.entries.plan_updates`), one
 WriteRequest per phase, because P4Runtime does not order the updates inside one
 request. If a phase fails, every step that did apply is undone in reverse, so a
@@ -15,12 +23,18 @@ refused registration leaves the switch exactly as it was.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+from finsy.proto import p4r
+
+from controlplane.codec import entry_from_proto
 from controlplane.entries import Step, TableFullError, apply_steps, count_by_table, plan_updates
 from controlplane.p4info import P4Info, TableEntry
 from controlplane.p4rt import (
@@ -29,12 +43,19 @@ from controlplane.p4rt import (
     P4RuntimeWriteError,
     SwitchConnection,
 )
+from echelon.errors import EchelonError
 from echelon.topology import Switch
 
 log = logging.getLogger(__name__)
 
 BACKOFF_MIN_S = 0.05
 BACKOFF_MAX_S = 2.0
+#: Seconds between two verifications of the switch against the installed set.
+VERIFY_INTERVAL_S = 5.0
+#: Per-update codes that mean the switch is not in the state the controller assumed.
+DRIFT_CODES = frozenset({"NOT_FOUND", "ALREADY_EXISTS"})
+#: Arbitration events kept for ``status``.
+ARBITRATION_LOG = 20
 
 
 @dataclass
@@ -51,6 +72,23 @@ class AgentStatus:
     #: the last reconciliation: updates written and seconds spent (read-back + diff + write)
     last_reconcile_updates: int = 0
     last_reconcile_s: float = 0.0
+    #: anti-entropy: checks done, times the switch differed from the installed set
+    #: (foreign writes, lost entries, writes of unknown outcome), repairs that succeeded
+    verifications: int = 0
+    drift_detected: int = 0
+    drift_repairs: int = 0
+    last_drift: str | None = None
+    #: arbitration: times this controller became primary or stopped being primary,
+    #: and the last arbitration updates received
+    arbitration_changes: int = 0
+    arbitration: deque[dict[str, Any]] = field(
+        default_factory=lambda: deque(maxlen=ARBITRATION_LOG)
+    )
+
+
+class _Unsettled(Exception):
+    """A write's outcome is not fully known, or the switch is not what the agent
+    believed: the caller must read the switch back before deciding anything."""
 
 
 class SwitchAgent:
@@ -70,6 +108,7 @@ class SwitchAgent:
         lock: threading.RLock,
         role: str = "",
         connect_timeout: float = 3.0,
+        verify_interval: float = VERIFY_INTERVAL_S,
     ) -> None:
         self.switch = switch
         self.p4info = p4info
@@ -78,6 +117,7 @@ class SwitchAgent:
         self.election_id = election_id
         self.role = role
         self.connect_timeout = connect_timeout
+        self.verify_interval = verify_interval
         self._desired = desired
         self._lock = lock
         self.conn: SwitchConnection | None = None
@@ -85,6 +125,16 @@ class SwitchAgent:
         self.status = AgentStatus()
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self._verify_now = threading.Event()
+        self._next_verify = 0.0
+        #: fingerprint of the raw entries last read and found equal to ``_fp_of``
+        self._fp: bytes | None = None
+        self._fp_of: set[TableEntry] | None = None
+        self._was_primary: bool | None = None
+        #: why this controller may not write the switch although it is up (a backup, or
+        #: the switch refused our arbitration, e.g. our election ID is taken); changes
+        #: are then refused (HTTP 503) rather than accepted and never installed
+        self.not_primary: str | None = None
         self.synced = threading.Condition()
         self._thread = threading.Thread(target=self._run, name=f"agent-{switch.name}", daemon=True)
 
@@ -107,6 +157,16 @@ class SwitchAgent:
         with self.synced:
             return self.synced.wait_for(lambda: self.status.in_sync, timeout)
 
+    def resync(self, why: str) -> None:
+        """Forget what was believed installed: read back and reconcile to the desired set."""
+        self._mark_down(why)
+        self._wake.set()
+
+    def request_verify(self) -> None:
+        """Verify the switch against the installed set as soon as possible."""
+        self._verify_now.set()
+        self._wake.set()
+
     # ------------------------------------------------------------ background loop
 
     def _run(self) -> None:
@@ -115,8 +175,16 @@ class SwitchAgent:
             conn = self.conn
             if conn is not None and conn.is_alive and self.status.in_sync:
                 if conn.is_primary:
-                    self._wake.wait(1.0)
+                    wait = max(0.0, min(1.0, self._next_verify - time.monotonic()))
+                    self._wake.wait(wait)
                     self._wake.clear()
+                    if self._verify_now.is_set() or time.monotonic() >= self._next_verify:
+                        self._verify_now.clear()
+                        self._next_verify = time.monotonic() + self.verify_interval
+                        try:
+                            self.verify("periodic check")
+                        except (EchelonError, OSError) as exc:
+                            self._mark_down(f"verification failed: {exc}")
                     continue
                 # preempted by a controller with a higher election ID: stop writing,
                 # and reconcile from scratch once this one is primary again
@@ -124,7 +192,7 @@ class SwitchAgent:
             try:
                 self._connect_and_sync()
                 backoff = BACKOFF_MIN_S
-            except (P4RuntimeError, OSError) as exc:
+            except (EchelonError, OSError) as exc:
                 self._mark_down(str(exc))
                 log.info("%s: %s; retrying in %.2f s", self.name, exc, backoff)
                 self._wake.wait(backoff)  # backoff between attempts, not synchronisation
@@ -133,14 +201,50 @@ class SwitchAgent:
 
     def _on_break(self, conn: SwitchConnection) -> None:
         if conn is self.conn:
+            self.not_primary = None  # the switch went away: down, not someone else's
             self._mark_down(conn.stream_error or "stream closed")
             self._wake.set()
+
+    def _on_arbitration(self, conn: SwitchConnection) -> None:
+        """Log and record every arbitration update; losing primary stops the claim at once."""
+        if conn is not self.conn:
+            return
+        now = conn.is_primary
+        event = {
+            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "primary": now,
+            "code": conn.arbitration_code,
+            "primary_election_id": list(conn.primary_election_id or ()) or None,
+        }
+        with self.synced:
+            self.status.arbitration.append(event)
+            if self._was_primary is not None and self._was_primary != now:
+                self.status.arbitration_changes += 1
+                log.warning(
+                    "%s: arbitration: this controller is %s (primary election id %s)",
+                    self.name,
+                    "primary again" if now else "no longer primary",
+                    conn.primary_election_id,
+                )
+            self._was_primary = now
+        self.not_primary = (
+            None
+            if now
+            else f"another controller is primary (election id {conn.primary_election_id})"
+        )
+        if not now:
+            self._mark_down(
+                f"{self.name}: another controller is primary "
+                f"(election id {conn.primary_election_id}, {conn.arbitration_code})"
+            )
+        self._wake.set()
 
     def _mark_down(self, why: str) -> None:
         with self.synced:
             self.status.connected = self.conn is not None and self.conn.is_alive
             self.status.in_sync = False
             self.status.last_error = why
+            self._fp = None
 
     def _connect_and_sync(self) -> None:
         if self.conn is None or not self.conn.is_alive:
@@ -150,9 +254,16 @@ class SwitchAgent:
                 self.switch.grpc, self.switch.device_id, self.election_id, self.role
             )
             conn.on_stream_break(self._on_break)
-            conn.on_arbitration(lambda _: self._wake.set())
+            conn.on_arbitration(self._on_arbitration)
             self.conn = conn
-            conn.connect(self.connect_timeout)
+            self._was_primary = None
+            try:
+                conn.connect(self.connect_timeout)
+            except P4RuntimeConnectionError:
+                why = conn.stream_error or ""
+                refused = why.startswith(("INVALID_ARGUMENT", "PERMISSION_DENIED"))
+                self.not_primary = f"the switch refused our arbitration: {why}" if refused else None
+                raise
             self.status.connected = True
         conn = self.conn
         if not conn.is_primary:
@@ -170,7 +281,10 @@ class SwitchAgent:
             current = set(conn.read_table_entries())
             desired = self._desired(self.name)
             steps = plan_updates(current, desired, self._sizes())
-            self._write(steps, current)
+            try:
+                self._write(steps, current)
+            except _Unsettled as exc:
+                raise P4RuntimeError("ABORTED", f"{self.name}: reconcile: {exc}") from None
             self.installed = desired
             self.status.reconciles += 1
             self.status.last_reconcile_updates = len(steps)
@@ -178,7 +292,58 @@ class SwitchAgent:
         with self.synced:
             self.status.in_sync = True
             self.status.last_error = None
+            self._next_verify = time.monotonic() + self.verify_interval
             self.synced.notify_all()
+
+    # ------------------------------------------------------------ anti-entropy
+
+    def verify(self, reason: str) -> bool:
+        """Read the switch and compare it with the installed set; repair any difference.
+
+        Cheap when nothing changed: the raw entries' fingerprint is compared with the
+        one of the last read that matched, and only a new fingerprint is decoded and
+        diffed. Returns whether the switch differed. Takes the controller lock.
+        """
+        with self._lock:
+            conn = self.conn
+            if conn is None or not self.status.in_sync or not conn.is_primary:
+                return False
+            raw = conn.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
+            fp = _fingerprint(raw)
+            self.status.verifications += 1
+            if fp == self._fp and self._fp_of is self.installed:
+                return False
+            current = {entry_from_proto(self.p4info, e.table_entry) for e in raw}
+            differed = self._repair(current, self.installed, reason)
+            if not differed:
+                self._fp, self._fp_of = fp, self.installed
+            return differed
+
+    def _repair(
+        self, current: set[TableEntry], target: set[TableEntry], reason: str, count: bool = True
+    ) -> bool:
+        """Write the difference ``current`` -> ``target``, logged and counted as drift
+        (always when not ``count``: the caller already saw it); return whether it differed."""
+        if current == target and count:
+            return False
+        keys_now = {e.key: e for e in current}
+        keys_want = {e.key: e for e in target}
+        missing = sum(1 for k in keys_want if k not in keys_now)
+        stray = sum(1 for k in keys_now if k not in keys_want)
+        changed = sum(1 for k, e in keys_want.items() if k in keys_now and keys_now[k] != e)
+        what = f"{reason}: {missing} missing, {stray} stray, {changed} changed"
+        log.warning(
+            "%s: switch differs from the controller's state (%s); repairing", self.name, what
+        )
+        self.status.drift_detected += 1
+        self.status.last_drift = f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {what}"
+        self._fp = None
+        try:
+            self._write(plan_updates(current, target, self._sizes()), current)
+        except _Unsettled as exc:
+            raise P4RuntimeError("ABORTED", f"{self.name}: repair: {exc}") from None
+        self.status.drift_repairs += 1
+        return True
 
     # ------------------------------------------------------------ writes
 
@@ -191,12 +356,19 @@ class SwitchAgent:
         Returns the applied steps, or ``None`` when the switch is not in sync (it
         will be reconciled on reconnect). Raises :class:`TableFullError` if the
         switch refused an insert for lack of space; the switch is then unchanged.
+        A write whose outcome is unknown, or refused with NOT_FOUND/ALREADY_EXISTS,
+        is followed by a read-back and a repair towards ``desired``.
         """
-        if not self.status.in_sync or self.conn is None or not self.conn.is_primary:
+        conn = self.conn
+        if not self.status.in_sync or conn is None or not conn.is_primary:
             return None
-        steps = plan_updates(self.installed, desired, self._sizes())
+        before = self.installed
+        steps = plan_updates(before, desired, self._sizes())
         try:
-            self._write(steps, self.installed)
+            try:
+                self._write(steps, before)
+            except _Unsettled as exc:
+                self._converge(conn, desired, before, f"write: {exc}")
         except P4RuntimeError as exc:
             if not isinstance(exc, P4RuntimeConnectionError) and exc.code != "PERMISSION_DENIED":
                 raise
@@ -207,6 +379,26 @@ class SwitchAgent:
         self.installed = desired
         return steps
 
+    def _converge(
+        self, conn: SwitchConnection, desired: set[TableEntry], before: set[TableEntry], why: str
+    ) -> None:
+        """Read back, write the difference to ``desired``; if the switch refuses that,
+        bring it back to ``before`` (read back again) and re-raise."""
+        try:
+            # counted even when the read-back already matches: the error was the drift
+            self._repair(set(conn.read_table_entries()), desired, why, count=False)
+        except (TableFullError, P4RuntimeWriteError):
+            try:
+                self._repair(set(conn.read_table_entries()), before, "restore after refusal")
+            except EchelonError as exc:
+                self._mark_down(f"restore failed: {exc}")
+                self._wake.set()
+            raise
+        except P4RuntimeError as exc:
+            self._mark_down(str(exc))
+            self._wake.set()
+            raise
+
     def undo(self, steps: list[Step]) -> None:
         """Revert steps :meth:`apply` made (another switch refused the same change)."""
         if self.conn is None or not self.status.in_sync:
@@ -215,12 +407,15 @@ class SwitchAgent:
         try:
             _write_phases(self.conn, inverse)
             self.installed = apply_steps(self.installed, inverse)
-        except P4RuntimeError as exc:
+        except (P4RuntimeError, _PhaseError) as exc:
             self._mark_down(f"undo failed: {exc}")
             self._wake.set()
 
     def _write(self, steps: list[Step], before: set[TableEntry]) -> None:
+        """Write ``steps``; on a known refusal undo what applied and raise it; raise
+        :class:`_Unsettled` when the switch's state is not known any more."""
         assert self.conn is not None
+        self._fp = None
         try:
             _write_phases(self.conn, steps)
             self.status.updates_written += len(steps)
@@ -228,12 +423,17 @@ class SwitchAgent:
             err = pe.error
             if isinstance(err, P4RuntimeConnectionError):
                 raise err from None
+            if isinstance(err, P4RuntimeWriteError):
+                if not err.outcome_known:
+                    raise _Unsettled(f"outcome unknown ({err.code}: {err.message})") from None
+                drift = [s for s in err.failed if s.code in DRIFT_CODES]
+                if drift:
+                    raise _Unsettled(f"switch said {drift[0].code}: {drift[0].message}") from None
             undo = [s.inverse() for s in reversed(pe.applied)]
             try:
                 _write_phases(self.conn, undo)
-            except P4RuntimeError as exc:
-                self._mark_down(f"rollback failed: {exc}")
-                self._wake.set()
+            except (_PhaseError, P4RuntimeError) as exc:
+                raise _Unsettled(f"rollback failed: {exc}") from None
             if isinstance(err, P4RuntimeWriteError) and err.resource_exhausted:
                 bad = [
                     pe.batch[s.index].entry.table
@@ -249,6 +449,34 @@ class SwitchAgent:
 
     def entry_counts(self) -> dict[str, int]:
         return count_by_table(self.installed)
+
+    def status_view(self) -> dict[str, Any]:
+        """The anti-entropy and arbitration part of ``/status``."""
+        st = self.status
+        conn = self.conn
+        return {
+            "verifications": st.verifications,
+            "drift_detected": st.drift_detected,
+            "drift_repairs": st.drift_repairs,
+            "last_drift": st.last_drift,
+            "arbitration_changes": st.arbitration_changes,
+            "primary_election_id": (
+                list(conn.primary_election_id)
+                if conn is not None and conn.primary_election_id
+                else None
+            ),
+            "arbitration": list(st.arbitration),
+        }
+
+
+def _fingerprint(raw: list[p4r.Entity]) -> bytes:
+    """Order-independent digest of raw entries (no decoding: the cheap comparison)."""
+    parts = sorted(e.SerializeToString(deterministic=True) for e in raw)
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(len(part).to_bytes(4, "big"))
+        h.update(part)
+    return h.digest()
 
 
 class _PhaseError(Exception):

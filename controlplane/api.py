@@ -18,17 +18,21 @@ import hmac
 from typing import Any
 
 from fastapi import Body, Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from controlplane.controller import Controller
 from controlplane.entries import TableFullError
+from controlplane.limits import MAX_BODY_BYTES, LimitError, TooLargeError
 from controlplane.p4rt import P4RuntimeError
 from controlplane.planning import POLICIES, UnknownHostError
 from controlplane.registry import (
     DuplicateJobError,
     IdsExhaustedError,
     RegistryError,
+    RegistryUnavailableError,
     UnknownJobError,
 )
 from echelon.errors import EchelonError, SpecError
@@ -54,7 +58,9 @@ def _err(*codes: int) -> dict[int | str, dict[str, Any]]:
         401: "missing or wrong bearer token",
         404: "unknown job",
         409: "job ID already registered",
-        422: "unknown host, or the body is not a JSON object",
+        413: "body, description or job description larger than its limit",
+        422: "unknown host, a limit exceeded (job name, micro-batches, flows, ...), "
+        "or the body is not a JSON object",
         503: "a switch failed during the change",
         507: "no room: echelon IDs/class slots exhausted or a table full",
     }
@@ -62,7 +68,9 @@ def _err(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 
 def _status_of(exc: EchelonError) -> int:
-    if isinstance(exc, UnknownHostError):
+    if isinstance(exc, TooLargeError):
+        return 413
+    if isinstance(exc, UnknownHostError | LimitError):
         return 422
     if isinstance(exc, DuplicateJobError):
         return 409
@@ -70,6 +78,8 @@ def _status_of(exc: EchelonError) -> int:
         return 404
     if isinstance(exc, IdsExhaustedError | TableFullError):
         return 507
+    if isinstance(exc, RegistryUnavailableError):
+        return 503
     if isinstance(exc, SpecError | RegistryError):
         return 400
     if isinstance(exc, P4RuntimeError):
@@ -96,8 +106,11 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
     def auth(request: Request) -> None:
         if token is None:
             return
-        got = request.headers.get("authorization", "")
-        if not hmac.compare_digest(got.encode(), f"Bearer {token}".encode()):
+        # RFC 7235: the scheme is case-insensitive ("bearer" too); the token is
+        # compared in constant time
+        scheme, _, cred = request.headers.get("authorization", "").partition(" ")
+        ok = hmac.compare_digest(cred.strip().encode(), token.encode())
+        if scheme.lower() != "bearer" or not ok:
             raise HTTPException(401, "missing or wrong bearer token")
 
     def ctl() -> Controller:
@@ -109,6 +122,21 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
     def _echelon_error(_: Request, exc: EchelonError) -> JSONResponse:
         return JSONResponse(error_body(exc), status_code=_status_of(exc))
 
+    @app.exception_handler(RequestValidationError)
+    def _invalid_body(_: Request, exc: RequestValidationError) -> JSONResponse:
+        """FastAPI's default echoes the whole input back (52 MB for a 50 MB body):
+        name the place and the problem only."""
+        errs = exc.errors()
+        first = errs[0] if errs else {}
+        field = ".".join(str(x) for x in first.get("loc", ("body",)))[:200]
+        message = str(first.get("msg", "invalid request"))[:200]
+        return JSONResponse(
+            {"detail": f"{field}: {message}", "field": field, "message": message},
+            status_code=422,
+        )
+
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
+
     deps = [Depends(auth)]
 
     @app.post(
@@ -116,7 +144,7 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
         status_code=201,
         dependencies=deps,
         summary="Register a job",
-        responses=_err(400, 401, 409, 422, 503, 507),
+        responses=_err(400, 401, 409, 413, 422, 503, 507),
     )
     def register(desc: dict[str, Any] = Body(..., examples=[_EXAMPLE])) -> dict[str, Any]:  # noqa: B008
         """A paradigm job description (see echelon.jobs) or an explicit EchelonFlow spec."""
@@ -161,6 +189,59 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
         return {"policy": ctl().policy, "available": list(POLICIES)}
 
     return app
+
+
+class BodyLimit:
+    """ASGI middleware: a request body above ``limit`` bytes is answered 413 without
+    being read further: at once by Content-Length, or, for a streamed body, by
+    ending the body early and replacing whatever the app answers to the stub."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            for msg in self._refusal(int(declared)):
+                await send(msg)
+            return
+        seen = 0
+        over = False
+
+        async def limited() -> Message:
+            nonlocal seen, over
+            if over:
+                return {"type": "http.disconnect"}
+            msg = await receive()
+            if msg["type"] == "http.request":
+                seen += len(msg.get("body", b""))
+                if seen > self.limit:
+                    over = True
+                    return {"type": "http.request", "body": b"", "more_body": False}
+            return msg
+
+        async def replacing(msg: Message) -> None:
+            if not over:
+                await send(msg)
+            elif msg["type"] == "http.response.start":
+                for out in self._refusal(seen):
+                    await send(out)
+
+        await self.app(scope, limited, replacing)
+
+    def _refusal(self, size: int) -> list[Message]:
+        message = f"{size} bytes or more exceed the limit of {self.limit}"
+        body = JSONResponse(
+            {"detail": f"body: {message}", "field": "body", "message": message}, status_code=413
+        )
+        return [
+            {"type": "http.response.start", "status": 413, "headers": body.raw_headers},
+            {"type": "http.response.body", "body": body.body},
+        ]
 
 
 _EXAMPLE: dict[str, Any] = {

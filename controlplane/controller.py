@@ -28,10 +28,13 @@ from controlplane.entries import (
     forwarding_entries,
     group_entries,
 )
+from controlplane.limits import check_description, check_flows, check_parsed
 from controlplane.p4info import P4Info, TableEntry
+from controlplane.p4rt import P4RuntimeError
 from controlplane.planning import ParsedJob, check_policy, parse_job, plan_groups
-from controlplane.registry import JobRecord, Registry, UnknownJobError
+from controlplane.registry import JobRecord, Registry, RegistryError, UnknownJobError
 from echelon.constants import SPECIAL_COUNT
+from echelon.errors import SpecError
 from echelon.topology import Topology, TopologyNetwork
 
 log = logging.getLogger(__name__)
@@ -80,8 +83,19 @@ class Controller:
             name: SwitchAgent(sw, p4info, device_config, election_id, self.desired, self.lock, role)
             for name, sw in topo.switches.items()
         }
+        #: jobs whose description no longer fits the topology (a host left it):
+        #: kept in the registry with their IDs, planned nothing, shown and removable
+        self.orphans: dict[str, str] = {}
         with self.lock:
-            self._records = self.registry.jobs(specs=False)
+            self._records = []
+            for rec in self.registry.jobs(specs=False):
+                try:
+                    self._job(rec)
+                except SpecError as exc:
+                    self.orphans[rec.job_id] = str(exc)
+                    log.warning("job %s kept but not installed: %s", rec.job_id, exc)
+                else:
+                    self._records.append(rec)
             self._plans = self._replan(self._records, self.policy)
             for plan in self._plans:  # build every group's entries now, not while a
                 self._group_entries(plan)  # switch waits for its first reconciliation
@@ -125,6 +139,11 @@ class Controller:
 
     def _transition(self, plans: list[GroupPlan]) -> None:
         """Check sizes, write every in-sync switch; on refusal undo and re-raise."""
+        for name, agent in self.agents.items():
+            if agent.not_primary:  # up, but ours to write only when primary: say so
+                raise P4RuntimeError(
+                    "PERMISSION_DENIED", f"switch {name}: not primary: {agent.not_primary}"
+                )
         wanted = {s: self.desired(s, plans) for s in self.agents}
         for entries in wanted.values():
             check_capacity(self.p4info, entries)
@@ -140,12 +159,33 @@ class Controller:
             raise
         self._plans = plans
 
+    def _commit(self, old_plans: list[GroupPlan]) -> None:
+        """Commit the registry; if that fails, bring the switches back to ``old_plans``
+        (what the registry still says) and re-raise."""
+        try:
+            self.registry.commit()
+        except RegistryError:
+            try:
+                self._transition(old_plans)
+            except Exception:
+                self._plans = old_plans
+                for agent in self.agents.values():
+                    agent.resync("registry commit failed")
+            raise
+
     # ------------------------------------------------------------ changes
 
     def register(self, desc: Any) -> dict[str, Any]:
-        """Register one job (paradigm description or explicit EchelonFlow spec)."""
+        """Register one job (paradigm description or explicit EchelonFlow spec).
+
+        Limits are checked and the description parsed before the lock is taken:
+        parsing is pure, and a large job must not stall every other request."""
+        check_description(desc)
+        parsed = parse_job(desc, self.topo)
+        check_parsed(len(parsed.groups), sum(len(ef.flows) for ef in parsed.echelons))
+        check_flows(parsed.echelons)
         with self.lock:
-            parsed = parse_job(desc, self.topo)
+            old = self._plans
             self.registry.begin()
             try:
                 rec = self.registry.add_job(parsed.job_id, dict(desc), list(parsed.groups))
@@ -156,12 +196,17 @@ class Controller:
                 self._parsed.pop(parsed.job_id, None)
                 self.registry.rollback()
                 raise
-            self.registry.commit()
+            try:
+                self._commit(old)
+            except RegistryError:
+                self._parsed.pop(parsed.job_id, None)
+                raise
             self._records = records
             return self.show(rec.job_id)
 
     def remove(self, job_id: str) -> None:
         with self.lock:
+            old = self._plans
             self.registry.begin()
             try:
                 self.registry.remove_job(job_id)
@@ -170,13 +215,15 @@ class Controller:
             except BaseException:
                 self.registry.rollback()
                 raise
-            self.registry.commit()
+            self._commit(old)
             self._records = records
             self._parsed.pop(job_id, None)
+            self.orphans.pop(job_id, None)
 
     def set_policy(self, name: str) -> None:
         check_policy(name)
         with self.lock:
+            old = self._plans
             self.registry.begin()
             try:
                 self.registry.set_setting("policy", name)
@@ -184,17 +231,17 @@ class Controller:
             except BaseException:
                 self.registry.rollback()
                 raise
-            self.registry.commit()
+            self._commit(old)
             self.policy = name
 
     # ------------------------------------------------------------ views
 
     def jobs(self) -> list[dict[str, Any]]:
         with self.lock:
-            return [self._summary(r) for r in self.registry.jobs()]
+            return [self._summary(r) for r in self.registry.jobs(specs=False)]  # specs unused
 
     def _summary(self, rec: JobRecord) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "job": rec.job_id,
             "seq": rec.seq,
             "groups": [
@@ -202,10 +249,18 @@ class Controller:
                 for g in rec.groups
             ],
         }
+        if rec.job_id in self.orphans:
+            out["orphaned"] = self.orphans[rec.job_id]
+        return out
 
     def show(self, job_id: str) -> dict[str, Any]:
         with self.lock:
             rec = self.registry.job(job_id)
+            if job_id in self.orphans:  # nothing planned: the registered record only
+                out = self._summary(rec)
+                out["spec"] = rec.spec
+                out["installed"] = {n: False for n in self.agents}
+                return out
             parsed = self._job(rec)
             plans = {p.group: p for p in self._plans if p.job == job_id}
             out = self._summary(rec)
@@ -259,10 +314,25 @@ class Controller:
                 "last_reconcile_s": st.last_reconcile_s,
                 "last_error": st.last_error,
                 "entries": a.entry_counts() if st.in_sync else {},
+                **a.status_view(),
             }
         with self.lock:
-            n_jobs = len(self._records)
-        return {"policy": self.policy, "jobs": n_jobs, "switches": switches}
+            n_jobs = len(self._records) + len(self.orphans)
+            orphans = dict(self.orphans)
+        reg = self.registry
+        registry = {
+            "path": reg.path,
+            "integrity_ok": reg.integrity_error is None,
+            "integrity_checks": reg.integrity_checks,
+            "integrity_error": reg.integrity_error,
+        }
+        return {
+            "policy": self.policy,
+            "jobs": n_jobs,
+            "orphaned_jobs": orphans,
+            "registry": registry,
+            "switches": switches,
+        }
 
     def stats(self) -> dict[str, Any]:
         """Per-group packets/bytes summed over switches, plus the special counters."""

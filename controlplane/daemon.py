@@ -20,7 +20,7 @@ from controlplane.api import make_app
 from controlplane.controller import Controller
 from controlplane.p4info import P4Info
 from controlplane.planning import POLICIES
-from controlplane.registry import Registry
+from controlplane.registry import CHECK_INTERVAL_S, Registry
 from echelon.errors import EchelonError
 from echelon.topology import load
 
@@ -47,9 +47,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--token",
         default=os.environ.get("ECHELON_API_TOKEN"),
-        help="bearer token required by the API (env ECHELON_API_TOKEN); "
+        help="bearer token required by the API (env ECHELON_API_TOKEN, or --token-file: "
+        "a --token on the command line is visible to every local user in ps); "
         "mandatory when --host is not loopback",
     )
+    p.add_argument("--token-file", help="read the bearer token from this file (first line)")
     p.add_argument("--policy", choices=POLICIES, help="set the policy at start-up")
     p.add_argument("--log-level", default="info")
     return p.parse_args(argv)
@@ -63,6 +65,7 @@ def build(args: argparse.Namespace) -> Controller:
         raise EchelonError(f"device-config: {cfg_path} does not exist")
     device_config = cfg_path.read_bytes() if cfg_path.exists() else b""
     registry = Registry(args.db, class_slots=p4info.counter("echelon_pkts").size)
+    registry.start_checks(CHECK_INTERVAL_S)
     return Controller(
         topo,
         p4info,
@@ -79,6 +82,16 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
+    if args.token_file:
+        try:
+            args.token = Path(args.token_file).read_text().splitlines()[0].strip() or None
+        except (OSError, IndexError) as exc:
+            print(f"error: --token-file: cannot read a token: {exc}", file=sys.stderr)
+            return 2
+    elif any(a == "--token" or a.startswith("--token=") for a in (argv or sys.argv[1:])):
+        logging.getLogger(__name__).warning(
+            "--token on the command line is visible in ps; use ECHELON_API_TOKEN or --token-file"
+        )
     if args.host not in LOOPBACK and not args.token:
         print(f"error: --token: required when binding to {args.host}", file=sys.stderr)
         return 2

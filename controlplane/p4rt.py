@@ -39,6 +39,7 @@ from controlplane.p4rt_errors import (
     P4RuntimeError,
     P4RuntimeWriteError,
     UpdateStatus,
+    code_name,
     grpc_code,
     rpc_error,
     write_statuses,
@@ -46,11 +47,21 @@ from controlplane.p4rt_errors import (
 
 log = logging.getLogger(__name__)
 
-#: Updates per WriteRequest; keeps each message far below gRPC's 4 MB default.
-WRITE_CHUNK = 2000
+#: Metadata (trailer) size this client accepts. A failed WriteRequest carries one
+#: ``p4.v1.Error`` per update in the ``grpc-status-details-bin`` trailer; gRPC's default
+#: limit (8 KiB soft, 16 KiB hard) is exceeded by ~450 updates, and the client then sees
+#: only ``RESOURCE_EXHAUSTED`` without knowing which updates applied.
+MAX_METADATA_BYTES = 16 << 20
+#: Budget per update's error detail (type URL + code + message) that a chunk must fit.
+DETAIL_BUDGET_BYTES = 8 << 10
+#: Updates per WriteRequest: the per-update statuses of a failing request always fit in
+#: ``MAX_METADATA_BYTES`` (500 x 8 KiB = 4 MiB), and each message stays far below 4 MB.
+WRITE_CHUNK = 500
 #: Updates per WriteRequest of :meth:`SwitchConnection.write_entries`: small enough that
 #: encoding the next chunk overlaps most of the switch's work on the current one.
 PIPELINED_CHUNK = 500
+#: The most updates one request may carry for its statuses to fit the metadata limit.
+MAX_CHUNK = MAX_METADATA_BYTES // DETAIL_BUDGET_BYTES
 #: Deadline of unary RPCs, so a frozen switch cannot hang the caller forever.
 RPC_TIMEOUT_S = 10.0
 
@@ -72,6 +83,10 @@ class SwitchConnection:
         self.role = role
         self.p4info = p4info
         self.is_primary = False
+        #: the last arbitration update: the primary's election ID (``None`` if the role
+        #: has none) and the status code name (OK primary, ALREADY_EXISTS backup, NOT_FOUND)
+        self.primary_election_id: tuple[int, int] | None = None
+        self.arbitration_code = ""
         self.stream_error: str | None = None
         #: the gRPC error that ended the stream (``None`` while open or when it just closed)
         self.stream_exception: grpc.RpcError | None = None
@@ -109,7 +124,11 @@ class SwitchConnection:
     def open(self, timeout: float = 5.0) -> None:
         """Open the channel and the StreamChannel without arbitrating (:meth:`connect`
         does both; a test of a server's arbitration sends its own messages)."""
-        opts = [("grpc.max_receive_message_length", 64 << 20)]
+        opts = [
+            ("grpc.max_receive_message_length", 64 << 20),
+            ("grpc.max_metadata_size", MAX_METADATA_BYTES),
+            ("grpc.absolute_max_metadata_size", MAX_METADATA_BYTES),
+        ]
         self._channel = grpc.insecure_channel(self.grpc_addr, options=opts)
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
         try:
@@ -166,7 +185,14 @@ class SwitchConnection:
                     mcb(resp)
                 kind = resp.WhichOneof("update")
                 if kind == "arbitration":
-                    self.is_primary = resp.arbitration.status.code == code_pb2.OK
+                    arb = resp.arbitration
+                    self.primary_election_id = (
+                        (int(arb.election_id.high), int(arb.election_id.low))
+                        if arb.HasField("election_id")
+                        else None
+                    )
+                    self.arbitration_code = code_name(arb.status.code)
+                    self.is_primary = arb.status.code == code_pb2.OK
                     self._arbitrated.set()
                     for acb in list(self._on_arbitration):
                         acb(self)
@@ -374,8 +400,8 @@ class SwitchConnection:
         code = grpc_code(exc)
         if code in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
             raise rpc_error(exc, "Write") from None
-        statuses = write_statuses(exc, start, count)
-        raise P4RuntimeWriteError(code, str(exc.details()), statuses, start) from None
+        statuses, known = write_statuses(exc, start, count)
+        raise P4RuntimeWriteError(code, str(exc.details()), statuses, start, known) from None
 
     def write_entries(
         self, items: Sequence[tuple[str, TableEntry]], chunk: int = PIPELINED_CHUNK
@@ -387,6 +413,7 @@ class SwitchConnection:
         errors are those of :meth:`write`: the first failing chunk raises
         :class:`P4RuntimeWriteError` with per-update statuses; nothing after it is sent.
         """
+        chunk = min(chunk, MAX_CHUNK)
         pending: tuple[Any, int, int] | None = None
 
         def settle() -> None:
@@ -422,7 +449,9 @@ class SwitchConnection:
 
         Stops at the first failing chunk and raises :class:`P4RuntimeWriteError`
         with the status of every update in it, so the caller can undo what applied.
+        ``chunk`` is capped at :data:`MAX_CHUNK` so those statuses always fit.
         """
+        chunk = min(chunk, MAX_CHUNK)
         for start in range(0, len(updates), chunk):
             part = updates[start : start + chunk]
             try:

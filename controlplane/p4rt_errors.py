@@ -43,11 +43,24 @@ class UpdateStatus:
 class P4RuntimeWriteError(P4RuntimeError):
     """A WriteRequest failed; ``statuses`` has one entry per update of the failing chunk
     (indices relative to the whole ``write`` call) and ``applied`` counts updates of
-    earlier chunks that went through."""
+    earlier chunks that went through.
 
-    def __init__(self, code: str, message: str, statuses: list[UpdateStatus], applied: int) -> None:
+    ``outcome_known`` is False when the switch's per-update statuses did not come back
+    (no or incomplete ``grpc-status-details-bin``, e.g. gRPC refused an oversized
+    trailer): ``statuses`` are then a guess and the caller must read the switch back
+    instead of trusting them."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        statuses: list[UpdateStatus],
+        applied: int,
+        outcome_known: bool = True,
+    ) -> None:
         self.statuses = statuses
         self.applied = applied
+        self.outcome_known = outcome_known
         detail = "; ".join(f"#{s.index} {s.code}: {s.message}" for s in self.failed[:5])
         super().__init__(code, f"{message} [{detail}]" if detail else message)
 
@@ -88,17 +101,29 @@ def rpc_error(exc: grpc.RpcError, what: str) -> P4RuntimeError:
     return cls(code, f"{what}: {exc.details()}")
 
 
-def write_statuses(exc: grpc.RpcError, offset: int, count: int) -> list[UpdateStatus]:
-    """Per-update errors from the ``grpc-status-details-bin`` trailer (P4Runtime §12.3)."""
+#: Request-level refusals: the switch checks these before applying any update, so
+#: without per-update details they still mean "nothing applied".
+NOTHING_APPLIED = frozenset({"PERMISSION_DENIED", "FAILED_PRECONDITION", "UNIMPLEMENTED"})
+
+
+def write_statuses(exc: grpc.RpcError, offset: int, count: int) -> tuple[list[UpdateStatus], bool]:
+    """Per-update errors from the ``grpc-status-details-bin`` trailer (P4Runtime §12.3),
+    and whether they are the switch's own (one per update) rather than a guess."""
     for key, value in exc.trailing_metadata() or ():
         if key != "grpc-status-details-bin":
             continue
-        st = status_pb2.Status.FromString(value)
+        try:
+            st = status_pb2.Status.FromString(value)
+        except Exception:  # a garbled trailer: fall through to "unknown"
+            break
         out = []
         for i, anymsg in enumerate(st.details):
             err = p4runtime_pb2.Error()
             if anymsg.Unpack(err):
                 out.append(UpdateStatus(offset + i, code_name(err.canonical_code), err.message))
-        return out
+        if len(out) == count:
+            return out, True
+        break
     code = grpc_code(exc)
-    return [UpdateStatus(offset + i, code, str(exc.details())) for i in range(count)]
+    guess = [UpdateStatus(offset + i, code, str(exc.details())) for i in range(count)]
+    return guess, code in NOTHING_APPLIED

@@ -9,11 +9,21 @@ roll the registration back if the switches refuse it, so nothing is half-applied
 
 IDs are allocated lowest-free-first, so they are reused after a removal and a
 restart recomputes exactly the same entries from the file.
+
+A file that cannot be opened, fails ``PRAGMA quick_check`` or has another schema
+is refused at start with a :class:`RegistryError` naming ``registry`` (the daemon
+prints ``error: registry: ...`` and exits 2). While running, :meth:`check_integrity`
+(every ``check_interval`` seconds once :meth:`start_checks` ran) re-checks the file
+through a fresh connection; after a failure every change is refused (HTTP 503)
+instead of writing into a damaged file. A database locked by another process is
+a :class:`RegistryUnavailableError` (HTTP 503), not a 500.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -22,6 +32,19 @@ from typing import Any
 
 from echelon.constants import MAX_ECHELON_ID
 from echelon.errors import EchelonError
+
+log = logging.getLogger(__name__)
+
+#: The columns each table must have (a file with another schema is refused).
+_COLUMNS = {
+    "jobs": ["job_id", "seq", "spec"],
+    "groups": ["job_id", "grp", "echelon_id", "class_id"],
+    "settings": ["key", "value"],
+}
+#: Seconds between integrity checks of a running daemon's registry.
+CHECK_INTERVAL_S = 60.0
+#: Seconds SQLite waits for a lock held by another process before giving up.
+BUSY_TIMEOUT_S = 2.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -64,6 +87,11 @@ class IdsExhaustedError(RegistryError):
     """No free echelon ID or class slot is left."""
 
 
+class RegistryUnavailableError(RegistryError):
+    """The registry cannot be written now: locked by another process, or it failed
+    its integrity check (HTTP 503)."""
+
+
 @dataclass(frozen=True)
 class GroupIds:
     group: str
@@ -86,23 +114,100 @@ class Registry:
         self.path = str(path)
         self.class_slots = class_slots
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.executescript(_SCHEMA)
+        #: the last integrity check's problem (``None``: passed or not run yet)
+        self.integrity_error: str | None = None
+        self.integrity_checks = 0
+        self._stop = threading.Event()
+        self._checker: threading.Thread | None = None
+        try:
+            self._db = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S
+            )
+        except sqlite3.Error as exc:
+            raise RegistryError("registry", f"{self.path}: cannot open: {exc}") from None
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            problem = _quick_check(self._db)
+            if problem:
+                raise RegistryError("registry", f"{self.path}: fails PRAGMA quick_check: {problem}")
+            self._db.executescript(_SCHEMA)
+            self._check_schema()
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise RegistryError("registry", f"{self.path}: cannot use: {exc}") from None
+        except RegistryError:
+            self._db.close()
+            raise
+
+    def _check_schema(self) -> None:
+        for table, want in _COLUMNS.items():
+            got = [r[1] for r in self._db.execute(f"PRAGMA table_info({table})")]
+            if got != want:
+                raise RegistryError(
+                    "registry",
+                    f"{self.path}: not an echelon registry (table {table} has columns "
+                    f"{got}, expected {want})",
+                )
 
     def close(self) -> None:
+        self._stop.set()
+        if self._checker is not None and self._checker is not threading.current_thread():
+            self._checker.join(timeout=5.0)
         with self._lock:
             self._db.close()
+
+    # ------------------------------------------------------------ integrity
+
+    def check_integrity(self) -> bool:
+        """``PRAGMA quick_check`` through a fresh read-only connection (this one's page
+        cache could hide damage done to the file); records and logs the result."""
+        try:
+            ro = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+            try:
+                problem = _quick_check(ro)
+            finally:
+                ro.close()
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                return self.integrity_error is None  # try again next time
+            problem = str(exc)
+        except sqlite3.Error as exc:
+            problem = str(exc)
+        self.integrity_checks += 1
+        if problem and problem != self.integrity_error:
+            log.error("registry %s fails its integrity check: %s", self.path, problem)
+        self.integrity_error = problem
+        return problem is None
+
+    def start_checks(self, interval: float) -> None:
+        """Run :meth:`check_integrity` every ``interval`` seconds until :meth:`close`."""
+
+        def loop() -> None:
+            while not self._stop.wait(interval):  # the period, not synchronisation
+                self.check_integrity()
+
+        self._checker = threading.Thread(target=loop, name="registry-check", daemon=True)
+        self._checker.start()
 
     # ------------------------------------------------------------ transactions
 
     def begin(self) -> None:
-        """Start a write transaction (``BEGIN IMMEDIATE``); pair with commit/rollback."""
+        """Start a write transaction (``BEGIN IMMEDIATE``); pair with commit/rollback.
+
+        Raises :class:`RegistryUnavailableError` when the file failed its last
+        integrity check or another process holds the lock."""
         self._lock.acquire()
         try:
+            if self.integrity_error is not None:
+                raise RegistryUnavailableError(
+                    "registry", f"integrity check failed, changes refused: {self.integrity_error}"
+                )
             self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            self._lock.release()
+            raise RegistryUnavailableError("registry", f"cannot write: {exc}") from None
         except BaseException:
             self._lock.release()
             raise
@@ -110,8 +215,15 @@ class Registry:
     def commit(self) -> None:
         try:
             self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._rollback_quietly()
+            raise RegistryUnavailableError("registry", f"commit failed: {exc}") from None
         finally:
             self._lock.release()
+
+    def _rollback_quietly(self) -> None:
+        with contextlib.suppress(sqlite3.Error):  # no transaction left to roll back
+            self._db.execute("ROLLBACK")
 
     def rollback(self) -> None:
         try:
@@ -212,3 +324,9 @@ class Registry:
         if row is None:
             raise UnknownJobError("job", f"no job {job_id!r} is registered")
         return JobRecord(job_id, row[0], json.loads(row[1]), tuple(GroupIds(*g) for g in grows))
+
+
+def _quick_check(db: sqlite3.Connection) -> str | None:
+    """``None`` if ``PRAGMA quick_check`` says ok, else its first few lines."""
+    rows = [str(r[0]) for r in db.execute("PRAGMA quick_check(5)").fetchall()]
+    return None if rows == ["ok"] else "; ".join(rows)[:500]

@@ -80,7 +80,7 @@ def parse_args(argv: list[str]) -> Options:
     ap.add_argument("json", nargs="?", help="BMv2 JSON: accepted and ignored")
     ns = ap.parse_args(main_argv)
     tp = _Parser(prog="python -m softswitch ... --", add_help=False)
-    tp.add_argument("--grpc-server-addr", default="0.0.0.0:9559")
+    tp.add_argument("--grpc-server-addr", default="127.0.0.1:9559")
     tp.add_argument("--priority-queues", type=int, default=1)
     tp.add_argument("--cpu-port", type=int)
     ts = tp.parse_args(target_argv)

@@ -14,7 +14,9 @@ update, in order, OK for those that were applied (CONTINUE_ON_ERROR).
 from __future__ import annotations
 
 import logging
+import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from typing import Any, NoReturn
@@ -31,9 +33,11 @@ from softswitch.errors import (
     FailedPrecondition,
     InvalidArgument,
     NotFound,
+    ResourceExhausted,
     SwitchError,
     Unimplemented,
 )
+from softswitch.grpc_limits import WORKERS, ClientBounds, Limits
 from softswitch.pipeline import Pipeline
 
 log = logging.getLogger("softswitch.p4rt")
@@ -53,8 +57,15 @@ def _abort(context: grpc.ServicerContext, err: SwitchError) -> NoReturn:
 class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
     """The servicer; ``on_commit`` hands a committed pipeline to the data plane."""
 
-    def __init__(self, device_id: int, on_commit: Callable[[Pipeline | None], None]) -> None:
+    def __init__(
+        self,
+        device_id: int,
+        on_commit: Callable[[Pipeline | None], None],
+        limits: Limits | None = None,
+    ) -> None:
         self.device_id = device_id
+        self.limits = limits or Limits()
+        self.bounds = ClientBounds(self.limits)
         self.arbiter = Arbiter(device_id)
         self.pipeline: Pipeline | None = None
         self._saved: Pipeline | None = None
@@ -83,13 +94,17 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
 
     # ------------------------------------------------------------------ RPCs
     def Capabilities(self, request: Any, context: grpc.ServicerContext) -> p4r.CapabilitiesResponse:
-        return p4r.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
+        try:
+            with self.bounds.request(context.peer(), "Capabilities"):
+                return p4r.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
+        except SwitchError as err:
+            _abort(context, err)
 
     def SetForwardingPipelineConfig(
         self, request: p4r.SetForwardingPipelineConfigRequest, context: grpc.ServicerContext
     ) -> p4r.SetForwardingPipelineConfigResponse:
         try:
-            with self._lock:
+            with self.bounds.request(context.peer(), "SetForwardingPipelineConfig"), self._lock:
                 self._set_config(request)
         except SwitchError as err:
             _abort(context, err)
@@ -138,8 +153,9 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         self, request: p4r.GetForwardingPipelineConfigRequest, context: grpc.ServicerContext
     ) -> p4r.GetForwardingPipelineConfigResponse:
         try:
-            self._check_device(request.device_id)
-            pl = self._need_pipeline()
+            with self.bounds.request(context.peer(), "GetForwardingPipelineConfig"):
+                self._check_device(request.device_id)
+                pl = self._need_pipeline()
         except SwitchError as err:
             _abort(context, err)
         resp = p4r.GetForwardingPipelineConfigResponse()
@@ -155,15 +171,22 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
     # ------------------------------------------------------------------ Write
     def Write(self, request: p4r.WriteRequest, context: grpc.ServicerContext) -> p4r.WriteResponse:
         try:
-            self._check_device(request.device_id)
-            self.arbiter.check_primary(
-                request.role, request.election_id if request.HasField("election_id") else None
-            )
-            if request.atomicity != p4r.WriteRequest.CONTINUE_ON_ERROR:
-                raise Unimplemented("atomicity", "only CONTINUE_ON_ERROR is supported")
-            with self._lock:
-                pl = self._need_pipeline()
-                results = [self._apply(pl, u) for u in request.updates]
+            with self.bounds.request(context.peer(), "Write"):
+                self._check_device(request.device_id)
+                self.arbiter.check_primary(
+                    request.role, request.election_id if request.HasField("election_id") else None
+                )
+                if request.atomicity != p4r.WriteRequest.CONTINUE_ON_ERROR:
+                    raise Unimplemented("atomicity", "only CONTINUE_ON_ERROR is supported")
+                n, limit = len(request.updates), self.limits.max_write_updates
+                if n > limit:
+                    # checked before the lock: a huge batch must not stall every client
+                    raise ResourceExhausted(
+                        "updates", f"{n} updates exceed the limit of {limit} per WriteRequest"
+                    )
+                with self._lock:
+                    pl = self._need_pipeline()
+                    results = [self._apply(pl, u) for u in request.updates]
         except SwitchError as err:
             _abort(context, err)
         failed = [r for r in results if r is not None]
@@ -239,12 +262,13 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         self, request: p4r.ReadRequest, context: grpc.ServicerContext
     ) -> Iterator[p4r.ReadResponse]:
         try:
-            self._check_device(request.device_id)
-            with self._lock:
-                pl = self._need_pipeline()
-                entities: list[p4r.Entity] = []
-                for ent in request.entities:
-                    entities.extend(self._read(pl, ent))
+            with self.bounds.request(context.peer(), "Read"):
+                self._check_device(request.device_id)
+                with self._lock:
+                    pl = self._need_pipeline()
+                    entities: list[p4r.Entity] = []
+                    for ent in request.entities:
+                        entities.extend(self._read(pl, ent))
         except SwitchError as err:
             _abort(context, err)
         if not entities:
@@ -299,7 +323,20 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
     def StreamChannel(
         self, request_iterator: Iterator[p4r.StreamMessageRequest], context: grpc.ServicerContext
     ) -> Iterator[p4r.StreamMessageResponse]:
+        try:
+            with self.bounds.stream(context.peer()):
+                yield from self._serve_stream(request_iterator, context)
+        except SwitchError as err:
+            _abort(context, err)
+
+    def _serve_stream(
+        self, request_iterator: Iterator[p4r.StreamMessageRequest], context: grpc.ServicerContext
+    ) -> Iterator[p4r.StreamMessageResponse]:
+        """One stream: a reader thread feeds requests in; responses go out from
+        ``stream.out``. A stream that has not arbitrated within the limit is closed
+        (DEADLINE_EXCEEDED), so idle connections cannot pin a worker thread."""
         stream = Stream()
+        deadline = time.monotonic() + self.limits.arbitration_timeout_s
 
         def reader() -> None:
             try:
@@ -314,7 +351,19 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         threading.Thread(target=reader, name="p4rt-stream", daemon=True).start()
         try:
             while True:
-                msg = stream.out.get()
+                wait = None if stream.role is not None else deadline - time.monotonic()
+                try:
+                    msg = stream.out.get(timeout=max(0.0, wait) if wait is not None else None)
+                except queue.Empty:
+                    if stream.role is not None:
+                        continue  # arbitrated just now
+                    log.info("stream closed: no arbitration from %s", context.peer())
+                    context.abort(
+                        grpc.StatusCode.DEADLINE_EXCEEDED,
+                        f"no MasterArbitrationUpdate within "
+                        f"{self.limits.arbitration_timeout_s:g} s",
+                    )
+                    return
                 if msg is None:
                     return
                 if isinstance(msg, SwitchError):
@@ -348,9 +397,18 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
 def make_server(service: P4RuntimeService, address: str) -> tuple[grpc.Server, int]:
     """A gRPC server bound to ``address`` but not yet started, and the port it got."""
     # No SO_REUSEPORT: a second switch on the same address must fail, not share it.
+    # The pool holds every allowed stream plus several clients' requests
+    # (softswitch.grpc_limits); RPCs beyond twice the pool are refused by gRPC
+    # (RESOURCE_EXHAUSTED) instead of queueing without bound. Keepalive pings find
+    # clients that vanished without closing their connection.
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="p4rt"),
-        options=[("grpc.so_reuseport", 0)],
+        futures.ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="p4rt"),
+        options=[
+            ("grpc.so_reuseport", 0),
+            ("grpc.keepalive_time_ms", 60_000),
+            ("grpc.keepalive_timeout_ms", 20_000),
+        ],
+        maximum_concurrent_rpcs=2 * WORKERS,
     )
     p4r_grpc.add_P4RuntimeServicer_to_server(service, server)
     port = server.add_insecure_port(address)

@@ -293,8 +293,20 @@ def make_processor(handler: RuntimeHandler) -> TMultiplexedProcessor:
     return proc
 
 
+#: Thrift runtime clients served at once; more are closed at once (BMv2's CLI
+#: holds one connection, the controller's client one per switch).
+MAX_CONNECTIONS = 16
+#: A connection that sends nothing for this long is closed.
+IDLE_TIMEOUT_S = 60.0
+#: Longest string / container a message may declare: a declared length is
+#: otherwise read (and buffered) in full before anything is checked.
+MAX_STRING_BYTES = 16 << 20
+MAX_CONTAINER_ITEMS = 1 << 20
+
+
 class RuntimeServer:
-    """Threaded TCP server on the thrift port; one thread per client connection."""
+    """Threaded TCP server on the thrift port; one thread per client connection, at
+    most :data:`MAX_CONNECTIONS` of them, idle ones closed after ``idle_timeout``."""
 
     def __init__(
         self,
@@ -303,13 +315,20 @@ class RuntimeServer:
         lock: threading.Lock,
         service: P4RuntimeService | None = None,
         host: str = "127.0.0.1",
+        max_connections: int = MAX_CONNECTIONS,
+        idle_timeout: float = IDLE_TIMEOUT_S,
     ) -> None:
         self.handler = RuntimeHandler(queues, lock, service)
         processor = make_processor(self.handler)
-        pfactory = TBinaryProtocol.TBinaryProtocolAcceleratedFactory()
+        pfactory = TBinaryProtocol.TBinaryProtocolAcceleratedFactory(
+            string_length_limit=MAX_STRING_BYTES, container_length_limit=MAX_CONTAINER_ITEMS
+        )
+        slots = threading.BoundedSemaphore(max_connections)
+        self.refused = 0
 
         class Handler(socketserver.BaseRequestHandler):
             def handle(self) -> None:
+                self.request.settimeout(idle_timeout)
                 sock = TSocket.TSocket()
                 sock.setHandle(self.request)
                 trans = TTransport.TBufferedTransport(sock)
@@ -317,14 +336,32 @@ class RuntimeServer:
                 try:
                     while True:
                         processor.process(proto, proto)
-                except TTransport.TTransportException:
-                    pass  # the client closed the connection
+                except (TTransport.TTransportException, OSError):
+                    pass  # the client closed the connection, or went idle
                 except Exception:  # a malformed message: drop this client, keep serving
                     log.exception("runtime: bad Thrift message; closing the connection")
+
+        outer = self
 
         class Server(socketserver.ThreadingTCPServer):
             allow_reuse_address = True
             daemon_threads = True
+
+            def process_request(self, request: Any, client_address: Any) -> None:
+                if not slots.acquire(blocking=False):
+                    outer.refused += 1
+                    log.warning(
+                        "runtime: %d connections open; refusing %s", max_connections, client_address
+                    )
+                    self.shutdown_request(request)
+                    return
+                super().process_request(request, client_address)
+
+            def process_request_thread(self, request: Any, client_address: Any) -> None:
+                try:
+                    super().process_request_thread(request, client_address)
+                finally:
+                    slots.release()
 
         try:
             self._server = Server((host, port), Handler)

@@ -276,12 +276,13 @@ def test_preempted_by_higher_election_id_then_recovers(env: Env) -> None:
             0.05,
             RETRY,
         )
-        r = d.request("POST", "/jobs", spec("j1"))
-        assert r.status_code == 201 and r.json()["installed"] == {"s1": False}
+        r = d.request("POST", "/jobs", spec("j1"))  # a backup refuses changes (issue 13)
+        assert r.status_code == 503 and "not primary" in r.json()["detail"]
         assert T_IDS not in tables(env.read())
         other.insert([other.table_entry(T_IDS, {"hdr.echelon.echelon_id": 77}, "NoAction")])
     # the other controller left: this one is primary again and reconciles
     d.wait_ready()
+    assert d.request("POST", "/jobs", spec("j1")).status_code == 201
     got = env.read()
     ids = [x.match_dict()["hdr.echelon.echelon_id"] for x in got if x.table == T_IDS]
     assert ids == [d.get("/jobs/j1")["groups"][0]["echelon_id"]]

@@ -40,7 +40,7 @@ def test_parse_simple_switch_grpc_command_line() -> None:
 def test_defaults_and_ignored_json() -> None:
     o = parse_args(["build/echelon.json"])
     assert (o.device_id, o.thrift_port, o.priority_queues) == (0, 9090, 1)
-    assert o.grpc_addr == "0.0.0.0:9559" and o.ports == {}
+    assert o.grpc_addr == "127.0.0.1:9559" and o.ports == {}
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,115 @@
+"""Bounds on what P4Runtime clients may hold in the soft switch's gRPC server.
+
+Why: a StreamChannel occupies one gRPC worker thread for its whole life, so 32
+idle streams used to take every worker of the pool and freeze every other RPC
+(issue 13). Streams are therefore counted (in total and per client connection)
+and refused with RESOURCE_EXHAUSTED beyond the bound, a stream that does not
+arbitrate in time is closed, and concurrent unary requests per client are
+bounded, so the pool (sized in :func:`softswitch.p4rt_server.make_server` above
+these bounds) always keeps threads for other clients.
+
+A "client" is the gRPC peer string (``ipv4:127.0.0.1:54321``): one channel's TCP
+connection. Counting by address would lump every local client together.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from softswitch.errors import ResourceExhausted
+
+#: StreamChannels open at once, over all clients.
+MAX_STREAMS = 16
+#: StreamChannels open at once on one client connection.
+MAX_STREAMS_PER_CLIENT = 8
+#: Unary RPCs (Write, Read, pipeline, Capabilities) running at once for one client.
+MAX_REQUESTS_PER_CLIENT = 8
+#: Seconds a StreamChannel may stay open without a MasterArbitrationUpdate.
+ARBITRATION_TIMEOUT_S = 10.0
+#: Updates one WriteRequest may carry (the project's client sends <= 2048).
+MAX_WRITE_UPDATES = 10_000
+#: gRPC worker threads: every stream and every client's requests fit with room to spare.
+WORKERS = MAX_STREAMS + 4 * MAX_REQUESTS_PER_CLIENT
+
+
+@dataclass
+class Limits:
+    """The bounds one server applies (tests shrink them)."""
+
+    max_streams: int = MAX_STREAMS
+    max_streams_per_client: int = MAX_STREAMS_PER_CLIENT
+    max_requests_per_client: int = MAX_REQUESTS_PER_CLIENT
+    arbitration_timeout_s: float = ARBITRATION_TIMEOUT_S
+    max_write_updates: int = MAX_WRITE_UPDATES
+
+
+class ClientBounds:
+    """Counts streams and in-flight requests per client; refuses beyond the limits."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self._lock = threading.Lock()
+        self._streams: dict[str, int] = {}
+        self._requests: dict[str, int] = {}
+        self.refused = 0
+
+    @property
+    def open_streams(self) -> int:
+        with self._lock:
+            return sum(self._streams.values())
+
+    @contextmanager
+    def stream(self, peer: str) -> Iterator[None]:
+        """Hold one stream slot of ``peer`` for the ``with`` block."""
+        lim = self.limits
+        with self._lock:
+            total = sum(self._streams.values())
+            mine = self._streams.get(peer, 0)
+            if total >= lim.max_streams:
+                self.refused += 1
+                raise ResourceExhausted(
+                    "StreamChannel",
+                    f"the switch already serves {total} streams (limit {lim.max_streams})",
+                )
+            if mine >= lim.max_streams_per_client:
+                self.refused += 1
+                raise ResourceExhausted(
+                    "StreamChannel",
+                    f"this client already has {mine} streams "
+                    f"(limit {lim.max_streams_per_client} per client)",
+                )
+            self._streams[peer] = mine + 1
+        try:
+            yield
+        finally:
+            self._release(self._streams, peer)
+
+    @contextmanager
+    def request(self, peer: str, what: str) -> Iterator[None]:
+        """Hold one request slot of ``peer`` for the ``with`` block."""
+        lim = self.limits
+        with self._lock:
+            mine = self._requests.get(peer, 0)
+            if mine >= lim.max_requests_per_client:
+                self.refused += 1
+                raise ResourceExhausted(
+                    what,
+                    f"this client already has {mine} requests in flight "
+                    f"(limit {lim.max_requests_per_client} per client)",
+                )
+            self._requests[peer] = mine + 1
+        try:
+            yield
+        finally:
+            self._release(self._requests, peer)
+
+    def _release(self, counts: dict[str, int], peer: str) -> None:
+        with self._lock:
+            left = counts.get(peer, 1) - 1
+            if left > 0:
+                counts[peer] = left
+            else:
+                counts.pop(peer, None)

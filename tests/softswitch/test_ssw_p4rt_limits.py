@@ -1,0 +1,148 @@
+"""Fault injection, issue 13 item 3 (and the Write bound of item 4): the soft switch's
+gRPC server under idle, greedy and oversized clients.
+
+Before: 32 StreamChannels that never arbitrate took all 32 worker threads and every
+other RPC hit DEADLINE_EXCEEDED.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from finsy.proto import p4r, p4r_grpc
+
+from controlplane.p4info import P4Info
+from controlplane.p4rt import P4RuntimeConnectionError, SwitchConnection
+from softswitch.grpc_limits import MAX_STREAMS, Limits
+from softswitch.p4rt_server import P4RuntimeService, make_server
+from targets.process import wait_until
+from tests.controlplane.helpers import P4INFO
+
+
+class Served:
+    def __init__(self, limits: Limits) -> None:
+        self.service = P4RuntimeService(0, lambda _pl: None, limits)
+        self.server, port = make_server(self.service, "127.0.0.1:0")
+        self.server.start()
+        self.addr = f"127.0.0.1:{port}"
+
+    def stop(self) -> None:
+        self.server.stop(grace=0).wait(5)
+
+
+@pytest.fixture
+def served() -> Iterator[Served]:
+    s = Served(Limits(arbitration_timeout_s=30.0, max_write_updates=600))
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+class IdleClient:
+    """A client on its own connection (own gRPC peer) that opens a StreamChannel and
+    never arbitrates."""
+
+    def __init__(self, addr: str) -> None:
+        self.channel = grpc.insecure_channel(addr, options=[("grpc.use_local_subchannel_pool", 1)])
+        self.feed: queue.Queue[p4r.StreamMessageRequest | None] = queue.Queue()
+        self.call = p4r_grpc.P4RuntimeStub(self.channel).StreamChannel(iter(self.feed.get, None))
+
+    def close(self) -> None:
+        self.feed.put(None)
+        self.call.cancel()
+        self.channel.close()
+
+
+def test_idle_streams_do_not_freeze_the_switch(served: Served) -> None:
+    idle = [IdleClient(served.addr) for _ in range(40)]
+    info = P4Info.load(P4INFO)
+    try:
+        # the first MAX_STREAMS are held, the rest refused at once
+        wait_until(
+            lambda: sum(c.call.done() for c in idle) == 40 - MAX_STREAMS,
+            30.0,
+            "excess streams refused",
+        )
+        refused = [c.call for c in idle if c.call.done()]
+        assert {c.code() for c in refused} == {grpc.StatusCode.RESOURCE_EXHAUSTED}
+        assert f"limit {MAX_STREAMS}" in refused[0].details()
+        # unary RPCs still work (a 5 s deadline, not the 10 s default)
+        probe = p4r_grpc.P4RuntimeStub(idle[0].channel)
+        probe.Capabilities(p4r.CapabilitiesRequest(), timeout=5.0)
+        with pytest.raises(grpc.RpcError) as ei:
+            probe.GetForwardingPipelineConfig(
+                p4r.GetForwardingPipelineConfigRequest(device_id=0), timeout=5.0
+            )
+        assert ei.value.code() == grpc.StatusCode.FAILED_PRECONDITION  # no pipeline yet
+        # a client that wants to arbitrate now is refused clearly, not hung
+        with pytest.raises(P4RuntimeConnectionError) as ce:
+            SwitchConnection(served.addr).connect(10.0)
+        assert "RESOURCE_EXHAUSTED" in str(ce.value)
+    finally:
+        for c in idle:
+            c.close()
+    # once the idle clients go, a controller gets in
+    wait_until(lambda: served.service.bounds.open_streams == 0, 15.0, "streams released")
+    with SwitchConnection(served.addr) as sw:
+        assert sw.is_primary
+        sw.set_pipeline(info)
+
+
+def test_stream_without_arbitration_times_out() -> None:
+    s = Served(Limits(arbitration_timeout_s=0.5))
+    try:
+        idle = SwitchConnection(s.addr)
+        idle.open(5.0)  # a stream, no arbitration
+        assert idle.wait_broken(10.0)
+        assert "DEADLINE_EXCEEDED" in (idle.stream_error or "")
+        assert "MasterArbitrationUpdate" in (idle.stream_error or "")
+        with SwitchConnection(s.addr) as sw:  # an arbitrated stream stays open past it
+            assert not sw.wait_broken(1.0)
+            assert sw.is_alive
+    finally:
+        s.stop()
+
+
+def test_streams_per_client_bounded(served: Served) -> None:
+    """One connection cannot open more than its share of streams."""
+    with SwitchConnection(served.addr) as sw:  # holds one stream
+        feeds: list[queue.Queue[p4r.StreamMessageRequest | None]] = []
+        calls = []
+        for _ in range(10):  # same channel, so the same peer
+            q: queue.Queue[p4r.StreamMessageRequest | None] = queue.Queue()
+            feeds.append(q)
+            calls.append(sw.stub.StreamChannel(iter(q.get, None)))
+        try:
+            wait_until(lambda: sum(c.done() for c in calls) >= 3, 15.0, "refusals")
+            done = [c for c in calls if c.done()]
+            assert len(done) == 3  # 8 per client: the controller's stream + 7 of these
+            assert {c.code() for c in done} == {grpc.StatusCode.RESOURCE_EXHAUSTED}
+            assert "per client" in done[0].details()
+            assert sw.is_alive
+        finally:
+            for q in feeds:
+                q.put(None)
+            for c in calls:
+                c.cancel()
+
+
+def test_write_update_limit_named(served: Served) -> None:
+    """A WriteRequest above the update limit is refused before anything applies."""
+    info = P4Info.load(P4INFO)
+    with SwitchConnection(served.addr) as sw:
+        sw.set_pipeline(info)
+        entries = [
+            info.table_entry("echelon_ids", {"hdr.echelon.echelon_id": i}, "NoAction")
+            for i in range(1, 602)
+        ]
+        with pytest.raises(grpc.RpcError) as ei:
+            sw.stub.Write(sw.write_request(sw.updates("INSERT", entries)), timeout=10.0)
+        assert ei.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "601 updates exceed the limit of 600" in str(ei.value.details())
+        assert sw.read_table_entries("echelon_ids") == []
+        sw.insert(entries)  # the client's own chunks stay under the limit
+        assert len(sw.read_table_entries("echelon_ids")) == 601
