@@ -20,6 +20,7 @@ from controlplane.api import make_app
 from controlplane.controller import Controller
 from controlplane.p4info import P4Info
 from controlplane.planning import POLICIES
+from controlplane.progress import DEFAULT_TIMEOUT_S
 from controlplane.registry import Registry
 from echelon.errors import EchelonError
 from echelon.topology import load
@@ -51,6 +52,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "mandatory when --host is not loopback",
     )
     p.add_argument("--policy", choices=POLICIES, help="set the policy at start-up")
+    p.add_argument(
+        "--replan",
+        choices=("static", "online"),
+        default="static",
+        help="static: priorities from iteration 0 at registration; online: also re-plan "
+        "the groups in flight on progress reports (POST /progress)",
+    )
+    p.add_argument(
+        "--replan-interval-ms",
+        type=float,
+        default=10.0,
+        help="online: minimum time between two re-plans (a burst of reports coalesces)",
+    )
+    p.add_argument(
+        "--progress-timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help="online: seconds without a report after which a job has nothing in flight",
+    )
     p.add_argument("--log-level", default="info")
     return p.parse_args(argv)
 
@@ -71,6 +91,9 @@ def build(args: argparse.Namespace) -> Controller:
         election_id=(0, args.election_id),
         role=args.role,
         policy=args.policy,
+        replan=args.replan,
+        replan_interval=args.replan_interval_ms / 1e3,
+        progress_timeout=args.progress_timeout,
     )
 
 
@@ -81,6 +104,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.host not in LOOPBACK and not args.token:
         print(f"error: --token: required when binding to {args.host}", file=sys.stderr)
+        return 2
+    if not args.replan_interval_ms >= 0:
+        print(
+            f"error: --replan-interval-ms: must be >= 0, got {args.replan_interval_ms}",
+            file=sys.stderr,
+        )
+        return 2
+    if not args.progress_timeout > 0:
+        print(
+            f"error: --progress-timeout: must be > 0, got {args.progress_timeout}", file=sys.stderr
+        )
         return 2
     if not 0 < args.port < 65536:
         print(f"error: --port: not a TCP port: {args.port}", file=sys.stderr)

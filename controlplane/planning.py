@@ -20,7 +20,7 @@ Everything here is pure; :func:`plan_groups` is called under the controller lock
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from controlplane.entries import GroupPlan
@@ -185,4 +185,46 @@ def compute_levels(
 ) -> dict[str, EchelonLevels]:
     """Core policy -> schedule -> quantised levels, keyed by EchelonFlow name."""
     schedule = core_policies.get_policy(policy).schedule(efs, network)
+    return dict(core_quantize.quantize(schedule, efs))
+
+
+def plan_instances(
+    policy: str,
+    instances: Sequence[tuple[ParsedJob, GroupIds, float]],
+    network: TopologyNetwork,
+    now: float,
+) -> list[GroupPlan]:
+    """Plans for the groups in flight (online re-planning, :mod:`controlplane.online`).
+
+    Each instance is (job, group IDs, the instance's iteration start on the
+    controller clock): the group's EchelonFlows get ``t_ref`` shifted by that
+    start, exactly as ``JobSpec.plan(i, t0)`` places iteration ``i`` in the
+    simulator, and the policy is asked at ``now`` — the same call the simulator
+    makes at a group event, over the same set (released, unfinished groups).
+    Remaining bytes are not reported, so every flow counts whole.
+    """
+    check_policy(policy)
+    shifted: list[tuple[ParsedJob, GroupIds, tuple[EchelonFlow, ...]]] = []
+    for job, gid, start in instances:
+        mine, _ = job.of_group(gid.group)
+        shifted.append((job, gid, tuple(replace(ef, t_ref=ef.t_ref + start) for ef in mine)))
+    efs = [ef for _, _, efs_ in shifted for ef in efs_]
+    levels = compute_levels_at(policy, efs, network, now) if policy != "fifo" and efs else {}
+    out = []
+    for job, gid, mine in shifted:
+        _, sources = job.of_group(gid.group)
+        lv = [levels[ef.name] for ef in mine if ef.name in levels]
+        prio = max((x.priority for x in lv), default=0)
+        ranges = lv[0].ranges if policy == "echelon" and len(lv) == 1 else ()
+        out.append(
+            GroupPlan(job.job_id, gid.group, gid.echelon_id, gid.class_id, sources, prio, ranges)
+        )
+    return out
+
+
+def compute_levels_at(
+    policy: str, efs: Sequence[EchelonFlow], network: TopologyNetwork, now: float
+) -> dict[str, EchelonLevels]:
+    """:func:`compute_levels` at ``now``: ``get_policy(p).schedule(efs, net, None, now)``."""
+    schedule = core_policies.get_policy(policy).schedule(efs, network, None, now)
     return dict(core_quantize.quantize(schedule, efs))
