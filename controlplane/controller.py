@@ -213,8 +213,12 @@ class Controller:
     def apply_overlay(self, plans: list[GroupPlan]) -> int:
         """Install online plans for the groups in flight (caller holds the lock);
         every other group keeps what it has. Returns the updates written."""
+        current = {(p.job, p.group): p for p in self.effective()}
+        changed = [p for p in plans if current.get((p.job, p.group)) != p]
+        if not changed:  # the usual case for a finish: nothing to write
+            return 0
         ov = dict(self.overlay)
-        for p in plans:
+        for p in changed:
             ov[(p.job, p.group)] = p
         return self._transition(self._plans, ov)
 

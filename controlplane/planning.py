@@ -60,6 +60,19 @@ class ParsedJob:
         return cache[group]
 
 
+    def shifted(self, group: str, start: float) -> tuple[EchelonFlow, ...]:
+        """The group's EchelonFlows with ``t_ref`` moved by ``start`` (cached per
+        group for the latest start: re-plans repeat it until the next iteration)."""
+        cache: dict[str, tuple[float, tuple[EchelonFlow, ...]]]
+        cache = self.__dict__.setdefault("_shifted", {})
+        hit = cache.get(group)
+        if hit is None or hit[0] != start:
+            mine, _ = self.of_group(group)
+            hit = (start, tuple(replace(ef, t_ref=ef.t_ref + start) for ef in mine))
+            cache[group] = hit
+        return hit[1]
+
+
 # ---------------------------------------------------------------- parsing
 
 
@@ -206,8 +219,7 @@ def plan_instances(
     check_policy(policy)
     shifted: list[tuple[ParsedJob, GroupIds, tuple[EchelonFlow, ...]]] = []
     for job, gid, start in instances:
-        mine, _ = job.of_group(gid.group)
-        shifted.append((job, gid, tuple(replace(ef, t_ref=ef.t_ref + start) for ef in mine)))
+        shifted.append((job, gid, job.shifted(gid.group, start)))
     efs = [ef for _, _, efs_ in shifted for ef in efs_]
     levels = compute_levels_at(policy, efs, network, now) if policy != "fifo" and efs else {}
     out = []
