@@ -25,6 +25,7 @@ from controlplane.agent import SwitchAgent
 from controlplane.entries import (
     GroupPlan,
     check_capacity,
+    count_by_table,
     forwarding_entries,
     group_entries,
 )
@@ -83,6 +84,9 @@ class Controller:
         #: online mode: the latest plan of every group that has been in flight, over
         #: the static plan (``_plans``); see :mod:`controlplane.online`
         self.overlay: dict[tuple[str, str], GroupPlan] = {}
+        #: every switch's desired entries as of the last change (online re-plans diff
+        #: against it instead of rebuilding it)
+        self._wanted: dict[str, set[TableEntry]] | None = None
         self.replan = replan
         self.progress = ProgressTracker(time.monotonic, progress_timeout)
         self.online = OnlinePlanner(self, replan_interval) if replan == "online" else None
@@ -160,13 +164,16 @@ class Controller:
         self,
         plans: list[GroupPlan],
         overlay: dict[tuple[str, str], GroupPlan] | None = None,
+        wanted: dict[str, set[TableEntry]] | None = None,
     ) -> int:
         """Check sizes, write every in-sync switch; on refusal undo and re-raise.
+        ``wanted`` (already checked) skips recomputing every switch's desired set.
         Returns the number of updates written (all switches)."""
         ov = self.overlay if overlay is None else overlay
-        wanted = {s: self.desired(s, plans, ov) for s in self.agents}
-        for entries in wanted.values():
-            check_capacity(self.p4info, entries)
+        if wanted is None:
+            wanted = {s: self.desired(s, plans, ov) for s in self.agents}
+            for entries in wanted.values():
+                check_capacity(self.p4info, entries)
         done: list[tuple[SwitchAgent, Any]] = []
         try:
             for name, agent in self.agents.items():
@@ -179,6 +186,7 @@ class Controller:
             raise
         self._plans = plans
         self.overlay = ov
+        self._wanted = wanted
         return sum(len(steps) for _, steps in done)
 
     # ------------------------------------------------------------ progress (online)
@@ -220,7 +228,25 @@ class Controller:
         ov = dict(self.overlay)
         for p in changed:
             ov[(p.job, p.group)] = p
-        return self._transition(self._plans, ov)
+        # Only the changed groups' entries differ (each group's entries carry its own
+        # echelon ID and class): O(changed), not O(every registered group).
+        gone: set[TableEntry] = set()
+        new: set[TableEntry] = set()
+        for p in changed:
+            gone |= self._group_entries(current[(p.job, p.group)])
+            new |= self._group_entries(p)
+        wanted = {}
+        for s in self.agents:
+            base = self._wanted.get(s) if self._wanted else None
+            want = (set(base) - gone) | new if base is not None else self.desired(s, None, ov)
+            wanted[s] = want
+        grow = count_by_table(new)
+        for t, n in count_by_table(gone).items():
+            grow[t] = grow.get(t, 0) - n
+        if any(n > 0 for n in grow.values()):
+            for entries in wanted.values():
+                check_capacity(self.p4info, entries)
+        return self._transition(self._plans, ov, wanted)
 
     # ------------------------------------------------------------ changes
 

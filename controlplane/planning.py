@@ -59,7 +59,6 @@ class ParsedJob:
             cache[group] = (mine, tuple(sorted({f.src for ef in mine for f in ef.flows})))
         return cache[group]
 
-
     def shifted(self, group: str, start: float) -> tuple[EchelonFlow, ...]:
         """The group's EchelonFlows with ``t_ref`` moved by ``start`` (cached per
         group for the latest start: re-plans repeat it until the next iteration)."""
@@ -227,7 +226,9 @@ def plan_instances(
         _, sources = job.of_group(gid.group)
         lv = [levels[ef.name] for ef in mine if ef.name in levels]
         prio = max((x.priority for x in lv), default=0)
-        ranges = lv[0].ranges if policy == "echelon" and len(lv) == 1 else ()
+        ranges: tuple[DeadlineRange, ...] = ()
+        if policy == "echelon" and len(lv) == 1:
+            ranges = fine_ranges(lv[0].ranges, sorted({f.offset_us for f in mine[0].flows}))
         out.append(
             GroupPlan(job.job_id, gid.group, gid.echelon_id, gid.class_id, sources, prio, ranges)
         )
@@ -240,3 +241,32 @@ def compute_levels_at(
     """:func:`compute_levels` at ``now``: ``get_policy(p).schedule(efs, net, None, now)``."""
     schedule = core_policies.get_policy(policy).schedule(efs, network, None, now)
     return dict(core_quantize.quantize(schedule, efs))
+
+
+#: At most this many deadline ranges per group when split per offset (the
+#: deadline_prio table holds 8 per class slot on average).
+FINE_RANGES_MAX = 8
+
+
+def fine_ranges(
+    ranges: Sequence[DeadlineRange], offsets_us: Sequence[int]
+) -> tuple[DeadlineRange, ...]:
+    """The same levels as ``ranges``, split at every distinct offset of the group.
+
+    Why: the quantiser merges runs of offsets with equal levels, so its range
+    *boundaries* move whenever levels move, and a moved boundary is a new table
+    key (an insert plus a delete, in two WriteRequests). Split at every offset, a
+    group's range keys depend only on its offsets, which never change: a re-plan
+    only MODIFYs levels in place, one request, no moment with two or no matching
+    range. Groups with more than :data:`FINE_RANGES_MAX` offsets keep the merged
+    ranges. ``offsets_us`` sorted; ``ranges`` cover ``0..2^32-1`` (quantize's).
+    """
+    if not ranges or len(offsets_us) > FINE_RANGES_MAX or len(offsets_us) <= len(ranges):
+        return tuple(ranges)
+    starts = [0, *offsets_us[1:]]
+    ends = [*(o - 1 for o in offsets_us[1:]), ranges[-1].hi_us]
+    out = []
+    for lo, hi in zip(starts, ends, strict=True):
+        level = next(r.priority for r in ranges if r.lo_us <= lo <= r.hi_us)
+        out.append(DeadlineRange(lo, hi, level))
+    return tuple(out)
