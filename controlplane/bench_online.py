@@ -133,6 +133,7 @@ def run(kind: Literal["soft", "bmv2"], n_jobs: int, n_events: int, alive: int,
             rtt: list[float] = []
             replan: list[float] = []
             upd: list[int] = []
+            plan: list[float] = []
             c0, t0 = cpu_s(b.daemon.pid), time.monotonic()
             k = 0
             while len(react) < n_events:
@@ -147,6 +148,7 @@ def run(kind: Literal["soft", "bmv2"], n_jobs: int, n_events: int, alive: int,
                     raise SystemExit(f"error: re-plan failed: {out}")
                 react.append(float(out["reaction_ms"]))
                 replan.append(float(out["replan_ms"]))
+                plan.append(float(out["plan_ms"]))
                 upd.append(int(out["updates"]))
                 rtt.append(dt * 1e3)
                 time.sleep(interval_ms / 1e3)  # pacing: the next report finds no re-plan due
@@ -156,7 +158,8 @@ def run(kind: Literal["soft", "bmv2"], n_jobs: int, n_events: int, alive: int,
                 f"isolated: {len(react)} events; reaction p50 {pct(react, 0.5):.2f} ms, "
                 f"p99 {pct(react, 0.99):.2f} ms, max {max(react):.2f} ms; "
                 f"client round trip p50 {pct(rtt, 0.5):.2f} ms, p99 {pct(rtt, 0.99):.2f} ms; "
-                f"re-plan p50 {pct(replan, 0.5):.2f} ms; updates/re-plan mean "
+                f"re-plan p50 {pct(replan, 0.5):.2f} ms (policy + quantiser "
+                f"{pct(plan, 0.5):.2f} ms); updates/re-plan mean "
                 f"{statistics.mean(upd):.1f}; controller CPU {100 * cpu / wall:.0f} %"
             )
             # ---- burst
