@@ -26,7 +26,7 @@ class Sink:
         sink = self
 
         class Handler(BaseHTTPRequestHandler):
-
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 code = 503 if sink.refuse else 200
                 if code == 200:
