@@ -11,12 +11,16 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hostagent.progress import ProgressReporter
 from targets.process import free_port, wait_until
+
+from .test_agent import play
+from .test_closedloop import chain
 
 
 class Sink:
@@ -99,3 +103,27 @@ def test_controller_down_costs_nothing_but_a_count() -> None:
 def test_bad_api_address() -> None:
     with pytest.raises(ValueError, match="api"):
         ProgressReporter("ftp://x", job="j", host="h1")
+
+
+def test_agent_reports_releases_and_finishes(sink: Sink, tmp_path: Path) -> None:
+    """Two real agents (closed loop, 2 iterations; h1 sends pull and a, h2 sends b)
+    report to the controller address they are given: each host's last snapshot of
+    each iteration lists what it sent as released and what it received as finished."""
+    api = f"http://127.0.0.1:{sink.server.server_address[1]}"
+    records = play(tmp_path, chain(iterations=2), ["h1", "h2"], ("--controller", api))
+    assert all(r["complete"] for r in records)
+    assert all(r["progress_reports"]["j"]["errors"] == 0 for r in records)
+    last: dict[tuple[str, int], dict[str, Any]] = {}
+    for b in sink.bodies:
+        assert b["job"] == "j"
+        key = (b["host"], b["iteration"])
+        if key not in last or b["seq"] > last[key]["seq"]:
+            last[key] = b
+    for it in (0, 1):
+        assert last[("h1", it)]["released"] == ["a", "pull"]
+        assert last[("h1", it)]["finished"] == ["b"]
+        assert last[("h2", it)]["released"] == ["b"]
+        assert last[("h2", it)]["finished"] == ["a", "pull"]
+    for host in ("h1", "h2"):
+        seqs = [b["seq"] for b in sink.bodies if b["host"] == host]
+        assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
