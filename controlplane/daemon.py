@@ -21,6 +21,7 @@ from controlplane.controller import Controller
 from controlplane.p4info import P4Info
 from controlplane.planning import POLICIES
 from controlplane.progress import DEFAULT_TIMEOUT_S
+from controlplane.progress_socket import ProgressSocket
 from controlplane.registry import Registry
 from echelon.errors import EchelonError
 from echelon.topology import load
@@ -70,6 +71,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=float,
         default=DEFAULT_TIMEOUT_S,
         help="online: seconds without a report after which a job has nothing in flight",
+    )
+    p.add_argument(
+        "--progress-socket",
+        help="online: also accept progress reports as datagrams on this AF_UNIX socket "
+        "(for hosts in other network namespaces)",
     )
     p.add_argument("--log-level", default="info")
     return p.parse_args(argv)
@@ -126,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import uvicorn
 
+    sock = ProgressSocket(args.progress_socket, ctl.report) if args.progress_socket else None
     app = make_app(ctl, args.token)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level.lower())
     server = uvicorn.Server(config)
@@ -137,11 +144,15 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(0.01)  # polling interval of a wait that ends with the process
         if server.started:
             ctl.start()
+            if sock is not None:
+                sock.start()
 
     threading.Thread(target=start_agents, name="start-agents", daemon=True).start()
     try:
         server.run()
     finally:
+        if sock is not None:
+            sock.stop()
         ctl.stop()
         ctl.registry.close()
     return 0

@@ -10,6 +10,9 @@ starts sending a group and when a group's flows to this host have all arrived::
     rep.finished(iteration=3, group="pull")     # the last layer of pull arrived
     rep.close()                                 # flushes the last snapshot
 
+``api`` may also be ``unix:/path/to/socket``: the controller's ``--progress-socket``
+(datagrams, no answer), for hosts in another network namespace.
+
 Calls never block the caller on the network: a background thread sends the
 *latest snapshot* (everything this host saw of the current iteration, with a
 sequence number and a per-process session), so snapshots queued while one is in
@@ -26,6 +29,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import socket
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -50,9 +54,11 @@ class ProgressReporter:
         timeout: float = 2.0,
         wait: bool = False,
     ) -> None:
-        u = urlsplit(api)
-        if u.scheme != "http" or not u.hostname:
-            raise ValueError(f"api: expected http://host:port, got {api!r}")
+        #: ``unix:PATH``: datagrams to the controller's --progress-socket (no answer)
+        self._unix = api[len("unix:") :] if api.startswith("unix:") else None
+        u = urlsplit(api if self._unix is None else "http://unix")
+        if u.scheme != "http" or not u.hostname or self._unix == "":
+            raise ValueError(f"api: expected http://host:port or unix:PATH, got {api!r}")
         self._addr = (u.hostname, u.port or 80)
         self._path = (u.path.rstrip("/") or "") + "/progress" + ("?wait=true" if wait else "")
         self._headers = {"Content-Type": "application/json"}
@@ -142,6 +148,14 @@ class ProgressReporter:
 
     def _post(self, body: dict[str, Any]) -> bool:
         data = json.dumps(body).encode()
+        if self._unix is not None:
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+                    s.sendto(data, self._unix)
+                return True
+            except OSError as exc:
+                log.info("progress datagram not sent (%s); the next one repairs it", exc)
+                return False
         for attempt in (1, 2):  # one retry on a stale keep-alive connection
             try:
                 if self._conn is None:

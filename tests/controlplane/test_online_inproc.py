@@ -8,6 +8,7 @@ static mode never re-plans, and the HTTP endpoint validates reports.
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,8 +22,11 @@ from controlplane.controller import Controller
 from controlplane.entries import T_CLASSIFY
 from controlplane.p4info import P4Info, TableEntry
 from controlplane.p4rt import SwitchConnection
+from controlplane.progress_socket import ProgressSocket
 from controlplane.registry import Registry
 from echelon.topology import load
+from hostagent.progress import ProgressReporter
+from targets.process import wait_until
 from tests.controlplane.helpers import P4INFO, write_topo
 from tests.controlplane.inproc import InProcessSwitch
 
@@ -202,3 +206,28 @@ def test_progress_endpoint(online: tuple[Controller, InProcessSwitch]) -> None:
     view = client.get("/progress").json()
     assert view["replan"] == "online"
     assert view["online"]["replans"] >= 1
+
+
+def test_progress_socket_datagrams_from_the_library(
+    online: tuple[Controller, InProcessSwitch], tmp_path: Path
+) -> None:
+    """``unix:PATH``: the library's datagrams reach the controller; garbage is counted."""
+    ctl, server = online
+    sock = ProgressSocket(tmp_path / "p.sock", ctl.report)
+    sock.start()
+    try:
+        assert (tmp_path / "p.sock").stat().st_mode & 0o077 == 0, "only the owner may report"
+        rep = ProgressReporter(f"unix:{tmp_path / 'p.sock'}", job="big", host="h1")
+        rep.released(0, "g")
+        rep.close()
+        assert rep.sent == 1
+        wait_until(lambda: ctl.progress.reports >= 1, 20.0, "the datagram to be ingested")
+        wait_until(lambda: levels(server)[eid(ctl, "big")] == 7, 20.0, "big on top")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            s.sendto(b"not json", str(tmp_path / "p.sock"))
+            s.sendto(b'{"job": "nope", "host": "h1", "iteration": 0, "seq": 1}',
+                     str(tmp_path / "p.sock"))  # fmt: skip
+        wait_until(lambda: sock.rejected == 2, 20.0, "both bad datagrams to be rejected")
+    finally:
+        sock.stop()
+    assert not (tmp_path / "p.sock").exists()
