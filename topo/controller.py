@@ -27,6 +27,9 @@ class ControllerProcess:
         self.port = port
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+        #: where agents report progress (``echelon-online`` runs only; the daemon
+        #: re-plans online, other policies' runs send no reports, so nothing moves)
+        self.progress_socket = (out_dir / "progress.sock").resolve()
 
     def start(self, timeout: float = 60.0) -> None:
         db = self.out / "controller.db"
@@ -34,7 +37,8 @@ class ControllerProcess:
             stale.unlink(missing_ok=True)  # a fresh registry per run
         self._log = (self.out / "logs" / "controller.log").open("ab")
         argv = [sys.executable, "-m", "controlplane.daemon", "--topo", self.topo_path,
-                "--db", str(db), "--port", str(self.port), "--policy", "fifo"]  # fmt: skip
+                "--db", str(db), "--port", str(self.port), "--policy", "fifo",
+                "--replan", "online", "--progress-socket", str(self.progress_socket)]  # fmt: skip
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
         wait_until(self._in_sync, timeout, "controller API and switches in sync", 0.2)

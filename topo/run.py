@@ -41,7 +41,10 @@ from topo.report import plot_finish_times, table
 
 log = logging.getLogger("topo.run")
 #: The controller's policies (controlplane.planning.POLICIES), checked before starting anything.
-POLICIES = ("echelon", "coflow", "fifo")
+POLICIES = ("echelon", "coflow", "fifo", "echelon-online")
+#: ``echelon-online``: the echelon policy, re-planned online from the agents' progress
+#: reports (docs/controller.md, "Online re-planning"); ``echelon`` is then the static one.
+ONLINE = "echelon-online"
 
 
 class Terminated(BaseException):
@@ -133,11 +136,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"*** registered jobs {[s.job_id for s in specs]} (scale {args.scale}), "
               f"echelon IDs {ids}")  # fmt: skip
         for policy in policies:
-            ctl.set_policy(policy)
+            ctl.set_policy("echelon" if policy == ONLINE else policy)  # drops online plans
+            reports = f"unix:{ctl.progress_socket}" if policy == ONLINE else None
             t0 = time.monotonic()
             report = play_scenario(net, specs, args.iterations, ids, out / policy,
-                                   rate_mbit=args.rate_mbit, release=args.release)  # fmt: skip
+                                   rate_mbit=args.rate_mbit, release=args.release,
+                                   controller=reports)  # fmt: skip
             report["wall_s"] = time.monotonic() - t0
+            if policy == ONLINE:  # re-plans, updates, reaction times during this run
+                report["online"] = ctl.get("/progress").get("online")
             results["policies"][policy] = report
             print(f"*** {policy}: done in {report['wall_s']:.1f} s")
         results["stats"] = ctl.get("/stats")
