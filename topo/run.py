@@ -1,7 +1,8 @@
 """``make run``: the demo end to end — topology, controller, two contending jobs, three policies.
 
     python -m topo.run [--topo topo/star.yaml] [--target auto|soft|bmv2] [--headless]
-                       [--policies echelon,coflow,fifo] [--iterations 3] [--out-dir run]
+                       [--policies echelon,coflow,fifo[,echelon-online]] [--iterations 3]
+                       [--out-dir run]
                        [--jobs topo/jobs/pipe.yaml,topo/jobs/dp.yaml] [--scale 0.1]
                        [--release closed|open]
 
@@ -12,6 +13,9 @@ reads back each group's echelon ID, plays the jobs' plans on the hosts once per
 policy (switching the controller's policy between runs; closed loop by default:
 the agents run the compute tasks, see :mod:`hostagent.closedloop`) and writes
 ``run/demo-results.json``, ``run/demo-finish-times.png`` and a comparison table.
+``echelon-online`` runs the echelon policy with the agents reporting progress to
+the controller's ``--progress-socket``, which re-plans the groups in flight
+(docs/controller.md, "Online re-planning"); the other policies send no reports.
 Every process, namespace and interface it made is removed on exit, Ctrl-C or
 failure. With a terminal on stdin and no ``--headless`` it first drops into the
 Mininet CLI.
