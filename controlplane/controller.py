@@ -68,6 +68,7 @@ class Controller:
         replan: str = "static",
         replan_interval: float = 0.01,
         progress_timeout: float = DEFAULT_TIMEOUT_S,
+        idle_level: str = "keep",
     ) -> None:
         check_mode(replan)
         if policy is not None:
@@ -89,7 +90,9 @@ class Controller:
         self._wanted: dict[str, set[TableEntry]] | None = None
         self.replan = replan
         self.progress = ProgressTracker(time.monotonic, progress_timeout)
-        self.online = OnlinePlanner(self, replan_interval) if replan == "online" else None
+        self.online = (
+            OnlinePlanner(self, replan_interval, idle_level) if replan == "online" else None
+        )
         self._fwd = {s: frozenset(forwarding_entries(p4info, topo, s)) for s in topo.switches}
         self._group_entries = lru_cache(maxsize=65536)(self._entries_of)
         self.agents = {

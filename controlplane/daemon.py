@@ -73,6 +73,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="online: seconds without a report after which a job has nothing in flight",
     )
     p.add_argument(
+        "--idle-level",
+        choices=("keep", "lowest"),
+        default="keep",
+        help="online: a group not in flight keeps its last levels (keep) or drops to "
+        "level 1 (lowest, as the simulator ranks a flow not yet re-planned)",
+    )
+    p.add_argument(
         "--progress-socket",
         help="online: also accept progress reports as datagrams on this AF_UNIX socket "
         "(for hosts in other network namespaces)",
@@ -100,6 +107,7 @@ def build(args: argparse.Namespace) -> Controller:
         replan=args.replan,
         replan_interval=args.replan_interval_ms / 1e3,
         progress_timeout=args.progress_timeout,
+        idle_level=args.idle_level,
     )
 
 

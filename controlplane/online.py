@@ -33,8 +33,10 @@ import math
 import threading
 import time
 from collections import deque
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from controlplane.entries import GroupPlan
 from controlplane.planning import plan_instances
 from echelon.errors import SpecError
 
@@ -44,6 +46,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MODES = ("static", "online")
+#: What a group not in flight gets: ``keep`` its last levels (no writes), ``lowest``
+#: level 1 everywhere (as the simulator ranks a flow not yet re-planned: last).
+IDLE_MODES = ("keep", "lowest")
 #: Reaction-time samples kept for the percentiles in ``GET /progress``.
 SAMPLES = 20000
 
@@ -65,11 +70,14 @@ def percentile(values: list[float], q: float) -> float | None:
 class OnlinePlanner:
     """The re-planning thread of one controller."""
 
-    def __init__(self, controller: Controller, interval: float) -> None:
+    def __init__(self, controller: Controller, interval: float, idle: str = "keep") -> None:
         if not interval >= 0.0:
             raise SpecError("replan_interval", f"must be >= 0 seconds, got {interval!r}")
+        if idle not in IDLE_MODES:
+            raise SpecError("idle_level", f"unknown mode {idle!r} (one of {list(IDLE_MODES)})")
         self.ctl = controller
         self.interval = interval
+        self.idle = idle
         self._cond = threading.Condition()
         self._pending: list[float] = []  # arrival instants of the reports not yet covered
         self._ticket = 0  # reports that asked for a re-plan
@@ -160,6 +168,8 @@ class OnlinePlanner:
                         instances.append((job, gid, inst.iteration_start - self.started_at))
                 now = t0 - self.started_at
                 plans = plan_instances(self.ctl.policy, instances, self.ctl.network, now)
+                if self.idle == "lowest" and self.ctl.policy != "fifo":
+                    plans += self._lowest({(j.job_id, g.group) for j, g, _ in instances})
                 t_plan = time.monotonic()
                 written = self.ctl.apply_overlay(plans)
         except Exception as exc:  # a switch that refuses must not kill the thread
@@ -188,6 +198,17 @@ class OnlinePlanner:
                 self._last_result[t] = result
             self._done = max(self._done, ticket)
             self._cond.notify_all()
+
+    def _lowest(self, alive: set[tuple[str, str]]) -> list[GroupPlan]:
+        """Every group not in flight at level 1 (range keys kept: modified in place)."""
+        out = []
+        for p in self.ctl.effective():
+            if (p.job, p.group) in alive:
+                continue
+            if p.priority != 1 or any(r.priority != 1 for r in p.ranges):
+                ranges = tuple(replace(r, priority=1) for r in p.ranges)
+                out.append(replace(p, priority=1, ranges=ranges))
+        return out
 
     # ------------------------------------------------------------ measurements
 

@@ -20,8 +20,9 @@ class ControllerError(EchelonError):
 class ControllerProcess:
     """``python -m controlplane.daemon`` on a topology, stopped by PID."""
 
-    def __init__(self, topo_path: str, out_dir: Path, port: int) -> None:
+    def __init__(self, topo_path: str, out_dir: Path, port: int, idle_level: str = "keep") -> None:
         self.topo_path = topo_path
+        self.idle_level = idle_level
         self.out = out_dir
         self.base = f"http://127.0.0.1:{port}"
         self.port = port
@@ -38,7 +39,8 @@ class ControllerProcess:
         self._log = (self.out / "logs" / "controller.log").open("ab")
         argv = [sys.executable, "-m", "controlplane.daemon", "--topo", self.topo_path,
                 "--db", str(db), "--port", str(self.port), "--policy", "fifo",
-                "--replan", "online", "--progress-socket", str(self.progress_socket)]  # fmt: skip
+                "--replan", "online", "--progress-socket", str(self.progress_socket),
+                "--idle-level", self.idle_level]  # fmt: skip
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
         wait_until(self._in_sync, timeout, "controller API and switches in sync", 0.2)

@@ -62,6 +62,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--target", default="auto", choices=("auto", "soft", "bmv2"))
     p.add_argument("--headless", action="store_true", help="never enter the Mininet CLI")
     p.add_argument("--policies", default="echelon,coflow,fifo")
+    p.add_argument(
+        "--idle-level",
+        choices=("keep", "lowest"),
+        default="keep",
+        help="echelon-online: what a group not in flight gets (controller --idle-level)",
+    )
     p.add_argument("--iterations", type=int, default=3)
     p.add_argument("--out-dir", default="run")
     p.add_argument("--prefix", default="ec", help="prefix of root-namespace interface names")
@@ -113,7 +119,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if net.kind == "soft" and args.target == "auto":
         why += "; BMv2 is not installed"
     print(f"*** target: {net.kind} ({why})")
-    ctl = ControllerProcess(args.topo, out, args.api_port)
+    ctl = ControllerProcess(args.topo, out, args.api_port, args.idle_level)
     results: dict[str, Any] = {
         "command": " ".join(["python -m topo.run", *sys.argv[1:]]),
         "topology": topo.name,
@@ -126,6 +132,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "jobs": [j.description for j in jobs],
         "packet_bytes": PACKET_BYTES,
         "rate_mbit": args.rate_mbit,
+        "idle_level": args.idle_level,
         "policies": {},
     }
     try:
