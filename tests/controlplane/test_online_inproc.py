@@ -40,7 +40,9 @@ def job(name: str, size: int, src: str) -> dict[str, Any]:
     }
 
 
-def make(tmp_path: Path, replan: str, interval: float) -> tuple[Controller, InProcessSwitch]:
+def make(
+    tmp_path: Path, replan: str, interval: float, idle: str = "keep"
+) -> tuple[Controller, InProcessSwitch]:
     server = InProcessSwitch()
     topo = load(write_topo(tmp_path / "t.yaml", [server.addr]))
     ctl = Controller(
@@ -49,6 +51,7 @@ def make(tmp_path: Path, replan: str, interval: float) -> tuple[Controller, InPr
         Registry(tmp_path / "r.db"),
         replan=replan,
         replan_interval=interval,
+        idle_level=idle,
     )
     ctl.start()
     assert ctl.wait_in_sync(20.0)
@@ -231,3 +234,18 @@ def test_progress_socket_datagrams_from_the_library(
     finally:
         sock.stop()
     assert not (tmp_path / "p.sock").exists()
+
+
+def test_idle_lowest_drops_groups_not_in_flight_to_level_1(tmp_path: Path) -> None:
+    ctl, server = make(tmp_path, "online", 0.0, idle="lowest")
+    try:
+        hosts = Hosts(ctl)
+        hosts.report("big", "h1", 0, ["g"], [])
+        got = levels(server)
+        assert got[eid(ctl, "big")] == 7 and got[eid(ctl, "small")] == 1
+        hosts.report("big", "h4", 0, [], ["g"])  # big done: nothing in flight
+        assert set(levels(server).values()) == {1}
+        assert read_all(server) == ctl.desired("s1")
+    finally:
+        ctl.stop()
+        server.stop()
