@@ -166,6 +166,26 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
         ctl().remove(job_id)
         return {"removed": job_id}
 
+    @app.post(
+        "/progress",
+        dependencies=deps,
+        summary="Report a host's progress (online re-planning)",
+        responses=_err(400, 401, 404, 422),
+    )
+    def progress(
+        body: dict[str, Any] = Body(..., examples=[_PROGRESS_EXAMPLE]),  # noqa: B008
+        wait: bool = False,
+    ) -> dict[str, Any]:
+        """A snapshot of one host's progress in one iteration of a job: the groups it
+        has started sending (``released``) and those whose flows to it have all
+        arrived (``finished``). Idempotent; ``seq`` orders snapshots of one
+        ``session``. ``wait=true`` answers after the re-plan it caused is written."""
+        return ctl().report(body, wait=wait)
+
+    @app.get("/progress", dependencies=deps, summary="Progress state and re-plan measurements")
+    def progress_view() -> dict[str, Any]:
+        return ctl().progress_view()
+
     @app.get("/stats", dependencies=deps, summary="Per-echelon and special counters")
     def stats() -> dict[str, Any]:
         return ctl().stats()
@@ -243,6 +263,16 @@ class BodyLimit:
             {"type": "http.response.body", "body": body.body},
         ]
 
+
+_PROGRESS_EXAMPLE: dict[str, Any] = {
+    "job": "j1",
+    "host": "h4",
+    "iteration": 0,
+    "session": "5f1c2a",
+    "seq": 3,
+    "released": [],
+    "finished": ["grads"],
+}
 
 _EXAMPLE: dict[str, Any] = {
     "job": "j1",

@@ -72,6 +72,7 @@ class Bench:
         )
         self.switch: Target | None = None
         self.daemon: subprocess.Popen[bytes] | None = None
+        self.daemon_args: list[str] = []  # extra daemon options (bench_online: --replan)
         self.http = httpx.Client(base_url=self.api, timeout=60)
 
     def start_switch(self) -> None:
@@ -82,7 +83,7 @@ class Bench:
     def start_daemon(self) -> float:
         argv = [sys.executable, "-m", "controlplane.daemon", "--topo", str(self.topo)]
         argv += ["--db", str(self.tmp / "reg.db"), "--port", self.api.rsplit(":", 1)[1]]
-        argv += ["--log-level", "warning"]
+        argv += ["--log-level", "warning", *self.daemon_args]
         t0 = time.monotonic()
         with (self.tmp / "daemon.log").open("ab") as log:
             self.daemon = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)

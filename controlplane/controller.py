@@ -25,14 +25,17 @@ from controlplane.agent import SwitchAgent
 from controlplane.entries import (
     GroupPlan,
     check_capacity,
+    count_by_table,
     forwarding_entries,
     group_entries,
 )
 from controlplane.limits import check_description, check_flows, check_parsed
+from controlplane.online import OnlinePlanner, check_mode
 from controlplane.p4info import P4Info, TableEntry
 from controlplane.p4rt import P4RuntimeError
 from controlplane.planning import ParsedJob, check_policy, parse_job, plan_groups
-from controlplane.registry import JobRecord, Registry, RegistryError, UnknownJobError
+from controlplane.progress import DEFAULT_TIMEOUT_S, ProgressTracker, parse_report
+from controlplane.registry import GroupIds, JobRecord, Registry, RegistryError, UnknownJobError
 from echelon.constants import SPECIAL_COUNT
 from echelon.errors import SpecError
 from echelon.topology import Topology, TopologyNetwork
@@ -65,7 +68,12 @@ class Controller:
         election_id: tuple[int, int] = (0, 1),
         role: str = "",
         policy: str | None = None,
+        replan: str = "static",
+        replan_interval: float = 0.01,
+        progress_timeout: float = DEFAULT_TIMEOUT_S,
+        idle_level: str = "keep",
     ) -> None:
+        check_mode(replan)
         if policy is not None:
             check_policy(policy)
             registry.set_setting("policy", policy)
@@ -77,6 +85,17 @@ class Controller:
         self.policy = registry.get_setting("policy", "echelon")
         self._parsed: dict[str, ParsedJob] = {}
         self._plans: list[GroupPlan] = []
+        #: online mode: the latest plan of every group that has been in flight, over
+        #: the static plan (``_plans``); see :mod:`controlplane.online`
+        self.overlay: dict[tuple[str, str], GroupPlan] = {}
+        #: every switch's desired entries as of the last change (online re-plans diff
+        #: against it instead of rebuilding it)
+        self._wanted: dict[str, set[TableEntry]] | None = None
+        self.replan = replan
+        self.progress = ProgressTracker(time.monotonic, progress_timeout)
+        self.online = (
+            OnlinePlanner(self, replan_interval, idle_level) if replan == "online" else None
+        )
         self._fwd = {s: frozenset(forwarding_entries(p4info, topo, s)) for s in topo.switches}
         self._group_entries = lru_cache(maxsize=65536)(self._entries_of)
         self.agents = {
@@ -97,6 +116,8 @@ class Controller:
                 else:
                     self._records.append(rec)
             self._plans = self._replan(self._records, self.policy)
+            for rec in self._records:
+                self._track(rec)
             for plan in self._plans:  # build every group's entries now, not while a
                 self._group_entries(plan)  # switch waits for its first reconciliation
 
@@ -105,8 +126,12 @@ class Controller:
     def start(self) -> None:
         for agent in self.agents.values():
             agent.start()
+        if self.online is not None:
+            self.online.start()
 
     def stop(self) -> None:
+        if self.online is not None:
+            self.online.stop()
         for agent in self.agents.values():
             agent.stop()
 
@@ -121,11 +146,26 @@ class Controller:
     def _entries_of(self, plan: GroupPlan) -> frozenset[TableEntry]:
         return frozenset(group_entries(self.p4info, self.topo, plan))
 
-    def desired(self, switch: str, plans: list[GroupPlan] | None = None) -> set[TableEntry]:
+    def desired(
+        self,
+        switch: str,
+        plans: list[GroupPlan] | None = None,
+        overlay: Mapping[tuple[str, str], GroupPlan] | None = None,
+    ) -> set[TableEntry]:
         out = set(self._fwd[switch])
-        for plan in self._plans if plans is None else plans:
+        for plan in self.effective(plans, overlay):
             out |= self._group_entries(plan)
         return out
+
+    def effective(
+        self,
+        plans: list[GroupPlan] | None = None,
+        overlay: Mapping[tuple[str, str], GroupPlan] | None = None,
+    ) -> list[GroupPlan]:
+        """The static plans with every group's online plan (if any) in its place."""
+        ov = self.overlay if overlay is None else overlay
+        base = self._plans if plans is None else plans
+        return [ov.get((p.job, p.group), p) for p in base] if ov else list(base)
 
     def _job(self, rec: JobRecord) -> ParsedJob:
         if rec.job_id not in self._parsed:
@@ -137,16 +177,25 @@ class Controller:
         jobs = [(self._job(r), r.groups) for r in records]
         return plan_groups(policy, jobs, self.network)
 
-    def _transition(self, plans: list[GroupPlan]) -> None:
-        """Check sizes, write every in-sync switch; on refusal undo and re-raise."""
+    def _transition(
+        self,
+        plans: list[GroupPlan],
+        overlay: dict[tuple[str, str], GroupPlan] | None = None,
+        wanted: dict[str, set[TableEntry]] | None = None,
+    ) -> int:
+        """Check sizes, write every in-sync switch; on refusal undo and re-raise.
+        ``wanted`` (already checked) skips recomputing every switch's desired set.
+        Returns the number of updates written (all switches)."""
         for name, agent in self.agents.items():
             if agent.not_primary:  # up, but ours to write only when primary: say so
                 raise P4RuntimeError(
                     "PERMISSION_DENIED", f"switch {name}: not primary: {agent.not_primary}"
                 )
-        wanted = {s: self.desired(s, plans) for s in self.agents}
-        for entries in wanted.values():
-            check_capacity(self.p4info, entries)
+        ov = self.overlay if overlay is None else overlay
+        if wanted is None:
+            wanted = {s: self.desired(s, plans, ov) for s in self.agents}
+            for entries in wanted.values():
+                check_capacity(self.p4info, entries)
         done: list[tuple[SwitchAgent, Any]] = []
         try:
             for name, agent in self.agents.items():
@@ -158,6 +207,68 @@ class Controller:
                 agent.undo(steps)
             raise
         self._plans = plans
+        self.overlay = ov
+        self._wanted = wanted
+        return sum(len(steps) for _, steps in done)
+
+    # ------------------------------------------------------------ progress (online)
+
+    def _track(self, rec: JobRecord) -> None:
+        """Tell the progress tracker the job's groups: who receives them, planned t_ref."""
+        parsed = self._job(rec)
+        groups = {}
+        for gid in rec.groups:
+            mine, _ = parsed.of_group(gid.group)
+            receivers = frozenset(f.dst for ef in mine for f in ef.flows)
+            groups[gid.group] = (receivers, min(ef.t_ref for ef in mine))
+        self.progress.add_job(rec.job_id, groups)
+
+    def report(self, body: Any, wait: bool = False, timeout: float = 5.0) -> dict[str, Any]:
+        """One progress snapshot (:mod:`controlplane.progress`). Online, a report that
+        changes what is in flight wakes the re-planner; ``wait`` returns only after
+        the re-plan covering it was written (for benchmarks and tests)."""
+        received = time.monotonic()
+        changed = self.progress.ingest(parse_report(body, self.topo.hosts))
+        out: dict[str, Any] = {"changed": changed, "replan": self.replan}
+        if changed and self.online is not None:
+            ticket = self.online.kick(received)
+            if wait:
+                out.update(self.online.wait(ticket, timeout))
+        return out
+
+    def registered(self) -> list[tuple[ParsedJob, tuple[GroupIds, ...]]]:
+        """Every registered job with its group IDs (caller holds the lock)."""
+        return [(self._job(r), r.groups) for r in self._records]
+
+    def apply_overlay(self, plans: list[GroupPlan]) -> int:
+        """Install online plans for the groups in flight (caller holds the lock);
+        every other group keeps what it has. Returns the updates written."""
+        current = {(p.job, p.group): p for p in self.effective()}
+        changed = [p for p in plans if current.get((p.job, p.group)) != p]
+        if not changed:  # the usual case for a finish: nothing to write
+            return 0
+        ov = dict(self.overlay)
+        for p in changed:
+            ov[(p.job, p.group)] = p
+        # Only the changed groups' entries differ (each group's entries carry its own
+        # echelon ID and class): O(changed), not O(every registered group).
+        gone: set[TableEntry] = set()
+        new: set[TableEntry] = set()
+        for p in changed:
+            gone |= self._group_entries(current[(p.job, p.group)])
+            new |= self._group_entries(p)
+        wanted = {}
+        for s in self.agents:
+            base = self._wanted.get(s) if self._wanted else None
+            want = (set(base) - gone) | new if base is not None else self.desired(s, None, ov)
+            wanted[s] = want
+        grow = count_by_table(new)
+        for t, n in count_by_table(gone).items():
+            grow[t] = grow.get(t, 0) - n
+        if any(n > 0 for n in grow.values()):
+            for entries in wanted.values():
+                check_capacity(self.p4info, entries)
+        return self._transition(self._plans, ov, wanted)
 
     def _commit(self, old_plans: list[GroupPlan]) -> None:
         """Commit the registry; if that fails, bring the switches back to ``old_plans``
@@ -202,6 +313,7 @@ class Controller:
                 self._parsed.pop(parsed.job_id, None)
                 raise
             self._records = records
+            self._track(rec)
             return self.show(rec.job_id)
 
     def remove(self, job_id: str) -> None:
@@ -211,7 +323,8 @@ class Controller:
             try:
                 self.registry.remove_job(job_id)
                 records = [r for r in self._records if r.job_id != job_id]
-                self._transition(self._replan(records, self.policy))
+                overlay = {k: p for k, p in self.overlay.items() if k[0] != job_id}
+                self._transition(self._replan(records, self.policy), overlay)
             except BaseException:
                 self.registry.rollback()
                 raise
@@ -219,6 +332,7 @@ class Controller:
             self._records = records
             self._parsed.pop(job_id, None)
             self.orphans.pop(job_id, None)
+            self.progress.remove_job(job_id)
 
     def set_policy(self, name: str) -> None:
         check_policy(name)
@@ -227,12 +341,14 @@ class Controller:
             self.registry.begin()
             try:
                 self.registry.set_setting("policy", name)
-                self._transition(self._replan(self._records, name))
+                self._transition(self._replan(self._records, name), {})
             except BaseException:
                 self.registry.rollback()
                 raise
             self._commit(old)
             self.policy = name
+        if self.online is not None:  # what is in flight is re-planned under the new policy
+            self.online.kick(time.monotonic())
 
     # ------------------------------------------------------------ views
 
@@ -262,7 +378,7 @@ class Controller:
                 out["installed"] = {n: False for n in self.agents}
                 return out
             parsed = self._job(rec)
-            plans = {p.group: p for p in self._plans if p.job == job_id}
+            plans = {p.group: p for p in self.effective() if p.job == job_id}
             out = self._summary(rec)
             out["policy"] = self.policy
             out["spec"] = rec.spec
@@ -296,6 +412,18 @@ class Controller:
             out["installed"] = {n: a.status.in_sync for n, a in self.agents.items()}
             return out
 
+    def progress_view(self) -> dict[str, Any]:
+        """``GET /progress``: mode, what is in flight per job, re-plan measurements."""
+        out: dict[str, Any] = {
+            "replan": self.replan,
+            "reports": self.progress.reports,
+            "ignored": self.progress.ignored,
+            "jobs": self.progress.view(),
+        }
+        if self.online is not None:
+            out["online"] = self.online.stats()
+        return out
+
     def status(self) -> dict[str, Any]:
         switches = {}
         for name, a in self.agents.items():
@@ -328,6 +456,7 @@ class Controller:
         }
         return {
             "policy": self.policy,
+            "replan": self.replan,
             "jobs": n_jobs,
             "orphaned_jobs": orphans,
             "registry": registry,

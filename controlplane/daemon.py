@@ -20,6 +20,8 @@ from controlplane.api import make_app
 from controlplane.controller import Controller
 from controlplane.p4info import P4Info
 from controlplane.planning import POLICIES
+from controlplane.progress import DEFAULT_TIMEOUT_S
+from controlplane.progress_socket import ProgressSocket
 from controlplane.registry import CHECK_INTERVAL_S, Registry
 from echelon.errors import EchelonError
 from echelon.topology import load
@@ -53,6 +55,37 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--token-file", help="read the bearer token from this file (first line)")
     p.add_argument("--policy", choices=POLICIES, help="set the policy at start-up")
+    p.add_argument(
+        "--replan",
+        choices=("static", "online"),
+        default="static",
+        help="static: priorities from iteration 0 at registration; online: also re-plan "
+        "the groups in flight on progress reports (POST /progress)",
+    )
+    p.add_argument(
+        "--replan-interval-ms",
+        type=float,
+        default=10.0,
+        help="online: minimum time between two re-plans (a burst of reports coalesces)",
+    )
+    p.add_argument(
+        "--progress-timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help="online: seconds without a report after which a job has nothing in flight",
+    )
+    p.add_argument(
+        "--idle-level",
+        choices=("keep", "lowest"),
+        default="keep",
+        help="online: a group not in flight keeps its last levels (keep) or drops to "
+        "level 1 (lowest, as the simulator ranks a flow not yet re-planned)",
+    )
+    p.add_argument(
+        "--progress-socket",
+        help="online: also accept progress reports as datagrams on this AF_UNIX socket "
+        "(for hosts in other network namespaces)",
+    )
     p.add_argument("--log-level", default="info")
     return p.parse_args(argv)
 
@@ -74,6 +107,10 @@ def build(args: argparse.Namespace) -> Controller:
         election_id=(0, args.election_id),
         role=args.role,
         policy=args.policy,
+        replan=args.replan,
+        replan_interval=args.replan_interval_ms / 1e3,
+        progress_timeout=args.progress_timeout,
+        idle_level=args.idle_level,
     )
 
 
@@ -95,6 +132,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.host not in LOOPBACK and not args.token:
         print(f"error: --token: required when binding to {args.host}", file=sys.stderr)
         return 2
+    if not args.replan_interval_ms >= 0:
+        print(
+            f"error: --replan-interval-ms: must be >= 0, got {args.replan_interval_ms}",
+            file=sys.stderr,
+        )
+        return 2
+    if not args.progress_timeout > 0:
+        print(
+            f"error: --progress-timeout: must be > 0, got {args.progress_timeout}", file=sys.stderr
+        )
+        return 2
     if not 0 < args.port < 65536:
         print(f"error: --port: not a TCP port: {args.port}", file=sys.stderr)
         return 2
@@ -105,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import uvicorn
 
+    sock = ProgressSocket(args.progress_socket, ctl.report) if args.progress_socket else None
     app = make_app(ctl, args.token)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level.lower())
     server = uvicorn.Server(config)
@@ -116,11 +165,15 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(0.01)  # polling interval of a wait that ends with the process
         if server.started:
             ctl.start()
+            if sock is not None:
+                sock.start()
 
     threading.Thread(target=start_agents, name="start-agents", daemon=True).start()
     try:
         server.run()
     finally:
+        if sock is not None:
+            sock.stop()
         ctl.stop()
         ctl.registry.close()
     return 0

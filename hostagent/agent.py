@@ -27,7 +27,8 @@ from types import FrameType
 from typing import Any
 
 from echelon.errors import EchelonError
-from hostagent.closedloop import ClosedLoop, releaser
+from hostagent.closedloop import ClosedLoop, Releaser, releaser
+from hostagent.progress import HostProgress, ReportingReleaser, completions
 from hostagent.receiver import Receiver
 from hostagent.report import formation_report, load_records, merge_records
 from hostagent.scenario import load
@@ -66,15 +67,20 @@ def play(
     out: str | None,
     bind_ip: str = "0.0.0.0",
     go: str | None = None,
+    controller: str | None = None,
 ) -> dict[str, Any]:
     sc = load(scenario_path)
     if host not in sc.hosts:
         raise EchelonError(f"host: {host!r} is not in the scenario ({', '.join(sc.hosts)})")
     receiver = Receiver(sc, host, bind_ip)  # bind before anyone sends
     sender = Sender(sc, host)
-    rel = releaser(sc, host)
-    if isinstance(rel, ClosedLoop):
-        receiver.on_complete = rel.arrive
+    rel: Releaser = releaser(sc, host)
+    loop = rel if isinstance(rel, ClosedLoop) else None
+    progress = HostProgress(sc, host, controller) if controller else None
+    if loop is not None or progress is not None:
+        receiver.on_complete = completions(loop, progress)
+    if progress is not None:
+        rel = ReportingReleaser(rel, progress)
     if out:  # tells the driver this host is ready (socket bound)
         Path(out).with_suffix(".ready").write_text(str(time.time()))
     start_at = wait_go(Path(go), sc.timeout_s) if go else sc.start_at
@@ -98,13 +104,18 @@ def play(
         "received": receiver.report(),
         "unknown_packets": receiver.unknown,
         "release": sc.release,
-        "tasks": rel.records if isinstance(rel, ClosedLoop) else {},
-        "iteration_starts": rel.iteration_starts() if isinstance(rel, ClosedLoop) else {},
+        "tasks": loop.records if loop is not None else {},
+        "iteration_starts": loop.iteration_starts() if loop is not None else {},
         "complete": receiver.pending == 0
         and rel.finished()
         and len(sent) == len(sender.flows)
         and all(s["packets"] == s["expected"] for s in sent.values()),
     }
+    if progress is not None:
+        progress.close()
+        record["progress_reports"] = {
+            j: {"sent": r.sent, "errors": r.errors} for j, r in progress.reporters.items()
+        }
     if out:
         Path(out).write_text(json.dumps(record, indent=1))
     return record
@@ -119,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help="record file (JSON); stdout if absent")
     p.add_argument("--bind", default="0.0.0.0", help="receiver address (default all)")
     p.add_argument("--go", help="wait for this file; it holds the start instant (epoch s)")
+    p.add_argument(
+        "--controller",
+        help="controller API (http://host:port): report group releases/finishes to it",
+    )
     r = sub.add_parser("report", help="formation report from agent records")
     r.add_argument("--scenario", required=True)
     r.add_argument("records", nargs="+")
@@ -131,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_term)
     try:
         if args.cmd == "play":
-            rec = play(args.scenario, args.host, args.out, args.bind, args.go)
+            rec = play(args.scenario, args.host, args.out, args.bind, args.go, args.controller)
             if not args.out:
                 print(json.dumps(rec, indent=1))
             return 0 if rec["complete"] else 1

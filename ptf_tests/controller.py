@@ -56,6 +56,9 @@ def level_for(group: dict[str, Any], deadline_us: int) -> int:
 class ControllerDrivenOrdering(EchelonTest):
     """Register a job via the API; its higher group wins the contended port."""
 
+    #: extra daemon options (subclasses: ``ptf_tests/online.py`` runs it online)
+    daemon_args: tuple[str, ...] = ()
+
     def runTest(self) -> None:
         self.sw.close()  # hand the primary role to the daemon
         with tempfile.TemporaryDirectory(prefix="ptf-ctl-") as tmp:
@@ -67,6 +70,7 @@ class ControllerDrivenOrdering(EchelonTest):
             argv += ["--election-id", str(DAEMON_ELECTION_ID), "--port", api.rsplit(":", 1)[1]]
             if self.p.get("target") == "bmv2":
                 argv += ["--device-config", self.p["bmv2_json"]]
+            argv += self.daemon_args
             # The daemon's log outlives the temporary directory, for post-mortems.
             log_path = Path(self.p.get("log_dir", tmp), "controller-daemon.log")
             with log_path.open("wb") as log:

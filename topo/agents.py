@@ -35,6 +35,7 @@ def play_scenario(
     rate_mbit: float = 40.0,
     timeout_s: float = 60.0,
     release: str = "closed",
+    controller: str | None = None,
 ) -> dict[str, Any]:
     """Write the scenario (``iterations`` of every job's plan, flows released closed or
     open loop: :mod:`hostagent.plan`), run an agent in every host, return the
@@ -56,7 +57,8 @@ def play_scenario(
             log = (out_dir / f"{h}.log").open("wb")
             procs[h] = net[h].popen(
                 [sys.executable, "-m", "hostagent", "play", "--scenario", str(path.resolve()),
-                 "--host", h, "--out", str(rec.resolve()), "--go", str(go.resolve())],
+                 "--host", h, "--out", str(rec.resolve()), "--go", str(go.resolve()),
+                 *(["--controller", controller] if controller else [])],
                 stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT),
             )  # fmt: skip
             log.close()

@@ -20,13 +20,17 @@ class ControllerError(EchelonError):
 class ControllerProcess:
     """``python -m controlplane.daemon`` on a topology, stopped by PID."""
 
-    def __init__(self, topo_path: str, out_dir: Path, port: int) -> None:
+    def __init__(self, topo_path: str, out_dir: Path, port: int, idle_level: str = "keep") -> None:
         self.topo_path = topo_path
+        self.idle_level = idle_level
         self.out = out_dir
         self.base = f"http://127.0.0.1:{port}"
         self.port = port
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+        #: where agents report progress (``echelon-online`` runs only; the daemon
+        #: re-plans online, other policies' runs send no reports, so nothing moves)
+        self.progress_socket = (out_dir / "progress.sock").resolve()
 
     def start(self, timeout: float = 60.0) -> None:
         db = self.out / "controller.db"
@@ -34,7 +38,9 @@ class ControllerProcess:
             stale.unlink(missing_ok=True)  # a fresh registry per run
         self._log = (self.out / "logs" / "controller.log").open("ab")
         argv = [sys.executable, "-m", "controlplane.daemon", "--topo", self.topo_path,
-                "--db", str(db), "--port", str(self.port), "--policy", "fifo"]  # fmt: skip
+                "--db", str(db), "--port", str(self.port), "--policy", "fifo",
+                "--replan", "online", "--progress-socket", str(self.progress_socket),
+                "--idle-level", self.idle_level]  # fmt: skip
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
         wait_until(self._in_sync, timeout, "controller API and switches in sync", 0.2)

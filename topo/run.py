@@ -1,7 +1,8 @@
 """``make run``: the demo end to end — topology, controller, two contending jobs, three policies.
 
     python -m topo.run [--topo topo/star.yaml] [--target auto|soft|bmv2] [--headless]
-                       [--policies echelon,coflow,fifo] [--iterations 3] [--out-dir run]
+                       [--policies echelon,coflow,fifo[,echelon-online]] [--iterations 3]
+                       [--out-dir run]
                        [--jobs topo/jobs/pipe.yaml,topo/jobs/dp.yaml] [--scale 0.1]
                        [--release closed|open]
 
@@ -12,6 +13,9 @@ reads back each group's echelon ID, plays the jobs' plans on the hosts once per
 policy (switching the controller's policy between runs; closed loop by default:
 the agents run the compute tasks, see :mod:`hostagent.closedloop`) and writes
 ``run/demo-results.json``, ``run/demo-finish-times.png`` and a comparison table.
+``echelon-online`` runs the echelon policy with the agents reporting progress to
+the controller's ``--progress-socket``, which re-plans the groups in flight
+(docs/controller.md, "Online re-planning"); the other policies send no reports.
 Every process, namespace and interface it made is removed on exit, Ctrl-C or
 failure. With a terminal on stdin and no ``--headless`` it first drops into the
 Mininet CLI.
@@ -41,7 +45,10 @@ from topo.report import plot_finish_times, table
 
 log = logging.getLogger("topo.run")
 #: The controller's policies (controlplane.planning.POLICIES), checked before starting anything.
-POLICIES = ("echelon", "coflow", "fifo")
+POLICIES = ("echelon", "coflow", "fifo", "echelon-online")
+#: ``echelon-online``: the echelon policy, re-planned online from the agents' progress
+#: reports (docs/controller.md, "Online re-planning"); ``echelon`` is then the static one.
+ONLINE = "echelon-online"
 
 
 class Terminated(BaseException):
@@ -55,6 +62,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--target", default="auto", choices=("auto", "soft", "bmv2"))
     p.add_argument("--headless", action="store_true", help="never enter the Mininet CLI")
     p.add_argument("--policies", default="echelon,coflow,fifo")
+    p.add_argument(
+        "--idle-level",
+        choices=("keep", "lowest"),
+        default="keep",
+        help="echelon-online: what a group not in flight gets (controller --idle-level)",
+    )
     p.add_argument("--iterations", type=int, default=3)
     p.add_argument("--out-dir", default="run")
     p.add_argument("--prefix", default="ec", help="prefix of root-namespace interface names")
@@ -106,7 +119,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if net.kind == "soft" and args.target == "auto":
         why += "; BMv2 is not installed"
     print(f"*** target: {net.kind} ({why})")
-    ctl = ControllerProcess(args.topo, out, args.api_port)
+    ctl = ControllerProcess(args.topo, out, args.api_port, args.idle_level)
     results: dict[str, Any] = {
         "command": " ".join(["python -m topo.run", *sys.argv[1:]]),
         "topology": topo.name,
@@ -119,6 +132,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "jobs": [j.description for j in jobs],
         "packet_bytes": PACKET_BYTES,
         "rate_mbit": args.rate_mbit,
+        "idle_level": args.idle_level,
         "policies": {},
     }
     try:
@@ -133,11 +147,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"*** registered jobs {[s.job_id for s in specs]} (scale {args.scale}), "
               f"echelon IDs {ids}")  # fmt: skip
         for policy in policies:
-            ctl.set_policy(policy)
+            ctl.set_policy("echelon" if policy == ONLINE else policy)  # drops online plans
+            reports = f"unix:{ctl.progress_socket}" if policy == ONLINE else None
             t0 = time.monotonic()
             report = play_scenario(net, specs, args.iterations, ids, out / policy,
-                                   rate_mbit=args.rate_mbit, release=args.release)  # fmt: skip
+                                   rate_mbit=args.rate_mbit, release=args.release,
+                                   controller=reports)  # fmt: skip
             report["wall_s"] = time.monotonic() - t0
+            if policy == ONLINE:  # re-plans, updates, reaction times during this run
+                report["online"] = ctl.get("/progress").get("online")
             results["policies"][policy] = report
             print(f"*** {policy}: done in {report['wall_s']:.1f} s")
         results["stats"] = ctl.get("/stats")

@@ -143,9 +143,12 @@ def stop(procs: list[subprocess.Popen[bytes]]) -> None:
         stop_process(p, 5)
 
 
-def play(tmp_path: Path, scenario: dict[str, Any], hosts: list[str]) -> list[dict[str, Any]]:
-    """Run one agent process per host on ``scenario`` over loopback, release them
-    together, wait for each to exit 0 and return their records."""
+def play(
+    tmp_path: Path, scenario: dict[str, Any], hosts: list[str], extra: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
+    """Run one agent process per host on ``scenario`` over loopback (``extra``: more
+    ``play`` options), release them together, wait for each to exit 0 and return
+    their records."""
     path = tmp_path / "scenario.json"
     path.write_text(json.dumps(scenario))
     go = tmp_path / "go"
@@ -154,7 +157,7 @@ def play(tmp_path: Path, scenario: dict[str, Any], hosts: list[str]) -> list[dic
         for h in hosts:
             procs.append(run_agent(["play", "--scenario", str(path), "--host", h,
                                     "--out", str(tmp_path / f"{h}.json"), "--bind", HOSTS[h],
-                                    "--go", str(go)]))  # fmt: skip
+                                    "--go", str(go), *extra]))  # fmt: skip
         ready = [tmp_path / f"{h}.ready" for h in hosts]
         wait_until(lambda: all(r.exists() for r in ready), 30, "agents ready")
         go.write_text(repr(time.time() + 0.2))

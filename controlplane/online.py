@@ -1,0 +1,240 @@
+"""Online re-planning: progress reports in, changed entries out, at most once per interval.
+
+``--replan online`` (``--replan static`` is the behaviour before: priorities
+computed at registration from iteration 0, for good). One background thread:
+
+1. A report that changes what is in flight (:mod:`controlplane.progress`) calls
+   :meth:`OnlinePlanner.kick` with the instant it arrived and wakes the thread.
+2. The thread re-plans at once if the previous re-plan *started* at least
+   ``interval`` ago, else when the interval ends; every report arriving meanwhile
+   is covered by that one re-plan (a burst coalesces). This is the simulator's
+   rule (``SimConfig.replan_interval``, ``sim/engine.py``), so the re-plan rate
+   the evaluation reports is the rate this thread produces for the same events.
+3. A re-plan, under the controller lock: the alive instances -> the core policy
+   at ``now`` over exactly those groups (:func:`controlplane.planning.plan_instances`:
+   ``get_policy(name).schedule(echelons, network, None, now)`` then
+   ``echelon.quantize.quantize``) -> their :class:`GroupPlan` replaces the
+   group's previous plan -> the controller writes only the entries that changed,
+   inserts and modifies before deletes (:func:`controlplane.entries.plan_updates`).
+
+Groups not in flight keep the entries they have (their last online plan, or the
+static plan if they were never in flight): no write is spent on a group that
+finished, and a registered packet always matches some level >= 1.
+
+Measured per re-plan: reaction time of every report it covers (arrival -> the
+switches acknowledged the last write), its duration, updates written; totals in
+:meth:`OnlinePlanner.stats` (``GET /progress``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections import deque
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from controlplane.entries import GroupPlan
+from controlplane.planning import plan_instances
+from echelon.errors import SpecError
+
+if TYPE_CHECKING:
+    from controlplane.controller import Controller
+
+log = logging.getLogger(__name__)
+
+MODES = ("static", "online")
+#: What a group not in flight gets: ``keep`` its last levels (no writes), ``lowest``
+#: level 1 everywhere (as the simulator ranks a flow not yet re-planned: last).
+IDLE_MODES = ("keep", "lowest")
+#: Reaction-time samples kept for the percentiles in ``GET /progress``.
+SAMPLES = 20000
+
+
+def check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise SpecError("replan", f"unknown re-plan mode {mode!r} (one of {list(MODES)})")
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (``q`` in 0..100); ``None`` for no samples."""
+    if not values:
+        return None
+    s = sorted(values)
+    k = max(0, min(len(s) - 1, math.ceil(q / 100.0 * len(s)) - 1))
+    return s[k]
+
+
+class OnlinePlanner:
+    """The re-planning thread of one controller."""
+
+    def __init__(self, controller: Controller, interval: float, idle: str = "keep") -> None:
+        if not interval >= 0.0:
+            raise SpecError("replan_interval", f"must be >= 0 seconds, got {interval!r}")
+        if idle not in IDLE_MODES:
+            raise SpecError("idle_level", f"unknown mode {idle!r} (one of {list(IDLE_MODES)})")
+        self.ctl = controller
+        self.interval = interval
+        self.idle = idle
+        self._cond = threading.Condition()
+        self._pending: list[float] = []  # arrival instants of the reports not yet covered
+        self._ticket = 0  # reports that asked for a re-plan
+        self._done = 0  # highest ticket covered by a finished re-plan
+        self._last_start = -float("inf")
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="online-replan", daemon=True)
+        # measurements
+        self.replans = 0
+        self.failures = 0
+        self.updates = 0
+        self.reactions: deque[float] = deque(maxlen=SAMPLES)
+        self.durations: deque[float] = deque(maxlen=SAMPLES)
+        #: the policy + quantiser part of each re-plan (the rest is diff + writes)
+        self.plan_durations: deque[float] = deque(maxlen=SAMPLES)
+        self.started_at = time.monotonic()
+        self.last_error: str | None = None
+        self._last_result: dict[int, dict[str, Any]] = {}
+
+    # ------------------------------------------------------------ control
+
+    def start(self) -> None:
+        self.started_at = time.monotonic()
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10.0)
+
+    def kick(self, received: float) -> int:
+        """A report that arrived at ``received`` changed what is in flight; returns its
+        ticket (for :meth:`wait`)."""
+        with self._cond:
+            self._ticket += 1
+            self._pending.append(received)
+            self._cond.notify_all()
+            return self._ticket
+
+    def wait(self, ticket: int, timeout: float) -> dict[str, Any]:
+        """Block until a re-plan covering ``ticket`` finished; what it did."""
+        with self._cond:
+            ok = self._cond.wait_for(lambda: self._done >= ticket or self._stop, timeout)
+            res = self._last_result.get(ticket, {})
+        return {"covered": ok and self._done >= ticket, **res}
+
+    # ------------------------------------------------------------ the thread
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stop:
+                    now = time.monotonic()
+                    due = self._last_start + self.interval
+                    if self._pending and now >= due:
+                        break
+                    expiry = self.ctl.progress.next_expiry()
+                    if expiry is not None and now >= expiry and now >= due:
+                        break  # a silent job leaves the plan
+                    waits = [due - now] if self._pending else []
+                    if expiry is not None:
+                        waits.append(max(expiry - now, due - now, 0.001))
+                    self._cond.wait(min(waits) if waits else None)
+                if self._stop:
+                    return
+                pending, self._pending = self._pending, []
+                ticket = self._ticket
+                self._last_start = time.monotonic()
+            self._replan(pending, ticket)
+
+    def _replan(self, pending: list[float], ticket: int) -> None:
+        t0 = t_plan = time.monotonic()
+        written = 0
+        error: str | None = None
+        try:
+            with self.ctl.lock:
+                alive = self.ctl.progress.alive()
+                jobs = {job.job_id: (job, ids) for job, ids in self.ctl.registered()}
+                instances = []
+                for inst in alive:
+                    if inst.job not in jobs:
+                        continue
+                    job, ids = jobs[inst.job]
+                    gid = next((g for g in ids if g.group == inst.group), None)
+                    if gid is not None:
+                        instances.append((job, gid, inst.iteration_start - self.started_at))
+                now = t0 - self.started_at
+                plans = plan_instances(self.ctl.policy, instances, self.ctl.network, now)
+                if self.idle == "lowest" and self.ctl.policy != "fifo":
+                    plans += self._lowest({(j.job_id, g.group) for j, g, _ in instances})
+                t_plan = time.monotonic()
+                written = self.ctl.apply_overlay(plans)
+        except Exception as exc:  # a switch that refuses must not kill the thread
+            error = f"{type(exc).__name__}: {exc}"
+            log.warning("online re-plan failed: %s", error)
+        t1 = time.monotonic()
+        with self._cond:
+            self.replans += 1
+            self.updates += written
+            self.durations.append(t1 - t0)
+            self.plan_durations.append(t_plan - t0)
+            if error is None:
+                self.reactions.extend(t1 - r for r in pending)
+            else:
+                self.failures += 1
+                self.last_error = error
+            result = {
+                "replan_ms": round((t1 - t0) * 1e3, 3),
+                "plan_ms": round((t_plan - t0) * 1e3, 3),
+                "reaction_ms": round((t1 - min(pending)) * 1e3, 3) if pending else None,
+                "updates": written,
+                "error": error,
+            }
+            self._last_result = {ticket: result}
+            for t in range(self._done + 1, ticket):
+                self._last_result[t] = result
+            self._done = max(self._done, ticket)
+            self._cond.notify_all()
+
+    def _lowest(self, alive: set[tuple[str, str]]) -> list[GroupPlan]:
+        """Every group not in flight at level 1 (range keys kept: modified in place)."""
+        out = []
+        for p in self.ctl.effective():
+            if (p.job, p.group) in alive:
+                continue
+            if p.priority != 1 or any(r.priority != 1 for r in p.ranges):
+                ranges = tuple(replace(r, priority=1) for r in p.ranges)
+                out.append(replace(p, priority=1, ranges=ranges))
+        return out
+
+    # ------------------------------------------------------------ measurements
+
+    def stats(self) -> dict[str, Any]:
+        with self._cond:
+            reactions = [r * 1e3 for r in self.reactions]
+            durations = [d * 1e3 for d in self.durations]
+            plans = [d * 1e3 for d in self.plan_durations]
+            elapsed = max(time.monotonic() - self.started_at, 1e-9)
+            return {
+                "interval_s": self.interval,
+                "replans": self.replans,
+                "failures": self.failures,
+                "updates": self.updates,
+                "replans_per_s": self.replans / elapsed,
+                "updates_per_s": self.updates / elapsed,
+                "reaction_ms": {
+                    "n": len(reactions),
+                    "p50": percentile(reactions, 50),
+                    "p99": percentile(reactions, 99),
+                    "max": max(reactions, default=None),
+                },
+                "replan_ms": {
+                    "p50": percentile(durations, 50),
+                    "p99": percentile(durations, 99),
+                },
+                "plan_ms": {"p50": percentile(plans, 50), "p99": percentile(plans, 99)},
+                "last_error": self.last_error,
+            }

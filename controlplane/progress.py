@@ -1,0 +1,252 @@
+"""Progress signals: which instance of each registered group is in flight right now.
+
+Hosts tell the controller, per job and iteration, which groups they have started
+sending (``released``) and which groups' flows addressed to them have all
+arrived (``finished``). A report is a *snapshot*, not an event::
+
+    {"job": "dp", "host": "h4", "iteration": 3, "session": "9f2c", "seq": 17,
+     "released": ["push"], "finished": ["pull"]}
+
+``released``/``finished`` list everything this host has seen of ``iteration`` so
+far, so a report carries the whole state of its (job, host) and any later report
+replaces a lost earlier one. That is how lost reports and restarts are tolerated:
+
+* **Lost or reordered reports.** Per (job, host) the controller keeps the
+  snapshot with the highest ``seq`` of the current ``session``; an older or
+  repeated one is ignored (idempotent), a newer one replaces it whole. A lost
+  "finished" is implied by that host's next report of a later iteration (closed
+  loop: a host enters iteration ``i + 1`` only after it has received what it
+  needed of iteration ``i``).
+* **Reporter restart.** A new ``session`` string (the library draws a random one
+  per process) resets that host's sequence.
+* **Controller restart.** Progress is soft state, never persisted: the next
+  report of each host rebuilds it. Until then the switch keeps the entries it has.
+* **Silent jobs.** A job with no report for ``timeout_s`` has nothing in flight
+  (its reporter died or stopped reporting); its groups leave the re-plan.
+
+From the snapshots, per (job, group): the current *instance* is the highest
+iteration any host reported it in; it is **released** once any host lists it
+(released or finished), and **finished** once every host that receives its flows
+(the ``dst`` of its flows in the registration) has listed it as finished in that
+iteration or reported a later iteration. Released and not finished = *alive*:
+the set the policy re-plans, as in the simulator (``sim/engine.py``).
+
+Why hosts and not the switch's per-class counters (docs/controller.md, "Progress
+signals"): counters tell that bytes of a class passed, not that a group was
+released (bytes may queue at the sender) nor that it finished (a pause is not an
+end); they mix the iterations of one group, and reading them is a poll whose
+period adds to the reaction time.
+
+Pure bookkeeping, thread-safe, no I/O; the controller feeds it registrations and
+reports and asks :meth:`ProgressTracker.alive` at each re-plan.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from controlplane.planning import UnknownHostError
+from controlplane.registry import UnknownJobError
+from echelon.errors import SpecError
+from echelon.specfields import check_keys, count, mapping, text
+
+#: Default: a job silent for this long has nothing in flight (seconds).
+DEFAULT_TIMEOUT_S = 30.0
+#: Bound on groups one report may list (a registration has far fewer).
+MAX_GROUPS_PER_REPORT = 4096
+
+
+@dataclass(frozen=True)
+class Report:
+    """One validated progress snapshot of (job, host) in ``iteration``."""
+
+    job: str
+    host: str
+    iteration: int
+    session: str
+    seq: int
+    released: frozenset[str]
+    finished: frozenset[str]
+
+
+def parse_report(data: Any, hosts: Iterable[str] | None = None) -> Report:
+    """Validate a report body; ``SpecError`` names the bad field."""
+    m = mapping(data, "report")
+    check_keys(m, ("job", "host", "iteration", "session", "seq", "released", "finished"), "")
+    host = text(m.get("host"), "host")
+    if hosts is not None and host not in set(hosts):
+        raise UnknownHostError("host", f"unknown host {host!r}")
+    lists = []
+    for name in ("released", "finished"):
+        raw = m.get(name, [])
+        if not isinstance(raw, list) or len(raw) > MAX_GROUPS_PER_REPORT:
+            raise SpecError(name, f"must be a list of at most {MAX_GROUPS_PER_REPORT} group names")
+        lists.append(frozenset(text(g, f"{name}[{i}]") for i, g in enumerate(raw)))
+    return Report(
+        text(m.get("job"), "job"),
+        host,
+        count(m.get("iteration"), "iteration", minimum=0),
+        str(m.get("session", "")),
+        count(m.get("seq"), "seq", minimum=0),
+        lists[0],
+        lists[1],
+    )
+
+
+@dataclass(frozen=True)
+class Instance:
+    """The in-flight instance of one (job, group): ``iteration``, when its release was
+    first reported (controller clock) and the job's estimated iteration start."""
+
+    job: str
+    group: str
+    iteration: int
+    released_at: float
+    iteration_start: float
+
+
+@dataclass
+class _Group:
+    receivers: frozenset[str]
+    t_ref: float
+    iteration: int = -1
+    released_at: float = 0.0
+    finished: bool = True
+
+
+@dataclass
+class _Job:
+    groups: dict[str, _Group]
+    snaps: dict[str, Report] = field(default_factory=dict)
+    last_report: float = 0.0
+    #: iteration -> estimated start (min over its groups of release time - t_ref)
+    starts: dict[int, float] = field(default_factory=dict)
+
+
+class ProgressTracker:
+    """Aggregates host snapshots into the alive instances of every registered group."""
+
+    def __init__(self, clock: Callable[[], float], timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self._clock = clock
+        self.timeout_s = timeout_s
+        self._lock = threading.Lock()
+        self._jobs: dict[str, _Job] = {}
+        self.reports = 0
+        self.ignored = 0
+
+    # ------------------------------------------------------------ registrations
+
+    def add_job(self, job: str, groups: Mapping[str, tuple[frozenset[str], float]]) -> None:
+        """``groups``: group -> (hosts receiving its flows, its planned ``t_ref``)."""
+        with self._lock:
+            self._jobs[job] = _Job({g: _Group(r, t) for g, (r, t) in groups.items()})
+
+    def remove_job(self, job: str) -> None:
+        with self._lock:
+            self._jobs.pop(job, None)
+
+    # ------------------------------------------------------------ reports
+
+    def ingest(self, rep: Report) -> bool:
+        """Apply one snapshot; ``True`` when the alive set or an instance changed
+        (a re-plan is due), ``False`` for a duplicate, stale or no-op report."""
+        now = self._clock()
+        with self._lock:
+            job = self._jobs.get(rep.job)
+            if job is None:
+                raise UnknownJobError("job", f"no job {rep.job!r} is registered")
+            for name in ("released", "finished"):
+                for g in sorted(getattr(rep, name)):
+                    if g not in job.groups:
+                        raise SpecError(name, f"job {rep.job!r} has no group {g!r}")
+            self.reports += 1
+            old = job.snaps.get(rep.host)
+            if old is not None and old.session == rep.session and rep.seq <= old.seq:
+                self.ignored += 1
+                return False
+            job.snaps[rep.host] = rep
+            job.last_report = now
+            return self._update(job, now)
+
+    def _update(self, job: _Job, now: float) -> bool:
+        changed = False
+        for name, g in job.groups.items():
+            it = max(
+                (s.iteration for s in job.snaps.values() if name in s.released | s.finished),
+                default=-1,
+            )
+            if it > g.iteration:
+                g.iteration, g.released_at = it, now
+                start = job.starts.get(it)
+                job.starts[it] = min(now - g.t_ref, start) if start is not None else now - g.t_ref
+                g.finished = False
+                changed = True
+            if g.iteration < 0 or g.finished:
+                continue
+            if all(self._received(job.snaps.get(h), name, g.iteration) for h in g.receivers):
+                g.finished = True
+                changed = True
+        for it in [i for i in job.starts if i < max(job.starts) - 1]:
+            del job.starts[it]  # keep the current and the previous iteration only
+        return changed
+
+    @staticmethod
+    def _received(snap: Report | None, group: str, iteration: int) -> bool:
+        if snap is None:
+            return False
+        return snap.iteration > iteration or (
+            snap.iteration == iteration and group in snap.finished
+        )
+
+    # ------------------------------------------------------------ queries
+
+    def alive(self) -> list[Instance]:
+        """Released, unfinished instances of jobs heard from within ``timeout_s``."""
+        now = self._clock()
+        out = []
+        with self._lock:
+            for job_id, job in self._jobs.items():
+                if now - job.last_report > self.timeout_s:
+                    for g in job.groups.values():
+                        g.finished = True  # silent: nothing of it is in flight any more
+                    continue
+                for name, g in job.groups.items():
+                    if g.iteration >= 0 and not g.finished:
+                        start = job.starts.get(g.iteration, g.released_at - g.t_ref)
+                        out.append(Instance(job_id, name, g.iteration, g.released_at, start))
+        return out
+
+    def next_expiry(self) -> float | None:
+        """When the earliest job with something alive goes silent (controller clock)."""
+        with self._lock:
+            times = [
+                j.last_report + self.timeout_s
+                for j in self._jobs.values()
+                if any(g.iteration >= 0 and not g.finished for g in j.groups.values())
+            ]
+        return min(times, default=None)
+
+    def view(self) -> dict[str, Any]:
+        """Per job: each host's last snapshot and each group's current instance."""
+        now = self._clock()
+        with self._lock:
+            return {
+                job_id: {
+                    "silent_s": round(now - job.last_report, 3) if job.snaps else None,
+                    "hosts": {
+                        h: {"iteration": s.iteration, "seq": s.seq, "session": s.session}
+                        for h, s in sorted(job.snaps.items())
+                    },
+                    "groups": {
+                        name: {
+                            "iteration": g.iteration if g.iteration >= 0 else None,
+                            "alive": g.iteration >= 0 and not g.finished,
+                        }
+                        for name, g in job.groups.items()
+                    },
+                }
+                for job_id, job in self._jobs.items()
+            }
