@@ -9,10 +9,10 @@ flows of the links that just saturated and the level's own links. A level of
 ``rounds <= u``; a lone flow costs ``O(hops)``.
 
 Why numba: the pure-numpy filling of :mod:`sim.alloc` pays ~10 numpy calls per
-round over all of the level's flows; on the coflow trace (50k flows in flight,
-hundreds of rounds, 37k events) that was most of a 26-minute run. Measured on
-that trace the compiled kernel is 30-100x faster (docs/simulator.md). The
-kernels are compiled once per machine (``cache=True`` keeps them next to this file).
+round over all of the level's flows; on the coflow trace (tens of thousands of
+flows in flight, hundreds of rounds, 36k events) that was most of a 26-minute
+run (docs/simulator.md has the numbers). The kernels are compiled once per
+machine (``cache=True`` keeps them next to this file).
 """
 
 from __future__ import annotations
