@@ -35,7 +35,7 @@ from controlplane.p4rt import SwitchConnection
 from topo.targets import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"
+P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
 
 
 def _wait(cond: Any, timeout: float, what: str) -> Any:

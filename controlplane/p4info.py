@@ -1,7 +1,7 @@
 """P4Info by name: look-ups, value encoding and the hashable :class:`TableEntry`.
 
 Code in this project never hard-codes P4Info IDs (see docs/conventions.md): the
-IDs in ``p4src/build/echelon.p4info.txt`` are placeholders until p4c regenerates
+IDs in ``p4src/build/echelon.p4info.txtpb`` are placeholders until p4c regenerates
 them. Everything here therefore goes from *names* to IDs through a loaded P4Info.
 
 Values travel as P4Runtime "canonical" byte strings: big-endian, shortest form

@@ -35,7 +35,7 @@ from softswitch.main import load_p4info
 from softswitch.p4rt_client import SimpleClient
 
 ROOT = Path(__file__).resolve().parents[1]
-P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"
+P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
 PREFIX = "sswb"
 PY = sys.executable
 

@@ -34,7 +34,7 @@ from softswitch.errors import (
     SwitchError,
     Unimplemented,
 )
-from softswitch.pipeline import Pipeline
+from softswitch.bm.pipeline import Pipeline
 
 log = logging.getLogger("softswitch.p4rt")
 

@@ -25,7 +25,7 @@ from echelon.schedule import DeadlineRange
 from topo.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
-INFO = P4Info.load(ROOT / "p4src" / "build" / "echelon.p4info.txt")
+INFO = P4Info.load(ROOT / "p4src" / "build" / "echelon.p4info.txtpb")
 STAR = load(ROOT / "topo" / "star.yaml")
 
 

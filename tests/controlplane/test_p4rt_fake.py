@@ -14,7 +14,7 @@ from controlplane.p4rt import (
 )
 from tests.controlplane.fake_switch import FakeServer
 
-P4INFO = Path(__file__).resolve().parents[2] / "p4src" / "build" / "echelon.p4info.txt"
+P4INFO = Path(__file__).resolve().parents[2] / "p4src" / "build" / "echelon.p4info.txtpb"
 
 
 @pytest.fixture

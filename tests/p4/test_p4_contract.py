@@ -1,6 +1,6 @@
 """The hand-written P4Info, the P4 source and the Python constants must agree.
 
-Until real p4c output replaces p4src/build/echelon.p4info.txt, this is what keeps
+Until real p4c output replaces p4src/build/echelon.p4info.txtpb, this is what keeps
 the contract honest: change a table in the P4 source without the P4Info (or the
 reverse) and this fails.
 """
@@ -20,7 +20,7 @@ MATCH_KIND = {"exact": "EXACT", "lpm": "LPM", "range": "RANGE", "ternary": "TERN
 
 @pytest.fixture(scope="module")
 def p4info() -> p4info_pb2.P4Info:
-    text = (src.P4SRC / "build" / "echelon.p4info.txt").read_text()
+    text = (src.P4SRC / "build" / "echelon.p4info.txtpb").read_text()
     return text_format.Parse(text, p4info_pb2.P4Info())
 
 

@@ -23,7 +23,7 @@ from p4.v1 import p4runtime_pb2 as p4r
 from p4.v1 import p4runtime_pb2_grpc as p4r_grpc
 
 ROOT = Path(__file__).resolve().parents[2]
-P4INFO_PATH = ROOT / "p4src" / "build" / "echelon.p4info.txt"
+P4INFO_PATH = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
 
 
