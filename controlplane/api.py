@@ -138,7 +138,11 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
         ctl().remove(job_id)
         return {"removed": job_id}
 
-    @app.get("/stats", dependencies=deps, summary="Per-echelon and special counters")
+    @app.get(
+        "/stats",
+        dependencies=deps,
+        summary="Per-echelon counters and unprioritized packets by reason",
+    )
     def stats() -> dict[str, Any]:
         return ctl().stats()
 

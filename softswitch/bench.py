@@ -209,7 +209,7 @@ def traffic(rate: float, duration: float, cpus: str) -> dict[str, Any]:
 def pipeline_cost(p4info: p4info_pb2.P4Info, fill: bool, n: int = 20000) -> float:
     """µs per packet through Pipeline.process (no sockets, no queues)."""
     from softswitch import p4rt_codec as codec
-    from softswitch.pipeline import Pipeline
+    from softswitch.bm.pipeline import Pipeline
 
     pl = Pipeline(p4info, b"", 0)
 
@@ -228,7 +228,7 @@ def pipeline_cost(p4info: p4info_pb2.P4Info, fill: bool, n: int = 20000) -> floa
     gc.collect()  # do not bill the previous run's garbage to this one
     t0 = time.perf_counter()
     for i in range(n):
-        pl.process(bytearray(frames[i % bt.KINDS]), 1)
+        pl.process(frames[i % bt.KINDS], 1)
     return (time.perf_counter() - t0) / n * 1e6
 
 

@@ -25,8 +25,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from softswitch.bm.pipeline import Pipeline
 from softswitch.errors import UsageError
-from softswitch.pipeline import Pipeline
 from softswitch.queueing import PriorityRateQueues
 
 log = logging.getLogger("softswitch.dataplane")
@@ -181,7 +181,7 @@ class DataPlane:
                 stats.no_pipeline += 1
                 continue
             try:
-                result = pipeline.process(bytearray(data), port)
+                result = pipeline.process(data, port)
             except Exception:
                 stats.errors += 1
                 log.exception("port %d: pipeline failed on a %d-byte frame", port, len(data))

@@ -27,6 +27,7 @@ from p4.v1 import p4runtime_pb2_grpc as p4r_grpc
 
 from softswitch import p4rt_codec as codec
 from softswitch.arbitration import Arbiter, Stream
+from softswitch.bm.pipeline import Pipeline
 from softswitch.errors import (
     FailedPrecondition,
     InvalidArgument,
@@ -34,7 +35,6 @@ from softswitch.errors import (
     SwitchError,
     Unimplemented,
 )
-from softswitch.bm.pipeline import Pipeline
 
 log = logging.getLogger("softswitch.p4rt")
 

@@ -207,9 +207,7 @@ class Controls:
         dargs = tuple(hexstr(x) for x in de.get("action_data", []))
         size = vis.size if vis is not None else int(t.get("max_size", 1024))
         table = Table(name, tuple(fields), size, (actions[did], dargs))
-        rt = TableRuntime(
-            name, table, actions, names, did, dargs, bool(de.get("action_const"))
-        )
+        rt = TableRuntime(name, table, actions, names, did, dargs, bool(de.get("action_const")))
         for e in t.get("entries", []) or []:
             rt.const_entries.append(self._const_entry(rt, fields, e))
         self.tables[name] = rt

@@ -143,7 +143,9 @@ def _compile_op(lay: Layout, e: dict[str, Any], where: str) -> Expr:
     return _binary(fn, left, right, e["left"], e["right"], lay)
 
 
-def _binary(fn: Callable[[int, int], Any], left: Expr, right: Expr, ln: Any, rn: Any, lay: Layout) -> Expr:
+def _binary(
+    fn: Callable[[int, int], Any], left: Expr, right: Expr, ln: Any, rn: Any, lay: Layout
+) -> Expr:
     lc, rc = constant_of(left), constant_of(right)
     if lc is not None and rc is not None:
         return _const(int(fn(lc, rc)))

@@ -143,7 +143,9 @@ def build_layout(j: dict[str, Any]) -> Layout:
             slots.append((f[0], slot, f[1]))
         bits = sum(f[1] for f in fields)
         if not meta and bits % 8:
-            raise InvalidArgument(h["name"], f"header of {bits} bits is not a whole number of bytes")
+            raise InvalidArgument(
+                h["name"], f"header of {bits} bits is not a whole number of bytes"
+            )
         hs = HeaderSlots(h["name"], valid, meta, slots, bits // 8)
         lay.headers[h["name"]] = hs
         by_id[h["id"]] = hs

@@ -59,7 +59,9 @@ def _extractor(h: HeaderSlots, too_short: int) -> Callable[[list[int], bytes, in
     return extract
 
 
-def _stack_extractor(lay: Layout, name: str, too_short: int, oob: int) -> Callable[[list[int], bytes, int], int]:
+def _stack_extractor(
+    lay: Layout, name: str, too_short: int, oob: int
+) -> Callable[[list[int], bytes, int], int]:
     st = lay.stack(name)
     elems = tuple(_extractor(h, too_short) for h in st.headers)
     nx, size = st.next_index, len(st.headers)
@@ -129,9 +131,7 @@ class CompiledParser:
                 return _stack_extractor(lay, pval, self._too_short, self._oob)
             raise InvalidArgument(where, f"extract into a {ptype!r} is not supported")
         if kind in ("set", "primitive"):
-            prim = (
-                {"op": "assign", "parameters": params} if kind == "set" else params[0]
-            )
+            prim = {"op": "assign", "parameters": params} if kind == "set" else params[0]
             fn = compile_primitive(lay, self._ext, prim, where)
 
             def run_primitive(v: list[int], data: bytes, pos: int) -> int:
@@ -182,9 +182,8 @@ class CompiledParser:
             raise ParserStop(no_match_code, pos)
 
         table = tuple(cases)
-        if not table:
-            if has_default:
-                return lambda v: default
+        if not table and has_default:
+            return lambda v: default
         single = keys[0][0] if len(keys) == 1 else None
         key_fns = tuple(keys)
 
@@ -242,7 +241,7 @@ def _csum16(lay: Layout, calc: dict[str, Any]) -> Callable[[list[int]], int]:
         s = sum(words.unpack(x.to_bytes(nbytes + pad, "big")))
         while s >> 16:
             s = (s & 0xFFFF) + (s >> 16)
-        return ~s & 0xFFFF
+        return int(~s & 0xFFFF)
 
     return csum
 
@@ -296,8 +295,8 @@ class Deparser:
             emit.append((h.valid, h.nbytes, tuple((s, w) for _n, s, w in h.fields)))
         self._emit = tuple(emit)
 
-    def deparse(self, v: list[int], data: bytes, pos: int) -> bytes:
-        out = []
+    def deparse(self, v: list[int], data: bytes, pos: int) -> bytearray:
+        out: list[bytes] = []
         for valid, nbytes, fields in self._emit:
             if v[valid]:
                 x = 0
@@ -305,4 +304,4 @@ class Deparser:
                     x = (x << width) | v[slot]
                 out.append(x.to_bytes(nbytes, "big"))
         out.append(data[pos:])
-        return b"".join(out)
+        return bytearray().join(out)

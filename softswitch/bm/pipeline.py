@@ -205,6 +205,11 @@ class Pipeline:
                     raise InvalidArgument(f"{name}.action_refs", f"unknown action id {ref.id}")
                 rt.action_fn(ai.name)  # must exist in this JSON table
                 refs[ref.id] = ref.scope
+            missing = set(rt.names.values()) - {self.actions[i].name for i in refs}
+            if missing:
+                raise InvalidArgument(
+                    f"{name}.action_refs", f"JSON actions {sorted(missing)} missing from the P4Info"
+                )
             default_name = rt.names[rt.default_id]
             default_id = next((i for i in refs if self.actions[i].name == default_name), 0)
             info = TableInfo(
@@ -277,7 +282,7 @@ class Pipeline:
         return info.runtime.default_args
 
     # ------------------------------------------------------------------ packets
-    def process(self, data: bytes, ingress_port: int) -> tuple[int, int, bytes] | None:
+    def process(self, data: bytes, ingress_port: int) -> tuple[int, int, bytearray] | None:
         """(egress port, priority, bytes) for a forwarded frame, None if dropped."""
         v = self._initial.copy()
         v[self._s_port] = ingress_port

@@ -72,7 +72,12 @@ def test_status_stats_policy_and_errors(ctl: Controller) -> None:
     assert s1["entries"]["EchelonIngress.echelon_ids"] == 2
     stats = client.get("/stats").json()
     assert [(g["job"], g["packets"]) for g in stats["groups"]] == [("a", 0), ("a", 0)]
-    assert set(stats["special"]) >= {"plain", "unknown", "spoofed", "malformed"}
+    assert set(stats["unprioritized"]) >= {
+        "plain",
+        "unknown_id",
+        "spoofed_source",
+        "malformed_echelon",
+    }
     assert client.get("/policy").json()["policy"] == "echelon"
     assert client.put("/policy", json={"name": "fifo"}).json()["policy"] == "fifo"
     r = client.put("/policy", json={"name": "bogus"})

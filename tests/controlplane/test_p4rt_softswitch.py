@@ -73,8 +73,8 @@ def test_pipeline_entries_errors_counters(addr: str) -> None:
         sw.delete([moved, rng, cls])
         counters = sw.read_counter("EchelonIngress.echelon_pkts")
         assert len(counters) == 1024 and set(counters.values()) == {(0, 0)}
-        sw.reset_counter("special_pkts")
-        assert sw.read_counter("special_pkts", 2) == {2: (0, 0)}
+        sw.reset_counter("unprioritized_pkts")
+        assert sw.read_counter("unprioritized_pkts", 2) == {2: (0, 0)}
 
 
 def test_backup_client_reads_but_cannot_write(addr: str) -> None:

@@ -24,11 +24,17 @@ from p4.v1 import p4runtime_pb2_grpc as p4r_grpc
 
 ROOT = Path(__file__).resolve().parents[2]
 P4INFO_PATH = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
+JSON_PATH = ROOT / "p4src" / "build" / "echelon.json"
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
 
 
 def load_p4info() -> p4info_pb2.P4Info:
     return text_format.Parse(P4INFO_PATH.read_text(), p4info_pb2.P4Info())
+
+
+def load_config() -> bytes:
+    """p4c's BMv2 JSON of echelon.p4: the p4_device_config both targets run."""
+    return JSON_PATH.read_bytes()
 
 
 def wait_until(cond: Callable[[], Any], timeout: float = 5.0, interval: float = 0.01) -> Any:
@@ -166,11 +172,12 @@ class Client:
         p4info: p4info_pb2.P4Info,
         action: int = p4r.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT,
         cookie: int = 0,
+        device_config: bytes | None = None,
     ) -> None:
         req = p4r.SetForwardingPipelineConfigRequest(device_id=self.device_id, action=action)
         self._eid(req)
         req.config.p4info.CopyFrom(p4info)
-        req.config.p4_device_config = b"{}"
+        req.config.p4_device_config = load_config() if device_config is None else device_config
         if cookie:
             req.config.cookie.cookie = cookie
         self.stub.SetForwardingPipelineConfig(req, timeout=10)

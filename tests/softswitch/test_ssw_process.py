@@ -16,10 +16,11 @@ from p4.v1 import p4runtime_pb2 as p4r
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from echelon.constants import SPECIAL_PLAIN, priority_for_dscp
+from echelon.constants import UNPRIO_PLAIN, priority_for_dscp
 from echelon.wire import Echelon
 from tests.softswitch.helpers import (
     INSERT,
+    JSON_PATH,
     P4INFO_PATH,
     PYTHON,
     ROOT,
@@ -164,8 +165,7 @@ def test_forwards_classifies_and_stops_cleanly(switch: dict[str, Any]) -> None:
 def test_p4runtime_shell_programs_it(switch: dict[str, Any], tmp_path: Path) -> None:
     import p4runtime_sh.shell as sh
 
-    bin_path = tmp_path / "echelon.json"
-    bin_path.write_text("{}")
+    bin_path = JSON_PATH
     sh.setup(
         device_id=0,
         grpc_addr=switch["grpc"],
@@ -186,8 +186,8 @@ def test_p4runtime_shell_programs_it(switch: dict[str, Any], tmp_path: Path) -> 
         with tx, rx:
             tx.send(frames(1, 0)[0])
             assert len(receive(rx, 1)) == 1
-        ce = sh.CounterEntry("EchelonIngress.special_pkts")
-        ce.index = SPECIAL_PLAIN
+        ce = sh.CounterEntry("EchelonIngress.unprioritized_pkts")
+        ce.index = UNPRIO_PLAIN
         cells = list(ce.read())
         assert cells[0].data.packet_count == 1
     finally:
