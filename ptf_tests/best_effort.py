@@ -23,7 +23,7 @@ OUT = 4
 
 
 class _BestEffort(EchelonTest):
-    """Sends ``(port, frame, unprioritized_pkts slot)`` one by one and checks frames and counters."""
+    """Sends ``(port, frame, unprioritized_pkts slot)`` one by one; checks frames, counters."""
 
     def check(self, cases: list[tuple[int, bytes, int]]) -> None:
         self.register(100, class_id=1, prio=7, sources=[1], ranges=((0, 10**6, 7),))

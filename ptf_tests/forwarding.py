@@ -12,8 +12,8 @@ from scapy.layers.l2 import Ether
 from echelon.constants import (
     UNPRIO_DROP_IHL_NOT_5,
     UNPRIO_DROP_NOT_IPV4,
-    UNPRIO_PLAIN,
     UNPRIO_DROP_TTL_EXPIRED,
+    UNPRIO_PLAIN,
 )
 from echelon.wire import Echelon
 from ptf_tests import packets as pk
