@@ -1,6 +1,6 @@
 # EchelonFlow on programmable switches — one Makefile for every role.
 #   make run    the end-to-end demo (BMv2 if installed, else the embedded soft switch)
-#   make test   every test: lint, types, unit, integration, PTF on the soft switch, headless demo
+#   make test   every test: lint, types, unit, integration, PTF on the soft switch (and BMv2 if installed), headless demo
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -70,6 +70,8 @@ test-root: deps venv
 	$(VENV)/bin/pytest -q -m root tests
 
 test: deps venv lint typecheck
+	@command -v simple_switch_grpc >/dev/null && echo "BMv2 found: PTF runs on the soft switch and on BMv2" \
+	  || echo "BMv2 (simple_switch_grpc) not installed: PTF runs on the soft switch only"
 	$(VENV)/bin/pytest -q -ra tests
 
 ptf: deps venv
