@@ -194,7 +194,7 @@ def _l3acl_entries(sw: SwitchConnection) -> list[TableEntry]:
                 {"hdr.ipv4.dst": (f"10.0.{p}.0", 24)},
                 "Ing.route",
                 {"dmac": 0x0200000000A0 + p, "port": p},
-            )  # fmt: skip
+            )
         )
     for net, plen, port in (("192.168.0.0", 16, 2), ("224.0.0.0", 8, 3), ("0.0.0.0", 8, 1)):
         out.append(
@@ -203,7 +203,7 @@ def _l3acl_entries(sw: SwitchConnection) -> list[TableEntry]:
                 {"hdr.ipv4.dst": (net, plen)},
                 "Ing.route",
                 {"dmac": 0x0200000000B0 + port, "port": port},
-            )  # fmt: skip
+            )
         )
     out.append(sw.table_entry("Ing.routes", {"hdr.ipv4.dst": ("10.0.3.0", 25)}, "Ing.drop"))
     acl = [
