@@ -1,7 +1,11 @@
-"""``python -m softswitch.bench``: throughput, latency and table-size cost of the soft switch.
+"""``python -m softswitch.bench``: throughput, latency and table-size cost of a switch target.
+
+    sudo .venv/bin/python -m softswitch.bench [--target soft|bmv2|both] [--rates ...]
 
 Builds two host namespaces (``sswbh1``, ``sswbh2``) joined to a switch process
-(ports 1 and 2, ``--priority-queues 8``, pinned to one CPU), programs it over
+(the soft switch or BMv2 ``simple_switch_grpc``, started with the same command
+line; ports 1 and 2, ``--priority-queues 8``, pinned to one CPU), programs it with
+p4c's echelon.json and P4Info over
 P4Runtime, and drives traffic with :mod:`softswitch.benchtraffic` from the
 namespaces (on the other CPUs). Reports, as markdown:
 
@@ -10,6 +14,8 @@ namespaces (on the other CPUs). Reports, as markdown:
   installed table entries; "loss-free" is the highest rate delivering all;
 * in-process pipeline cost per packet (µs) with 10 and 10,000 entries.
 
+``--target both`` runs the same sweep, with the same sender, on BMv2 then on the
+soft switch and ends with a table of both loss-free rates and their ratio.
 Needs root. Everything it creates is removed on exit. This is a command, not
 a test: numbers depend on the machine and on what else runs on it.
 """
@@ -20,6 +26,7 @@ import argparse
 import gc
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -33,9 +40,11 @@ from p4.config.v1 import p4info_pb2
 from softswitch import benchtraffic as bt
 from softswitch.main import load_p4info
 from softswitch.p4rt_client import SimpleClient
+from topo.targets import command_line
 
 ROOT = Path(__file__).resolve().parents[1]
 P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
+BMV2_JSON = ROOT / "p4src" / "build" / "echelon.json"
 PREFIX = "sswb"
 PY = sys.executable
 
@@ -211,7 +220,7 @@ def pipeline_cost(p4info: p4info_pb2.P4Info, fill: bool, n: int = 20000) -> floa
     from softswitch import p4rt_codec as codec
     from softswitch.bm.pipeline import Pipeline
 
-    pl = Pipeline(p4info, b"", 0)
+    pl = Pipeline(p4info, BMV2_JSON.read_bytes(), 0)
 
     class Dummy(SimpleClient):
         def __init__(self) -> None:  # only the entry builder is used
@@ -238,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    ap.add_argument("--target", choices=("soft", "bmv2", "both"), default="soft")
     ap.add_argument("--rates", default="10000,20000,30000,40000,50000")
     ap.add_argument("--duration", type=float, default=2.0)
     ap.add_argument("--latency-rate", type=float, default=1000.0)
@@ -252,52 +262,64 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print("error: privileges: the benchmark needs root (netns, raw sockets)", file=sys.stderr)
         return 2
+    kinds = ["bmv2", "soft"] if args.target == "both" else [args.target]
+    if "bmv2" in kinds and shutil.which("simple_switch_grpc") is None:
+        print("error: target: simple_switch_grpc (BMv2) is not installed", file=sys.stderr)
+        return 2
     cpus = sorted(os.sched_getaffinity(0))
     switch_cpu, traffic_cpus = cpus[-1], ",".join(str(c) for c in cpus[:-1])
     p4info = load_p4info(str(P4INFO))
+    summary = {}
+    for kind in kinds:
+        summary[kind] = run_target(kind, args, rates, p4info, switch_cpu, traffic_cpus)
+    if len(kinds) == 2:
+        print("\n## summary (same run, same sender, switch pinned to one CPU)\n")
+        print("| entries | BMv2 loss-free pkt/s | soft loss-free pkt/s | soft / BMv2 |")
+        print("|---|---|---|---|")
+        for n in (10, 10000):
+            b, s_ = summary["bmv2"][n], summary["soft"][n]
+            ratio = f"{s_ / b:.1f}x" if b else "n/a"
+            print(f"| {n} | {b:.0f} | {s_:.0f} | {ratio} |")
+    return 0
+
+
+def run_target(
+    kind: str,
+    args: argparse.Namespace,
+    rates: list[float],
+    p4info: p4info_pb2.P4Info,
+    switch_cpu: int,
+    traffic_cpus: str,
+) -> dict[int, float]:
+    """The whole sweep on one target; loss-free rate per entry count (0: loss everywhere)."""
     teardown_net()
     proc = None
+    lossfree: dict[int, float] = {}
     try:
         setup_net()
-        cmd = [
-            "taskset",
-            "-c",
-            str(switch_cpu),
-            PY,
-            "-m",
-            "softswitch",
-            "-i",
-            f"1@{PREFIX}p1",
-            "-i",
-            f"2@{PREFIX}p2",
-            "--thrift-port",
-            str(args.thrift_port),
-            "--no-p4",
-            "--",
-            "--grpc-server-addr",
-            f"127.0.0.1:{args.grpc_port}",
-            "--priority-queues",
-            "8",
-        ]
-        proc = subprocess.Popen(cmd, cwd=ROOT)
+        ports = {1: f"{PREFIX}p1", 2: f"{PREFIX}p2"}
+        grpc = f"127.0.0.1:{args.grpc_port}"
+        cmd = ["taskset", "-c", str(switch_cpu)]
+        cmd += command_line(kind, ports, grpc, args.thrift_port)  # type: ignore[arg-type]
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         client = None
         deadline = time.monotonic() + 20
         while client is None:
             try:
-                client = SimpleClient(f"127.0.0.1:{args.grpc_port}", p4info)
+                client = SimpleClient(grpc, p4info)
             except Exception:
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise
                 time.sleep(0.2)
-        client.set_pipeline()
+        # Both targets run p4c's BMv2 JSON (the soft switch compiles it to closures).
+        client.set_pipeline(BMV2_JSON.read_bytes())
         client.insert(base_entries(client))
-        print(f"# softswitch benchmark (switch on CPU {switch_cpu}, traffic on {traffic_cpus})")
+        print(f"# {kind} switch benchmark (switch on CPU {switch_cpu}, traffic on {traffic_cpus})")
         lat = traffic(args.latency_rate, args.duration, traffic_cpus)
         print(
             f"\nLatency at {lat['pps']:.0f} pkt/s: median {lat['p50_us']:.0f} µs, "
             f"p99 {lat['p99_us']:.0f} µs (lost {lat['loss']})"
         )
-        results: dict[int, list[dict[str, Any]]] = {}
         for n_entries in (10, 10000):
             if n_entries == 10000:
                 filler = filler_entries(client)
@@ -308,10 +330,10 @@ def main(argv: list[str] | None = None) -> int:
                     f"\nInstalled {len(filler)} more entries over P4Runtime in {dt:.2f} s "
                     f"({len(filler) / dt:.0f} entries/s, batches of 1000)"
                 )
-            rows = results[n_entries] = [traffic(r, args.duration, traffic_cpus) for r in rates]
+            rows = [traffic(r, args.duration, traffic_cpus) for r in rates]
             print(
-                f"\n## {n_entries} entries\n\n| target pps | offered pps | delivered pps | lost |"
-                " p50 µs | p99 µs | per-queue (0..7) |\n|---|---|---|---|---|---|---|"
+                f"\n## {kind}, {n_entries} entries\n\n| target pps | offered pps | delivered pps |"
+                " lost | p50 µs | p99 µs | per-queue (0..7) |\n|---|---|---|---|---|---|---|"
             )
             for r in rows:
                 dpps = r["received"] / r["elapsed"]
@@ -320,17 +342,19 @@ def main(argv: list[str] | None = None) -> int:
                     f"{r['p50_us']:.0f} | {r['p99_us']:.0f} | {r['per_prio']} |"
                 )
             ok = [r["pps"] for r in rows if r["loss"] == 0]
+            lossfree[n_entries] = max(ok) if ok else 0.0
             print(f"\nloss-free up to: {max(ok):.0f} pkt/s" if ok else "\nloss at every rate")
         client.close()
-        print("\n## pipeline cost in-process (µs/packet, median of 3 alternating runs)\n")
-        small, big = [], []
-        for _ in range(3):
-            small.append(pipeline_cost(p4info, False))
-            big.append(pipeline_cost(p4info, True))
-        print(
-            f"10 entries: {statistics.median(small):.2f}; "
-            f"10000 entries: {statistics.median(big):.2f}"
-        )
+        if kind == "soft":
+            print("\n## pipeline cost in-process (µs/packet, median of 3 alternating runs)\n")
+            small, big = [], []
+            for _ in range(3):
+                small.append(pipeline_cost(p4info, False))
+                big.append(pipeline_cost(p4info, True))
+            print(
+                f"10 entries: {statistics.median(small):.2f}; "
+                f"10000 entries: {statistics.median(big):.2f}"
+            )
     finally:
         if proc is not None and proc.poll() is None:
             proc.terminate()
@@ -340,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
                 proc.kill()
                 proc.wait()
         teardown_net()
-    return 0
+    return lossfree
 
 
 if __name__ == "__main__":

@@ -58,13 +58,14 @@ class SimpleClient:
         except grpc.RpcError as err:
             self._in.put(err)
 
-    def set_pipeline(self) -> None:
+    def set_pipeline(self, device_config: bytes = b"") -> None:
         req = p4r.SetForwardingPipelineConfigRequest(
             device_id=self.device_id,
             action=p4r.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT,
         )
         req.election_id.low = self.election
         req.config.p4info.CopyFrom(self.p4info)
+        req.config.p4_device_config = device_config
         self.stub.SetForwardingPipelineConfig(req, timeout=30)
 
     def entry(

@@ -79,37 +79,79 @@ def _field_dst(lay: Layout, p: Any, where: str) -> tuple[int, int]:
     return slot, (1 << width) - 1
 
 
+def _dirtying(fn: ActionFn, raw: int | None) -> ActionFn:
+    """``fn`` followed by marking the written packet header as modified (see layout)."""
+    if raw is None:
+        return fn
+
+    def write_then_dirty(v: list[int], a: Sequence[int]) -> None:
+        fn(v, a)
+        v[raw] = -1
+
+    return write_then_dirty
+
+
 def _assign(lay: Layout, params: list[Any], where: str) -> ActionFn:
+    """``dst = src`` truncated to dst's width; a packet header's raw slot is cleared."""
     slot, mask = _field_dst(lay, params[0], where)
+    raw = lay.raw_slot(params[0]["value"])
     src = params[1]
     if src.get("type") in ("runtime_data", "local"):
         i = int(src["value"])
+        if raw is None:
 
-        def assign_arg(v: list[int], a: Sequence[int]) -> None:
+            def assign_arg(v: list[int], a: Sequence[int]) -> None:
+                v[slot] = a[i] & mask
+
+            return assign_arg
+
+        def assign_arg_raw(v: list[int], a: Sequence[int]) -> None:
             v[slot] = a[i] & mask
+            v[raw] = -1
 
-        return assign_arg
-    if src.get("type") == "field":
-        s_slot, _w = lay.field(src["value"])
-
-        def assign_field(v: list[int], a: Sequence[int]) -> None:
-            v[slot] = v[s_slot] & mask
-
-        return assign_field
+        return assign_arg_raw
     e = compile_expr(lay, src, where)
     c = constant_of(e)
     if c is not None:
         value = c & mask
+        if raw is None:
 
-        def assign_const(v: list[int], a: Sequence[int]) -> None:
+            def assign_const(v: list[int], a: Sequence[int]) -> None:
+                v[slot] = value
+
+            return assign_const
+
+        def assign_const_raw(v: list[int], a: Sequence[int]) -> None:
             v[slot] = value
+            v[raw] = -1
 
-        return assign_const
+        return assign_const_raw
+    if src.get("type") == "field":
+        s_slot, _w = lay.field(src["value"])
+        if raw is None:
 
-    def assign_expr(v: list[int], a: Sequence[int]) -> None:
+            def assign_field(v: list[int], a: Sequence[int]) -> None:
+                v[slot] = v[s_slot] & mask
+
+            return assign_field
+
+        def assign_field_raw(v: list[int], a: Sequence[int]) -> None:
+            v[slot] = v[s_slot] & mask
+            v[raw] = -1
+
+        return assign_field_raw
+    if raw is None:
+
+        def assign_expr(v: list[int], a: Sequence[int]) -> None:
+            v[slot] = e(v, a) & mask
+
+        return assign_expr
+
+    def assign_expr_raw(v: list[int], a: Sequence[int]) -> None:
         v[slot] = e(v, a) & mask
+        v[raw] = -1
 
-    return assign_expr
+    return assign_expr_raw
 
 
 def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: str) -> ActionFn:
@@ -153,7 +195,7 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
                 i = idx(v, a)
                 v[slot] = cells[i] & mask if i < size else 0
 
-            return register_read
+            return _dirtying(register_read, lay.raw_slot(params[0]["value"]))
         idx = compile_expr(lay, params[1], where)
         value = compile_expr(lay, params[2], where)
 
@@ -165,7 +207,7 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
         return register_write
     if op in ("add_header", "remove_header"):
         h = lay.header(params[0]["value"])
-        valid, slots = h.valid, tuple(s for _n, s, _w in h.fields)
+        valid, slots, raw = h.valid, tuple(s for _n, s, _w in h.fields), h.raw
         if op == "remove_header":
 
             def remove_header(v: list[int], a: Sequence[int]) -> None:
@@ -178,17 +220,21 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
                 for s in slots:
                     v[s] = 0
                 v[valid] = 1
+                if raw >= 0:
+                    v[raw] = -1
 
         return add_header
     if op == "assign_header":
         dst, src = lay.header(params[0]["value"]), lay.header(params[1]["value"])
         pairs = tuple((d[1], s[1]) for d, s in zip(dst.fields, src.fields, strict=True))
-        dv, sv = dst.valid, src.valid
+        dv, sv, draw = dst.valid, src.valid, dst.raw
 
         def assign_header(v: list[int], a: Sequence[int]) -> None:
             v[dv] = v[sv]
             for d, s in pairs:
                 v[d] = v[s]
+            if draw >= 0:
+                v[draw] = -1
 
         return assign_header
     if op == "exit":

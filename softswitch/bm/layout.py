@@ -8,6 +8,12 @@ no name lookups, no dicts, no JSON on the packet path. A new packet's vector
 is a copy of :attr:`Layout.initial` (everything zero and invalid, metadata
 valid), which is what BMv2 does at the start of each packet.
 
+Each packet header also has a *raw* slot: the offset in the frame it was
+extracted from, or -1 once any of its fields was written (or it was added).
+The deparser copies a header that is still raw straight from the frame
+instead of packing its fields again, and checksum verification of a raw
+header reads the frame bytes: same result, a fraction of the work.
+
 Anything this layer cannot represent faithfully is refused here, naming it:
 signed or variable-length fields, header unions, and the standard_metadata
 fields whose simple_switch value depends on queueing and clocks (the soft
@@ -45,6 +51,7 @@ class HeaderSlots:
     metadata: bool
     fields: list[tuple[str, int, int]]
     nbytes: int = 0
+    raw: int = -1  # slot: frame offset while unmodified, else -1 (packet headers only)
 
 
 @dataclass
@@ -106,6 +113,11 @@ class Layout:
                 return slot, width
         raise InvalidArgument(f"{hname}.{fname}", "no such field")
 
+    def raw_slot(self, ref: Any) -> int | None:
+        """The raw slot a write to field ``ref`` must clear (None for metadata)."""
+        h = self.header(ref[0])
+        return None if h.metadata else h.raw
+
     def std(self, fname: str) -> int:
         """Slot of a standard_metadata field the switch itself sets or reads."""
         for name, slot, _w in self.headers["standard_metadata"].fields:
@@ -147,6 +159,8 @@ def build_layout(j: dict[str, Any]) -> Layout:
                 h["name"], f"header of {bits} bits is not a whole number of bytes"
             )
         hs = HeaderSlots(h["name"], valid, meta, slots, bits // 8)
+        if not meta:
+            hs.raw = lay.new_slot(-1)
         lay.headers[h["name"]] = hs
         by_id[h["id"]] = hs
     if "standard_metadata" not in lay.headers:

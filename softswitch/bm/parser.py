@@ -37,13 +37,17 @@ class ParserStop(Exception):
 
 
 def _extractor(h: HeaderSlots, too_short: int) -> Callable[[list[int], bytes, int], int]:
-    n, valid = h.nbytes, h.valid
-    shifts = []
+    n, valid, raw = h.nbytes, h.valid, h.raw
+    first = h.fields[0][1] if h.fields else valid + 1
+    last = first + len(h.fields)
+    if [slot for _n, slot, _w in h.fields] != list(range(first, last)):
+        raise AssertionError(f"{h.name}: field slots are not contiguous")
+    pairs = []
     at = 8 * n
-    for _name, slot, width in h.fields:
+    for _name, _slot, width in h.fields:
         at -= width
-        shifts.append((slot, at, (1 << width) - 1))
-    layout = tuple(shifts)
+        pairs.append((at, (1 << width) - 1))
+    layout = tuple(pairs)
     from_bytes = int.from_bytes
 
     def extract(v: list[int], data: bytes, pos: int) -> int:
@@ -51,9 +55,9 @@ def _extractor(h: HeaderSlots, too_short: int) -> Callable[[list[int], bytes, in
         if end > len(data):
             raise ParserStop(too_short, pos)
         x = from_bytes(data[pos:end], "big")
-        for slot, shift, mask in layout:
-            v[slot] = (x >> shift) & mask
+        v[first:last] = [(x >> shift) & mask for shift, mask in layout]
         v[valid] = 1
+        v[raw] = pos
         return end
 
     return extract
@@ -216,6 +220,12 @@ class CompiledParser:
         return pos
 
 
+def _fold(s: int) -> int:
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return int(~s & 0xFFFF)
+
+
 def _csum16(lay: Layout, calc: dict[str, Any]) -> Callable[[list[int]], int]:
     if calc.get("algo") != "csum16":
         raise InvalidArgument(f"calculation {calc['name']!r}", f"algorithm {calc.get('algo')!r}")
@@ -238,12 +248,29 @@ def _csum16(lay: Layout, calc: dict[str, Any]) -> Callable[[list[int]], int]:
             x = (x << width) | v[slot]
         if pad:
             x <<= 8
-        s = sum(words.unpack(x.to_bytes(nbytes + pad, "big")))
-        while s >> 16:
-            s = (s & 0xFFFF) + (s >> 16)
-        return int(~s & 0xFFFF)
+        return _fold(sum(words.unpack(x.to_bytes(nbytes + pad, "big"))))
 
     return csum
+
+
+def _whole_header(lay: Layout, calc: dict[str, Any], target: Any) -> tuple[int, int, Any] | None:
+    """For the usual IPv4 shape (every field of one header but the 16-bit aligned
+    checksum field, in order): (raw slot, word index of the checksum, words struct),
+    so a still-raw header's checksum is computed from the frame bytes."""
+    h = lay.header(target[0])
+    if h.metadata or h.nbytes % 2:
+        return None
+    want = [[h.name, n] for n, _s, _w in h.fields if n != target[1]]
+    if [item.get("value") for item in calc["input"]] != want:
+        return None
+    bit = 0
+    for n, _s, w in h.fields:
+        if n == target[1]:
+            if w != 16 or bit % 16:
+                return None
+            return h.raw, bit // 16, struct.Struct(f"!{h.nbytes // 2}H")
+        bit += w
+    return None
 
 
 class Checksums:
@@ -251,8 +278,9 @@ class Checksums:
 
     def __init__(self, lay: Layout, j: dict[str, Any]) -> None:
         calcs = {c["name"]: c for c in j.get("calculations", [])}
-        self.verify: list[tuple[Expr | None, Callable[[list[int]], int], int]] = []
-        self.update: list[tuple[Expr | None, Callable[[list[int]], int], int]] = []
+        Item = tuple[Expr | None, Callable[[list[int]], int], int, Any]
+        self.verify: list[Item] = []
+        self.update: list[Item] = []
         for c in j.get("checksums", []):
             where = f"checksum {c['name']!r}"
             if c.get("type") != "generic":
@@ -261,22 +289,37 @@ class Checksums:
             if calc is None:
                 raise InvalidArgument(where, f"unknown calculation {c['calculation']!r}")
             cond = compile_expr(lay, c["if_cond"], where) if c.get("if_cond") else None
-            target = lay.field(c["target"], write=True)[0]
-            item = (cond, _csum16(lay, calc), target)
+            target, _w = lay.field(c["target"], write=True)
+            item = (cond, _csum16(lay, calc), target, _whole_header(lay, calc, c["target"]))
             if c.get("verify"):
                 self.verify.append(item)
             if c.get("update"):
                 self.update.append(item)
         self.checksum_error = lay.std("checksum_error")
 
-    def run_verify(self, v: list[int]) -> None:
-        for cond, calc, target in self.verify:
-            if (cond is None or cond(v, ())) and calc(v) != v[target]:
+    def run_verify(self, v: list[int], data: bytes) -> None:
+        for cond, calc, target, fast in self.verify:
+            if cond is not None and not cond(v, ()):
+                continue
+            if fast is not None and v[fast[0]] >= 0:
+                words = fast[2].unpack_from(data, v[fast[0]])
+                value = _fold(sum(words) - words[fast[1]])
+            else:
+                value = calc(v)
+            if value != v[target]:
                 v[self.checksum_error] = 1
 
-    def run_update(self, v: list[int]) -> None:
-        for cond, calc, target in self.update:
-            if cond is None or cond(v, ()):
+    def run_update(self, v: list[int], data: bytes) -> None:
+        for cond, calc, target, fast in self.update:
+            if cond is not None and not cond(v, ()):
+                continue
+            if fast is not None and v[fast[0]] >= 0:
+                words = fast[2].unpack_from(data, v[fast[0]])
+                value = _fold(sum(words) - words[fast[1]])
+                if value != v[target]:
+                    v[target] = value
+                    v[fast[0]] = -1
+            else:
                 v[target] = calc(v)
 
 
@@ -292,13 +335,17 @@ class Deparser:
         emit = []
         for name in deps[0]["order"]:
             h = lay.header(name)
-            emit.append((h.valid, h.nbytes, tuple((s, w) for _n, s, w in h.fields)))
+            emit.append((h.valid, h.raw, h.nbytes, tuple((s, w) for _n, s, w in h.fields)))
         self._emit = tuple(emit)
 
     def deparse(self, v: list[int], data: bytes, pos: int) -> bytearray:
         out: list[bytes] = []
-        for valid, nbytes, fields in self._emit:
+        for valid, raw, nbytes, fields in self._emit:
             if v[valid]:
+                at = v[raw]
+                if at >= 0:  # unmodified since extract: the frame's own bytes
+                    out.append(data[at : at + nbytes])
+                    continue
                 x = 0
                 for slot, width in fields:
                     x = (x << width) | v[slot]

@@ -288,7 +288,7 @@ class Pipeline:
         v[self._s_port] = ingress_port
         v[self._s_len] = len(data)
         pos = self._parser.parse(v, data)
-        self._checksums.run_verify(v)
+        self._checksums.run_verify(v, data)
         self._controls.ingress(v)
         spec = v[self._s_spec]
         if spec == DROP_PORT:
@@ -299,5 +299,5 @@ class Pipeline:
         self._controls.egress(v)
         if v[self._s_spec] == DROP_PORT:
             return None
-        self._checksums.run_update(v)
+        self._checksums.run_update(v, data)
         return spec, prio, self._deparser.deparse(v, data, pos)
