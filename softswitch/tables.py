@@ -145,6 +145,28 @@ class Table:
             return None
         return self._lookup_priority(pkt)
 
+    def lookup_fn(self) -> Callable[[Any], ActionCall | None]:
+        """:meth:`lookup` specialised to this table's mode, for a packet path that
+        calls it millions of times (the views it reads are still the live ones)."""
+        if self.mode == "exact":
+            exact, get = self._exact, self._get
+            return lambda pkt: exact.get(get(pkt))
+        if self.mode == "keyless":
+            return lambda pkt: None
+        if self.mode == "lpm" and self._single:
+            get, table = self._get, self
+
+            def lpm(pkt: Any) -> ActionCall | None:
+                value = get(pkt)
+                for _plen, mask, level in table._levels:
+                    hit = level.get(value & mask)
+                    if hit is not None:
+                        return hit
+                return None
+
+            return lpm
+        return self.lookup
+
     def _lookup_priority(self, pkt: Any) -> ActionCall | None:
         gkey = self._group_get(pkt) if self._group_get is not None else None
         group = self._groups.get(gkey)

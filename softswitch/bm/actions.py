@@ -273,6 +273,24 @@ def compile_action(lay: Layout, ext: Externs, action: dict[str, Any]) -> ActionF
 
         return one
 
+    if len(steps) == 2:
+        s0, s1 = steps
+
+        def two(v: list[int], a: Sequence[int]) -> None:
+            s0(v, a)
+            s1(v, a)
+
+        return two
+    if len(steps) == 3:
+        t0, t1, t2 = steps
+
+        def three(v: list[int], a: Sequence[int]) -> None:
+            t0(v, a)
+            t1(v, a)
+            t2(v, a)
+
+        return three
+
     def run(v: list[int], a: Sequence[int]) -> None:
         for step in steps:
             step(v, a)

@@ -150,8 +150,30 @@ class Controls:
 
             return call
         table = rt.table
-        lookup = table.lookup
+        lookup = table.lookup_fn()
         pre = self._masked_keys(t)
+        if not pre and not hit_based:
+
+            def apply_by_action(v: list[int]) -> Node | None:
+                hit = lookup(v)
+                fn, args = table.default if hit is None else hit
+                fn(v, args)
+                return by_fn[fn]
+
+            return apply_by_action
+        if not pre:
+
+            def apply_by_hit(v: list[int]) -> Node | None:
+                hit = lookup(v)
+                if hit is None:
+                    fn, args = table.default
+                    fn(v, args)
+                    return miss_next
+                fn, args = hit
+                fn(v, args)
+                return hit_next
+
+            return apply_by_hit
 
         def apply(v: list[int]) -> Node | None:
             for slot, src, mask in pre:

@@ -111,12 +111,20 @@ class CompiledParser:
         self._states[name] = lambda v, d, pos: cell[0](v, d, pos)
         ops = tuple(self._op(op, name) for op in spec.get("parser_ops", []))
         select = self._select(spec, name)
-        ops_loop = ops
+        state: State
+        if len(ops) == 1:
+            only = ops[0]
 
-        def state(v: list[int], data: bytes, pos: int) -> tuple[Any, int]:
-            for op in ops_loop:
-                pos = op(v, data, pos)
-            return select(v), pos
+            def state(v: list[int], data: bytes, pos: int) -> tuple[Any, int]:
+                pos = only(v, data, pos)  # before select: it reads what was extracted
+                return select(v), pos
+
+        else:
+
+            def state(v: list[int], data: bytes, pos: int) -> tuple[Any, int]:
+                for op in ops:
+                    pos = op(v, data, pos)
+                return select(v), pos
 
         cell.append(state)
         self._states[name] = state
