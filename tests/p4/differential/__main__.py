@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         for d in r.differences:
             print(d)
+        for cname, cells in r.counted.items():
+            print(f"  {cname}: packets per non-zero cell {cells}")
         failed |= bool(r.differences)
     return 1 if failed else 0
 

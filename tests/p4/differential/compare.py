@@ -30,6 +30,8 @@ class Result:
     outputs: int = 0
     dropped: int = 0
     counter_cells: int = 0
+    #: counter name -> {index: packets} of the cells that counted something (coverage).
+    counted: dict[str, dict[int, int]] = field(default_factory=dict)
     differences: list[str] = field(default_factory=list)
 
 
@@ -73,6 +75,9 @@ def compare(program: str, examples: int, log_dir: Path, seed: int | None = None)
             return res
         want_c, got_c = bmv2.counters(), soft.counters()
         res.counter_cells = sum(len(cells) for cells in want_c.values())
+        res.counted = {
+            n: {i: c[0] for i, c in cells.items() if c[0]} for n, cells in want_c.items()
+        }
         for name in sorted(want_c):
             for idx, cell in sorted(want_c[name].items()):
                 if got_c.get(name, {}).get(idx) != cell:

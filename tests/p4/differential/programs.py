@@ -69,6 +69,11 @@ _u16 = st.integers(0, 0xFFFF)
 _u32 = st.integers(0, 0xFFFFFFFF)
 
 
+def _mostly(common: list[int], other: st.SearchStrategy[int]) -> st.SearchStrategy[int]:
+    """One of ``common`` (as weighted by repetition), or now and then any ``other`` value."""
+    return st.sampled_from([*common, -1]).flatmap(lambda x: st.just(x) if x >= 0 else other)
+
+
 @st.composite
 def _ipv4_fields(draw: st.DrawFn, srcs: list[str], dsts: list[str]) -> dict[str, object]:
     version = draw(st.sampled_from([4] * 24 + [6, 0, 15]))
@@ -147,18 +152,24 @@ def echelon_frames(draw: st.DrawFn) -> bytes:
     eth = draw(st.sampled_from([bytes.fromhex("02ec000000fe"), bytes(6)])) + bytes.fromhex(
         "00000a000001"
     )
-    etype = draw(st.sampled_from([0x0800] * 24 + [0x0806, 0x86DD, 0x8100]) | _u16)
+    etype = draw(_mostly([0x0800] * 24 + [0x0806, 0x86DD, 0x8100], _u16))
     srcs = [*_ECH_HOSTS, "10.0.0.9", "10.1.2.3"]
     dsts = [*_ECH_HOSTS, "10.1.2.3", "10.1.255.255", pk.UNROUTED_IP]
     f = draw(_ipv4_fields(srcs, dsts))
-    proto = draw(st.sampled_from([17] * 8 + [6, 1]) | _byte)
-    dport = draw(st.sampled_from([0xEC00] * 6 + [5001, 0xEC01]) | _u16)
+    # Half the frames use a registered (source, ID) pair so classification and the
+    # deadline ranges are exercised, not only the misses.
+    pair = draw(st.sampled_from([(1, 100), (2, 200), (3, 200), (2, 100), None, None, None]))
+    eid = draw(_mostly([100, 100, 200, 300, 999, 0, 0xFFFF], _u16))
+    if pair is not None:
+        f["src"], eid = pk.host_ip(pair[0]), pair[1]
+    proto = draw(_mostly([17] * 12 + [6, 1], _byte))
+    dport = draw(_mostly([0xEC00] * 10 + [5001, 0xEC01], _u16))
     ech = struct.pack(
         "!BBHIHHI",
         (draw(st.sampled_from([1] * 8 + [0, 2, 15])) << 4) | draw(st.integers(0, 15)),
         draw(_byte),
-        draw(st.sampled_from([100, 100, 200, 300, 999, 0, 0xFFFF]) | _u16),
-        draw(st.sampled_from([0, 999, 1000, 4999, 5000, 100, 101, 0xFFFFFFFF]) | _u32),
+        eid,
+        draw(_mostly([0, 999, 1000, 4999, 5000, 100, 101, 0xFFFFFFFF], _u32)),
         draw(_u16),
         draw(_u16),
         draw(_u32),
@@ -246,7 +257,7 @@ def l3acl_frames(draw: st.DrawFn) -> bytes:
         outer = 0x8100 if i == 0 else draw(st.sampled_from([0x8100, 0x9100]))
         vid = draw(st.sampled_from([0, 10, 0xFFF, 5]) | st.integers(0, 0xFFF))
         tags += struct.pack("!H", outer) + struct.pack("!H", (draw(st.integers(0, 15)) << 12) | vid)
-    l3type = draw(st.sampled_from([0x0800] * 8 + [0x0806, 0x8100, 0x86DD]) | _u16)
+    l3type = draw(_mostly([0x0800] * 12 + [0x0806, 0x8100, 0x86DD], _u16))
     f = draw(
         _ipv4_fields(
             ["10.0.1.5", "10.0.2.7", "10.0.9.9", "192.168.1.1", "10.0.3.3"],
