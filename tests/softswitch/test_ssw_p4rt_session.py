@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import grpc
 import pytest
 from google.rpc import code_pb2
@@ -65,6 +67,24 @@ def test_reconcile_keeps_state_commit_resets(client: Client, names: Names) -> No
     assert get(client, GET.COOKIE_ONLY).cookie.cookie == 5
     client.set_pipeline(names.p4info, CFG.VERIFY_AND_COMMIT)
     assert client.read(p4r.TableEntry()) == []
+
+
+def test_reconcile_with_another_json_starts_fresh(client: Client, names: Names) -> None:
+    client.set_pipeline(names.p4info)
+    client.write((INSERT, route(names, 1)))
+    other = json.dumps(json.loads(load_config()), indent=1).encode()  # same program, new bytes
+    client.set_pipeline(names.p4info, CFG.RECONCILE_AND_COMMIT, device_config=other)
+    assert client.read(p4r.TableEntry()) == []
+    assert get(client, GET.DEVICE_CONFIG_AND_COOKIE).p4_device_config == other
+
+
+def test_unsupported_json_refused_over_grpc_naming_it(client: Client, names: Names) -> None:
+    program = json.loads(load_config())
+    program["calculations"][0]["algo"] = "crc32"
+    with pytest.raises(grpc.RpcError) as exc:
+        client.set_pipeline(names.p4info, device_config=json.dumps(program).encode())
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "crc32" in (exc.value.details() or "")
 
 
 def test_bad_p4info_invalid_argument_named(client: Client, names: Names) -> None:

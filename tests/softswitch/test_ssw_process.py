@@ -268,7 +268,16 @@ def test_frozen_switch_releases_burst_in_priority_order(switch: dict[str, Any]) 
                 sw_if = f"{PREFIX}p1"
                 for f in burst:
                     tx.send(f)
-                wait_until(lambda: _rmem(sw_if) > 0, 5)
+                # The whole burst must be waiting before the switch resumes, or a
+                # loaded machine lets it read (and send) the first frames alone:
+                # wait until the socket's queue has stopped growing (3 equal reads).
+                seen: list[int] = []
+
+                def settled() -> bool:
+                    seen.append(_rmem(sw_if))
+                    return seen[-1] > 0 and seen[-3:] == [seen[-1]] * 3
+
+                wait_until(settled, 5, interval=0.05)
             finally:
                 proc.send_signal(signal.SIGCONT)
             got = receive(rx, len(burst))
