@@ -135,10 +135,16 @@ def _compile_op(lay: Layout, e: dict[str, Any], where: str) -> Expr:
         f = compile_expr(lay, e["right"], where)
         return lambda v, a: t(v, a) if cond(v, a) else f(v, a)
     if op in ("d2b", "b2d"):
-        inner = compile_expr(lay, e["right"], where)
+        right = e["right"]
+        inner = compile_expr(lay, right, where)
         c = constant_of(inner)
         if c is not None:
             return _const(1 if c else 0)
+        if right.get("type") == "field":
+            slot = lay.field(right["value"])[0]
+            return lambda v, a: 1 if v[slot] else 0
+        if _is_boolean(right):  # already 0 or 1: no second closure
+            return inner
         return lambda v, a: 1 if inner(v, a) else 0
     if op == "valid":
         return compile_expr(lay, e["right"], where)
@@ -160,6 +166,21 @@ def _compile_op(lay: Layout, e: dict[str, Any], where: str) -> Expr:
     left = compile_expr(lay, e["left"], where)
     right = compile_expr(lay, e["right"], where)
     return _binary(fn, left, right, e["left"], e["right"], lay)
+
+
+_BOOLEAN_OPS = frozenset({"==", "!=", "<", "<=", ">", ">=", "and", "or", "not", "d2b", "b2d"})
+
+
+def _is_boolean(node: Any) -> bool:
+    """True if ``node`` compiles to a closure that only ever returns 0 or 1."""
+    if node.get("type") == "bool":
+        return True
+    inner = node.get("value")
+    if node.get("type") == "expression" and isinstance(inner, dict):
+        if "op" in inner:
+            return inner["op"] in _BOOLEAN_OPS
+        return _is_boolean(inner)
+    return False
 
 
 def _binary(

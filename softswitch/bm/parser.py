@@ -196,16 +196,38 @@ class CompiledParser:
         table = tuple(cases)
         if not table and has_default:
             return lambda v: default
-        single = keys[0][0] if len(keys) == 1 else None
         key_fns = tuple(keys)
+        slots = [self._lay.field(k["value"])[0] for k in spec.get("transition_key", [])
+                 if k["type"] == "field"]  # fmt: skip
+        if len(slots) == len(keys) == 1:  # the common case: one plain field
+            only = slots[0]
+
+            def select_one(v: list[int]) -> Any:
+                k = v[only]
+                for value, mask, nxt in table:
+                    if k & mask == value:
+                        return nxt
+                return default if has_default else no_match
+
+            return select_one
+        if len(slots) == len(keys):
+            field_keys = tuple(zip(slots, (bits for _fn, bits in keys), strict=True))
+
+            def select_fields(v: list[int]) -> Any:
+                k = 0
+                for slot, bits in field_keys:
+                    k = (k << bits) | v[slot]
+                for value, mask, nxt in table:
+                    if k & mask == value:
+                        return nxt
+                return default if has_default else no_match
+
+            return select_fields
 
         def select(v: list[int]) -> Any:
-            if single is not None:
-                k = single(v, ())
-            else:
-                k = 0
-                for fn, bits in key_fns:
-                    k = (k << bits) | fn(v, ())
+            k = 0
+            for fn, bits in key_fns:
+                k = (k << bits) | fn(v, ())
             for value, mask, nxt in table:
                 if k & mask == value:
                     return nxt
