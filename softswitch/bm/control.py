@@ -71,6 +71,9 @@ class Controls:
     ) -> None:
         self._lay, self._ext = lay, ext
         self._actions_json = {a["id"]: a for a in j.get("actions", [])}
+        self._uses_exit = any(
+            p["op"] == "exit" for a in j.get("actions", []) for p in a.get("primitives", [])
+        )
         self._visible = visible
         self._scratch: dict[tuple[str, int], tuple[int, int, int]] = {}
         self._masked: dict[str, list[int]] = {}
@@ -106,10 +109,18 @@ class Controls:
             return node
 
         init = build(p.get("init_table"))
+        if not self._uses_exit:
+
+            def run_to_end(v: list[int]) -> None:
+                node = init
+                while node is not None:
+                    node = node(v)
+
+            return run_to_end
 
         def run(v: list[int]) -> None:
             node = init
-            while node is not None and not v[0]:
+            while node is not None and not v[0]:  # v[0]: the `exit` primitive ran
                 node = node(v)
 
         return run
@@ -126,6 +137,14 @@ class Controls:
                 return lambda v: t if v[slot] == k else f
             if op == "!=":
                 return lambda v: t if v[slot] != k else f
+            if op == "<=":
+                return lambda v: t if v[slot] <= k else f
+            if op == "<":
+                return lambda v: t if v[slot] < k else f
+            if op == ">=":
+                return lambda v: t if v[slot] >= k else f
+            if op == ">":
+                return lambda v: t if v[slot] > k else f
         return lambda v: t if cond(v, ()) else f
 
     def _table_node(self, t: dict[str, Any], build: Callable[[str | None], Node | None]) -> Node:

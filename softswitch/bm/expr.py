@@ -70,7 +70,7 @@ def hexstr(text: str) -> int:
 
 
 def simple_test(lay: Layout, node: Any) -> tuple[int, str, int] | None:
-    """(slot, op, constant) if ``node`` is ``d2b(field)`` or ``field ==/!= constant``."""
+    """(slot, op, constant) if ``node`` is ``d2b(field)`` or ``field <comparison> constant``."""
     e = node.get("value") if node.get("type") == "expression" else None
     if not isinstance(e, dict):
         return None
@@ -78,7 +78,7 @@ def simple_test(lay: Layout, node: Any) -> tuple[int, str, int] | None:
     if e.get("op") == "d2b" and right and right.get("type") == "field":
         return lay.field(right["value"])[0], "d2b", 0
     if (
-        e.get("op") in ("==", "!=")
+        e.get("op") in ("==", "!=", "<", "<=", ">", ">=")
         and left
         and right
         and left.get("type") == "field"
@@ -196,6 +196,14 @@ def _binary(
             return lambda v, a: 1 if v[slot] == rc else 0
         if fn is operator.ne:
             return lambda v, a: 1 if v[slot] != rc else 0
+        if fn is operator.le:
+            return lambda v, a: 1 if v[slot] <= rc else 0
+        if fn is operator.lt:
+            return lambda v, a: 1 if v[slot] < rc else 0
+        if fn is operator.ge:
+            return lambda v, a: 1 if v[slot] >= rc else 0
+        if fn is operator.gt:
+            return lambda v, a: 1 if v[slot] > rc else 0
         if fn is operator.and_:
             return lambda v, a: v[slot] & rc
         return lambda v, a: int(fn(v[slot], rc))
