@@ -21,6 +21,7 @@ from ptf import testutils
 from ptf.base_tests import BaseTest
 
 from controlplane.p4rt import SwitchConnection
+from controlplane.p4rt_errors import P4RuntimeConnectionError
 from ptf_tests import entries
 from ptf_tests import packets as pk
 from topo.targets import TargetError, run_queue_command
@@ -52,8 +53,13 @@ class EchelonTest(BaseTest):  # type: ignore[misc]
         self.dataplane.flush()
 
     def _connect_primary(self) -> bool:
-        if self.sw.connect():
-            return True
+        try:
+            if self.sw.connect():
+                return True
+        except P4RuntimeConnectionError:
+            # The previous test's session (same election id) may not be gone yet:
+            # the switch refuses the duplicate id; retry until it is.
+            pass
         self.sw.close()
         return False
 
