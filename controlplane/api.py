@@ -186,7 +186,11 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
     def progress_view() -> dict[str, Any]:
         return ctl().progress_view()
 
-    @app.get("/stats", dependencies=deps, summary="Per-echelon and special counters")
+    @app.get(
+        "/stats",
+        dependencies=deps,
+        summary="Per-echelon counters and unprioritized packets by reason",
+    )
     def stats() -> dict[str, Any]:
         return ctl().stats()
 

@@ -40,7 +40,7 @@ from targets.process import free_port, stop_process, wait_until
 from targets.switch import Target, start_target
 
 ROOT = Path(__file__).resolve().parents[1]
-P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"
+P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
 
 
 def job(name: str) -> dict[str, Any]:

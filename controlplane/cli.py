@@ -44,7 +44,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     s.add_argument("job")
     d = sub.add_parser("remove", help="remove a job")
     d.add_argument("job")
-    sub.add_parser("stats", help="per-echelon and special counters")
+    sub.add_parser("stats", help="per-echelon counters and unprioritized packets by reason")
     sub.add_parser("status", help="switches, pipeline, entry counts")
     pol = sub.add_parser("policy", help="show or set the policy (echelon, coflow, fifo)")
     pol.add_argument("name", nargs="?")
@@ -155,11 +155,11 @@ def render(cmd: str, data: Any) -> str:
             [g["job"], g["group"], g["echelon_id"], g["class_id"], g["packets"], g["bytes"]]
             for g in data["groups"]
         ]
-        sp = [[k, v["packets"], v["bytes"]] for k, v in data["special"].items()]
+        sp = [[k, v["packets"], v["bytes"]] for k, v in data["unprioritized"].items()]
         return (
             table(rows, ["JOB", "GROUP", "ID", "CLASS", "PACKETS", "BYTES"])
             + "\n\n"
-            + table(sp, ["SPECIAL", "PACKETS", "BYTES"])
+            + table(sp, ["UNPRIORITIZED", "PACKETS", "BYTES"])
         )
     if cmd == "status":
         rows = [

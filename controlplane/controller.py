@@ -36,24 +36,14 @@ from controlplane.p4rt import P4RuntimeError
 from controlplane.planning import ParsedJob, check_policy, parse_job, plan_groups
 from controlplane.progress import DEFAULT_TIMEOUT_S, ProgressTracker, parse_report
 from controlplane.registry import GroupIds, JobRecord, Registry, RegistryError, UnknownJobError
-from echelon.constants import SPECIAL_COUNT
+from echelon.constants import UNPRIO_COUNT, UNPRIO_NAMES
 from echelon.errors import SpecError
 from echelon.topology import Topology, TopologyNetwork
 
 log = logging.getLogger(__name__)
 
 C_ECHELON = "EchelonIngress.echelon_pkts"
-C_SPECIAL = "EchelonIngress.special_pkts"
-#: Names of the ``special_pkts`` slots, in index order (``echelon.constants.SPECIAL_*``).
-SPECIAL_NAMES = (
-    "plain",
-    "unknown",
-    "spoofed",
-    "malformed",
-    "non_ipv4",
-    "ttl_expired",
-    "ipv4_options",
-)
+C_UNPRIO = "EchelonIngress.unprioritized_pkts"
 
 
 class Controller:
@@ -464,12 +454,12 @@ class Controller:
         }
 
     def stats(self) -> dict[str, Any]:
-        """Per-group packets/bytes summed over switches, plus the special counters."""
+        """Per-group packets/bytes summed over switches, plus unprioritized packets by reason."""
         with self.lock:
             plans = list(self._plans)
         per_switch: dict[str, Any] = {}
         totals: dict[int, list[int]] = {}
-        special = [[0, 0] for _ in range(SPECIAL_COUNT)]
+        unprio = [[0, 0] for _ in range(UNPRIO_COUNT)]
         for name, a in self.agents.items():
             conn = a.conn
             if conn is None or not a.status.in_sync:
@@ -477,20 +467,20 @@ class Controller:
                 continue
             try:
                 ech = conn.read_counter(C_ECHELON)
-                spc = conn.read_counter(C_SPECIAL)
+                spc = conn.read_counter(C_UNPRIO)
             except Exception as exc:  # a dying switch must not break the endpoint
                 per_switch[name] = {"error": str(exc)}
                 continue
-            per_switch[name] = {"special": _special_view(spc)}
+            per_switch[name] = {"unprioritized": _unprio_view(spc)}
             for p in plans:
                 pk, by = ech.get(p.class_id, (0, 0))
                 t = totals.setdefault(p.class_id, [0, 0])
                 t[0] += pk
                 t[1] += by
             for i, (pk, by) in spc.items():
-                if i < SPECIAL_COUNT:
-                    special[i][0] += pk
-                    special[i][1] += by
+                if i < UNPRIO_COUNT:
+                    unprio[i][0] += pk
+                    unprio[i][1] += by
         groups = [
             {
                 "job": p.job,
@@ -502,14 +492,14 @@ class Controller:
             }
             for p in plans
         ]
-        spec_total = _special_view({i: (v[0], v[1]) for i, v in enumerate(special)})
-        return {"groups": groups, "special": spec_total, "switches": per_switch}
+        unprio_total = _unprio_view({i: (v[0], v[1]) for i, v in enumerate(unprio)})
+        return {"groups": groups, "unprioritized": unprio_total, "switches": per_switch}
 
 
-def _special_view(counts: Mapping[int, tuple[int, int]]) -> dict[str, dict[str, int]]:
+def _unprio_view(counts: Mapping[int, tuple[int, int]]) -> dict[str, dict[str, int]]:
     return {
         name: {"packets": counts.get(i, (0, 0))[0], "bytes": counts.get(i, (0, 0))[1]}
-        for i, name in enumerate(SPECIAL_NAMES)
+        for i, name in enumerate(UNPRIO_NAMES)
     }
 
 

@@ -27,7 +27,7 @@ from echelon.errors import EchelonError
 from echelon.topology import load
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"
+DEFAULT_P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
 DEFAULT_JSON = ROOT / "p4src" / "build" / "echelon.json"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 

@@ -1,8 +1,9 @@
 """P4Info by name: look-ups, value encoding and the hashable :class:`TableEntry`.
 
 Code in this project never hard-codes P4Info IDs (see docs/conventions.md): the
-IDs in ``p4src/build/echelon.p4info.txt`` are placeholders until p4c regenerates
-them. Everything here therefore goes from *names* to IDs through a loaded P4Info.
+IDs in ``p4src/build/echelon.p4info.txtpb`` are whatever p4c assigned and change
+when the program does. Everything here therefore goes from *names* to IDs through
+a loaded P4Info.
 
 Values travel as P4Runtime "canonical" byte strings: big-endian, shortest form
 (zero is one ``0x00`` byte). Switches answer reads in that form, so decoding back

@@ -9,7 +9,7 @@ name in the P4Info (:mod:`controlplane.p4info`) and raises typed exceptions.
 Usage::
 
     with SwitchConnection("127.0.0.1:9559") as sw:       # connects, arbitrates
-        sw.set_pipeline("p4src/build/echelon.p4info.txt")
+        sw.set_pipeline("p4src/build/echelon.p4info.txtpb")
         e = sw.table_entry("ipv4_lpm", {"hdr.ipv4.dstAddr": ("10.0.0.1", 32)},
                            "ipv4_forward", {"dstAddr": "00:00:0a:00:00:01", "port": 1})
         sw.insert([e])

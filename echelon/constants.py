@@ -10,8 +10,10 @@ from typing import Final
 ECHELON_UDP_PORT: Final = 0xEC00
 #: The only echelon header version the switch accepts.
 ECHELON_VERSION: Final = 1
-#: IPv4 header length (32-bit words) without options; the switch drops IPv4 with options.
+#: IPv4 header length (32-bit words) without options; the switch drops any other IHL.
 IPV4_IHL_MIN: Final = 5
+#: The IP version the switch forwards; other versions in an IPv4 ethertype are dropped.
+IPV4_VERSION: Final = 4
 #: Length of the echelon header in bytes.
 ECHELON_HEADER_LEN: Final = 16
 
@@ -28,15 +30,37 @@ DEADLINE_BITS: Final = 32
 MAX_ECHELON_ID: Final = (1 << ECHELON_ID_BITS) - 1
 MAX_DEADLINE_US: Final = (1 << DEADLINE_BITS) - 1
 
-#: Indices of the ``special_pkts`` counter.
-SPECIAL_PLAIN: Final = 0
-SPECIAL_UNKNOWN: Final = 1
-SPECIAL_SPOOFED: Final = 2
-SPECIAL_MALFORMED: Final = 3
-SPECIAL_NON_IPV4: Final = 4
-SPECIAL_TTL_EXPIRED: Final = 5
-SPECIAL_IPV4_OPTIONS: Final = 6
-SPECIAL_COUNT: Final = 8
+#: Slots of the ``unprioritized_pkts`` counter: every packet that gets no echelon
+#: priority is counted in exactly one, named after why. ``UNPRIO_DROP_*`` slots
+#: count packets the switch drops; the others are forwarded at best effort.
+UNPRIO_PLAIN: Final = 0  # IPv4 without an echelon header (incl. non-first fragments)
+UNPRIO_UNKNOWN_ID: Final = 1  # echelon ID nobody registered
+UNPRIO_SPOOFED_SOURCE: Final = 2  # echelon ID registered, not for this source
+UNPRIO_MALFORMED_ECHELON: Final = 3  # truncated or bad-version echelon header
+UNPRIO_DROP_NOT_IPV4: Final = 4  # no (complete) IPv4 header
+UNPRIO_DROP_TTL_EXPIRED: Final = 5  # TTL <= 1 on arrival
+UNPRIO_DROP_IHL_NOT_5: Final = 6  # IHL != 5: options, or an invalid IHL < 5
+UNPRIO_DROP_IPV4_VERSION: Final = 7  # IPv4 version field != 4
+UNPRIO_DROP_IPV4_CHECKSUM: Final = 8  # wrong incoming IPv4 header checksum
+#: Size of the counter (slots beyond the last reason stay zero).
+UNPRIO_COUNT: Final = 16
+#: Slot names in index order, as the controller reports them.
+UNPRIO_NAMES: Final = (
+    "plain",
+    "unknown_id",
+    "spoofed_source",
+    "malformed_echelon",
+    "drop_not_ipv4",
+    "drop_ttl_expired",
+    "drop_ihl_not_5",
+    "drop_ipv4_version",
+    "drop_ipv4_checksum",
+)
+
+#: Per-echelon counter slots: ``class_id`` is exactly CLASS_ID_BITS wide in the P4
+#: program, so a slot can never index past the ``echelon_pkts`` counter.
+CLASS_ID_BITS: Final = 10
+ECHELON_CLASSES: Final = 1 << CLASS_ID_BITS
 
 
 def dscp_for_priority(prio: int) -> int:

@@ -21,6 +21,7 @@ from ptf.base_tests import BaseTest
 
 from controlplane.bmruntime import RuntimeApiError, RuntimeClient
 from controlplane.p4rt import SwitchConnection
+from controlplane.p4rt_errors import P4RuntimeConnectionError
 from ptf_tests import entries
 from ptf_tests import packets as pk
 from targets.process import WaitTimeout, wait_until
@@ -45,16 +46,20 @@ class EchelonTest(BaseTest):  # type: ignore[misc]
         # A controller stopped by the previous test may still hold the primary role
         # for a moment: retry until ours is the primary session.
         self.wait_for(self._connect_primary, "the primary P4Runtime session")
-        config = b""
-        if self.p.get("target") == "bmv2":
-            config = Path(self.p["bmv2_json"]).read_bytes()
+        # Both targets run p4c's BMv2 JSON (the soft switch compiles it at load).
+        config = Path(self.p["bmv2_json"]).read_bytes()
         self.sw.set_pipeline(self.p["p4info"], config)  # also empties every table
         self.sw.insert(entries.routes(self.sw))
         self.dataplane.flush()
 
     def _connect_primary(self) -> bool:
-        if self.sw.connect():
-            return True
+        try:
+            if self.sw.connect():
+                return True
+        except P4RuntimeConnectionError:
+            # The previous test's session (same election id) may not be gone yet:
+            # the switch refuses the duplicate id; retry until it is.
+            pass
         self.sw.close()
         return False
 

@@ -68,8 +68,7 @@ class ControllerDrivenOrdering(EchelonTest):
             argv = [sys.executable, "-m", "controlplane.daemon", "--topo", str(topo)]
             argv += ["--db", str(Path(tmp, "reg.db")), "--p4info", self.p["p4info"]]
             argv += ["--election-id", str(DAEMON_ELECTION_ID), "--port", api.rsplit(":", 1)[1]]
-            if self.p.get("target") == "bmv2":
-                argv += ["--device-config", self.p["bmv2_json"]]
+            argv += ["--device-config", self.p["bmv2_json"]]
             argv += self.daemon_args
             # The daemon's log outlives the temporary directory, for post-mortems.
             log_path = Path(self.p.get("log_dir", tmp), "controller-daemon.log")

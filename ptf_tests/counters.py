@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from echelon.constants import SPECIAL_COUNT
+from echelon.constants import UNPRIO_COUNT
 from ptf_tests import packets as pk
 from ptf_tests.base import EchelonTest
 
@@ -19,7 +19,7 @@ class EchelonCounters(EchelonTest):
         self.register(200, class_id=2, prio=3, sources=[1])
         slots = (0, 1, 2, 3)
         before = {c: self.counter("echelon_pkts", c) for c in slots}
-        special = {i: self.counter("special_pkts", i) for i in range(SPECIAL_COUNT)}
+        unprio = {i: self.counter("unprioritized_pkts", i) for i in range(UNPRIO_COUNT)}
         a = [pk.echelon(1, OUT, 100, 0, seq=i, size=n) for i, n in enumerate(A_SIZES)]
         b = [pk.echelon(1, OUT, 200, 0, seq=i, size=n) for i, n in enumerate(B_SIZES)]
         # One ingress port keeps arrival order = send order; all of A is queued
@@ -36,5 +36,5 @@ class EchelonCounters(EchelonTest):
             3: before[3],
         }
         self.assertEqual({c: self.counter("echelon_pkts", c) for c in slots}, want)
-        after = {i: self.counter("special_pkts", i) for i in range(SPECIAL_COUNT)}
-        self.assertEqual(after, special)
+        after = {i: self.counter("unprioritized_pkts", i) for i in range(UNPRIO_COUNT)}
+        self.assertEqual(after, unprio)

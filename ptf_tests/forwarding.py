@@ -10,10 +10,10 @@ from scapy.layers.inet import IP, UDP, IPOption_Router_Alert
 from scapy.layers.l2 import Ether
 
 from echelon.constants import (
-    SPECIAL_IPV4_OPTIONS,
-    SPECIAL_NON_IPV4,
-    SPECIAL_PLAIN,
-    SPECIAL_TTL_EXPIRED,
+    UNPRIO_DROP_IHL_NOT_5,
+    UNPRIO_DROP_NOT_IPV4,
+    UNPRIO_DROP_TTL_EXPIRED,
+    UNPRIO_PLAIN,
 )
 from echelon.wire import Echelon
 from ptf_tests import packets as pk
@@ -60,7 +60,7 @@ class TtlExpiry(EchelonTest):
 
     def runTest(self) -> None:
         self.register(100, class_id=1, prio=5, sources=[1])
-        before = self.counter("special_pkts", SPECIAL_TTL_EXPIRED)
+        before = self.counter("unprioritized_pkts", UNPRIO_DROP_TTL_EXPIRED)
         dead = [
             pk.plain_udp(1, 2, ttl=1, size=90),
             pk.plain_udp(1, 2, ttl=0, size=120),
@@ -70,23 +70,23 @@ class TtlExpiry(EchelonTest):
             self.send(1, frame)
         want = (before[0] + len(dead), before[1] + sum(map(len, dead)))
         self.wait_for(
-            lambda: self.counter("special_pkts", SPECIAL_TTL_EXPIRED) == want,
-            f"special_pkts[TTL_EXPIRED] == {want}",
+            lambda: self.counter("unprioritized_pkts", UNPRIO_DROP_TTL_EXPIRED) == want,
+            f"unprioritized_pkts[DROP_TTL_EXPIRED] == {want}",
         )
         self.expect_nothing_else()
         alive = pk.plain_udp(1, 2, ttl=2)
         self.send(1, alive)
         self.expect(2, [pk.forwarded(alive, 2, 0)])
         self.expect_nothing_else()
-        self.assertEqual(self.counter("special_pkts", SPECIAL_TTL_EXPIRED), want)
+        self.assertEqual(self.counter("unprioritized_pkts", UNPRIO_DROP_TTL_EXPIRED), want)
 
 
 class NoRoute(EchelonTest):
     """No route (or not IPv4): dropped, nothing leaves; counted where the program counts it."""
 
     def runTest(self) -> None:
-        plain0 = self.counter("special_pkts", SPECIAL_PLAIN)
-        arp0 = self.counter("special_pkts", SPECIAL_NON_IPV4)
+        plain0 = self.counter("unprioritized_pkts", UNPRIO_PLAIN)
+        arp0 = self.counter("unprioritized_pkts", UNPRIO_DROP_NOT_IPV4)
         unrouted = pk.plain_udp(1, pk.UNROUTED_IP, size=110)
         arp = pk.arp_request(1, 2)
         self.send(1, unrouted)
@@ -96,8 +96,8 @@ class NoRoute(EchelonTest):
         want_arp = (arp0[0] + 1, arp0[1] + len(arp))
         self.wait_for(
             lambda: (
-                self.counter("special_pkts", SPECIAL_PLAIN) == want_plain
-                and self.counter("special_pkts", SPECIAL_NON_IPV4) == want_arp
+                self.counter("unprioritized_pkts", UNPRIO_PLAIN) == want_plain
+                and self.counter("unprioritized_pkts", UNPRIO_DROP_NOT_IPV4) == want_arp
             ),
             "the unrouted and the ARP frame to be counted",
         )
@@ -106,11 +106,12 @@ class NoRoute(EchelonTest):
 
 class Ipv4Options(EchelonTest):
     """IPv4 with options (ihl > 5): dropped and counted, even for a registered echelon,
-    because the checksum update covers the 20-byte header only."""
+    because the checksum update covers the 20-byte header only. An IHL below 5 (not a
+    valid header at all) is dropped and counted in the same slot."""
 
     def runTest(self) -> None:
         self.register(100, class_id=1, prio=5, sources=[1])
-        before = self.counter("special_pkts", SPECIAL_IPV4_OPTIONS)
+        before = self.counter("unprioritized_pkts", UNPRIO_DROP_IHL_NOT_5)
         class_before = self.counter("echelon_pkts", 1)
         pkt = Ether(pk.echelon(1, 2, 100, deadline_us=10))
         pkt[IP].options = [IPOption_Router_Alert()]
@@ -120,8 +121,16 @@ class Ipv4Options(EchelonTest):
         self.send(1, frame)
         want = (before[0] + 1, before[1] + len(frame))
         self.wait_for(
-            lambda: self.counter("special_pkts", SPECIAL_IPV4_OPTIONS) == want,
+            lambda: self.counter("unprioritized_pkts", UNPRIO_DROP_IHL_NOT_5) == want,
             "the frame with IPv4 options to be counted",
         )
         self.assertEqual(self.counter("echelon_pkts", 1), class_before)
+        self.expect_nothing_else()
+        short = pk.with_ip_byte(pk.echelon(1, 2, 100, deadline_us=10), 0, 0x44)
+        self.send(1, short)
+        want = (want[0] + 1, want[1] + len(short))
+        self.wait_for(
+            lambda: self.counter("unprioritized_pkts", UNPRIO_DROP_IHL_NOT_5) == want,
+            "the frame with IHL 4 to be counted",
+        )
         self.expect_nothing_else()

@@ -131,6 +131,29 @@ def forwarded(frame: bytes, out_port: int, prio: int) -> bytes:
     return bytes(out)
 
 
+def with_ip_byte(frame: bytes, offset: int, value: int, fix_checksum: bool = True) -> bytes:
+    """``frame`` with byte ``offset`` of its IPv4 header set to ``value``; the header
+    checksum is recomputed (so only that byte is wrong) unless ``fix_checksum`` is False."""
+    out = bytearray(frame)
+    out[_ETH_LEN + offset] = value
+    if fix_checksum:
+        out[_CSUM_OFF : _CSUM_OFF + 2] = b"\x00\x00"
+        csum = checksum(bytes(out[_ETH_LEN : _ETH_LEN + 20]))
+        out[_CSUM_OFF : _CSUM_OFF + 2] = struct.pack("!H", csum)
+    return bytes(out)
+
+
+def fragment(frame: bytes, offset_units: int, more: bool = False) -> bytes:
+    """``frame`` re-labelled as an IPv4 fragment at ``offset_units`` x 8 bytes (checksum fixed).
+
+    Its bytes after the IPv4 header are unchanged, so a non-first fragment made from
+    an echelon frame carries bytes that *look* like UDP to 0xEC00 and an echelon header.
+    """
+    flags_frag = (0x2000 if more else 0) | offset_units
+    out = with_ip_byte(frame, 6, flags_frag >> 8, fix_checksum=False)
+    return with_ip_byte(out, 7, flags_frag & 0xFF)
+
+
 def ipv4_checksum_ok(frame: bytes) -> bool:
     """True if the IPv4 header checksum of ``frame`` verifies (sums to 0xffff)."""
     ihl = (frame[_ETH_LEN] & 0xF) * 4

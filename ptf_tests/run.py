@@ -34,7 +34,7 @@ from targets.switch import TargetKind, resolve_kind, start_target
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE_DIR = Path(__file__).resolve().parent
-P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"
+P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
 BMV2_JSON = ROOT / "p4src" / "build" / "echelon.json"
 LOCK_PATH = Path("/run/lock/echelon-ptf.lock")
 SWITCH_PREFIX = "ptfs"  # switch ends: ptfs1..ptfs4

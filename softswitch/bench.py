@@ -1,7 +1,11 @@
-"""``python -m softswitch.bench``: throughput, latency and table-size cost of the soft switch.
+"""``python -m softswitch.bench``: throughput, latency and table-size cost of a switch target.
+
+    sudo .venv/bin/python -m softswitch.bench [--target soft|bmv2|both] [--rates ...]
 
 Builds two host namespaces (``sswbh1``, ``sswbh2``) joined to a switch process
-(ports 1 and 2, ``--priority-queues 8``, pinned to one CPU), programs it over
+(the soft switch or BMv2 ``simple_switch_grpc``, started with the same command
+line; ports 1 and 2, ``--priority-queues 8``, pinned to one CPU), programs it with
+p4c's echelon.json and P4Info over
 P4Runtime, and drives traffic with :mod:`softswitch.benchtraffic` from the
 namespaces (on the other CPUs). Reports, as markdown:
 
@@ -10,6 +14,8 @@ namespaces (on the other CPUs). Reports, as markdown:
   installed table entries; "loss-free" is the highest rate delivering all;
 * in-process pipeline cost per packet (µs) with 10 and 10,000 entries.
 
+``--target both`` runs the same sweep, with the same sender, on BMv2 then on the
+soft switch and ends with a table of both loss-free rates and their ratio.
 Needs root. Everything it creates is removed on exit. This is a command, not
 a test: numbers depend on the machine and on what else runs on it.
 """
@@ -20,6 +26,7 @@ import argparse
 import gc
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -37,7 +44,8 @@ from targets.process import free_port
 from targets.switch import start_target
 
 ROOT = Path(__file__).resolve().parents[1]
-P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"
+P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
+BMV2_JSON = ROOT / "p4src" / "build" / "echelon.json"
 PREFIX = "sswb"
 PY = sys.executable
 
@@ -211,9 +219,9 @@ def traffic(rate: float, duration: float, cpus: str) -> dict[str, Any]:
 def pipeline_cost(info: P4Info, fill: bool, n: int = 20000) -> float:
     """µs per packet through Pipeline.process (no sockets, no queues)."""
     from softswitch import p4rt_codec as codec
-    from softswitch.pipeline import Pipeline
+    from softswitch.bm.pipeline import Pipeline
 
-    pl = Pipeline(info.proto, b"", 0)
+    pl = Pipeline(info.proto, BMV2_JSON.read_bytes(), 0)
     for entry in base_entries(info) + (filler_entries(info) if fill else []):
         te = entry_to_proto(info, entry)
         e = codec.decode_table_entry(pl, te, needs_action=True)
@@ -223,7 +231,7 @@ def pipeline_cost(info: P4Info, fill: bool, n: int = 20000) -> float:
     gc.collect()  # do not bill the previous run's garbage to this one
     t0 = time.perf_counter()
     for i in range(n):
-        pl.process(bytearray(frames[i % bt.KINDS]), 1)
+        pl.process(frames[i % bt.KINDS], 1)
     return (time.perf_counter() - t0) / n * 1e6
 
 
@@ -233,7 +241,10 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("--rates", default="10000,20000,30000,40000,50000")
+    ap.add_argument("--target", choices=("soft", "bmv2", "both"), default="soft")
+    ap.add_argument(
+        "--rates", default="1000,2000,3000,5000,10000,15000,20000,25000,30000,35000,40000"
+    )
     ap.add_argument("--duration", type=float, default=2.0)
     ap.add_argument("--latency-rate", type=float, default=1000.0)
     ap.add_argument("--insert-rounds", type=int, default=3)
@@ -244,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     try:
-        rates = [float(r) for r in args.rates.split(",")]
+        rates = sorted(float(r) for r in args.rates.split(","))
     except ValueError:
         print("error: rates: expected comma-separated numbers", file=sys.stderr)
         return 2
@@ -259,23 +270,65 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print("error: privileges: the benchmark needs root (netns, raw sockets)", file=sys.stderr)
         return 2
+    kinds = ["bmv2", "soft"] if args.target == "both" else [args.target]
+    if "bmv2" in kinds and shutil.which("simple_switch_grpc") is None:
+        print("error: target: simple_switch_grpc (BMv2) is not installed", file=sys.stderr)
+        return 2
+    summary = {}
+    for kind in kinds:
+        summary[kind] = run_target(kind, args, rates, info, filler, switch_cpu, traffic_cpus)
+    if len(kinds) == 2:
+        print("\n## summary (same run, same sender, switch pinned to one CPU)\n")
+        print(
+            "| entries | BMv2 loss-free | soft loss-free | soft / BMv2 "
+            "| BMv2 max delivered | soft max delivered | soft / BMv2 |"
+        )
+        print("|---|---|---|---|---|---|---|")
+        for n in (10, 10000):
+            (b, bmax), (s_, smax) = summary["bmv2"][n], summary["soft"][n]
+            ratio = f"{s_ / b:.1f}x" if b else "n/a"
+            print(
+                f"| {n} | {b:.0f} | {s_:.0f} | {ratio} | {bmax:.0f} | {smax:.0f} "
+                f"| {smax / bmax:.1f}x |"
+            )
+    print("\n## P4Runtime insert rate, soft switch vs BMv2\n")
+    ins = insert_rates(filler, args.insert_rounds, cpus=str(switch_cpu))
+    print(report(ins, len(filler), 1000))
+    return 0
+
+
+def run_target(
+    kind: str,
+    args: argparse.Namespace,
+    rates: list[float],
+    info: P4Info,
+    filler: list[TableEntry],
+    switch_cpu: int,
+    traffic_cpus: str,
+) -> dict[int, tuple[float, float]]:
+    """The whole sweep on one target; per entry count, the loss-free rate (the highest
+    offered rate such that it and every lower one delivered every packet; 0 if the
+    lowest lost) and the highest delivered rate."""
     teardown_net()
     target = None
+    lossfree: dict[int, tuple[float, float]] = {}
     try:
         setup_net()
         addr = f"127.0.0.1:{free_port()}"
         ports = {1: f"{PREFIX}p1", 2: f"{PREFIX}p2"}
-        target = start_target("soft", ports, addr, free_port(), cpus=str(switch_cpu))
+        target = start_target(kind, ports, addr, free_port(), cpus=str(switch_cpu))  # type: ignore[arg-type]
         with SwitchConnection(addr, p4info=info) as sw:
-            sw.set_pipeline(info)
+            # Both targets run p4c's BMv2 JSON (the soft switch executes it).
+            sw.set_pipeline(info, BMV2_JSON.read_bytes())
             sw.insert(base_entries(info))
-            print(f"# softswitch benchmark (switch on CPU {switch_cpu}, traffic on {traffic_cpus})")
+            print(
+                f"# {kind} switch benchmark (switch on CPU {switch_cpu}, traffic on {traffic_cpus})"
+            )
             lat = traffic(args.latency_rate, args.duration, traffic_cpus)
             print(
                 f"\nLatency at {lat['pps']:.0f} pkt/s: median {lat['p50_us']:.0f} µs, "
                 f"p99 {lat['p99_us']:.0f} µs (lost {lat['loss']})"
             )
-            results: dict[int, list[dict[str, Any]]] = {}
             for n_entries in (10, 10000):
                 if n_entries == 10000:
                     t0 = time.monotonic()
@@ -285,10 +338,11 @@ def main(argv: list[str] | None = None) -> int:
                         f"\nInstalled {len(filler)} more entries over P4Runtime in {dt:.2f} s "
                         f"({len(filler) / dt:.0f} entries/s, batches of 1000)"
                     )
-                rows = results[n_entries] = [traffic(r, args.duration, traffic_cpus) for r in rates]
+                rows = [traffic(r, args.duration, traffic_cpus) for r in rates]
                 print(
-                    f"\n## {n_entries} entries\n\n| target pps | offered pps | delivered pps |"
-                    " lost | p50 µs | p99 µs | per-queue (0..7) |\n|---|---|---|---|---|---|---|"
+                    f"\n## {kind}, {n_entries} entries\n\n| target pps | offered pps |"
+                    " delivered pps | lost | p50 µs | p99 µs | per-queue (0..7) |"
+                    "\n|---|---|---|---|---|---|---|"
                 )
                 for r in rows:
                     dpps = r["received"] / r["elapsed"]
@@ -296,27 +350,31 @@ def main(argv: list[str] | None = None) -> int:
                         f"| {r['rate']:.0f} | {r['pps']:.0f} | {dpps:.0f} | {r['loss']} | "
                         f"{r['p50_us']:.0f} | {r['p99_us']:.0f} | {r['per_prio']} |"
                     )
-                ok = [r["pps"] for r in rows if r["loss"] == 0]
-                print(f"\nloss-free up to: {max(ok):.0f} pkt/s" if ok else "\nloss at every rate")
+                clean = 0.0
+                for r in rows:  # rates ascend: stop at the first that lost anything
+                    if r["loss"]:
+                        break
+                    clean = r["pps"]
+                best = max(r["received"] / r["elapsed"] for r in rows)
+                lossfree[n_entries] = (clean, best)
+                print(f"\nloss-free up to: {clean:.0f} pkt/s; most delivered: {best:.0f} pkt/s")
         target.stop()
         target = None
-        print("\n## pipeline cost in-process (µs/packet, median of 3 alternating runs)\n")
-        small, big = [], []
-        for _ in range(3):
-            small.append(pipeline_cost(info, False))
-            big.append(pipeline_cost(info, True))
-        print(
-            f"10 entries: {statistics.median(small):.2f}; "
-            f"10000 entries: {statistics.median(big):.2f}"
-        )
-        print("\n## P4Runtime insert rate, soft switch vs BMv2\n")
-        ins = insert_rates(filler, args.insert_rounds, cpus=str(switch_cpu))
-        print(report(ins, len(filler), 1000))
+        if kind == "soft":
+            print("\n## pipeline cost in-process (µs/packet, median of 3 alternating runs)\n")
+            small, big = [], []
+            for _ in range(3):
+                small.append(pipeline_cost(info, False))
+                big.append(pipeline_cost(info, True))
+            print(
+                f"10 entries: {statistics.median(small):.2f}; "
+                f"10000 entries: {statistics.median(big):.2f}"
+            )
     finally:
         if target is not None:
             target.stop()
         teardown_net()
-    return 0
+    return lossfree
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from targets.process import free_port
 from targets.switch import BMV2_BINARY, start_target
 
 ROOT = Path(__file__).resolve().parents[1]
-P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"
+P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
 BMV2_JSON = ROOT / "p4src" / "build" / "echelon.json"
 
 

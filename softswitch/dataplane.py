@@ -25,8 +25,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from softswitch.bm.pipeline import Pipeline
 from softswitch.errors import UsageError
-from softswitch.pipeline import Pipeline
 from softswitch.queueing import PriorityRateQueues
 
 log = logging.getLogger("softswitch.dataplane")
@@ -36,6 +36,11 @@ SOL_PACKET = 263
 PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
 PACKET_IGNORE_OUTGOING = 23
+PACKET_AUXDATA = 8
+TP_STATUS_VLAN_VALID = 0x10
+TP_STATUS_VLAN_TPID_VALID = 0x40
+_AUXDATA = struct.Struct("IIIHHHH")
+ANC_SIZE = socket.CMSG_SPACE(_AUXDATA.size)
 PACKET_OUTGOING = 4
 SO_RCVBUFFORCE = 33
 BATCH = 64
@@ -57,6 +62,20 @@ class DataPlaneStats:
     errors: int = 0
 
 
+def frame_with_vlan(data: bytes, ancdata: list[tuple[int, int, bytes]]) -> bytes:
+    """The frame as it was on the wire: Linux strips an 802.1Q/802.1ad tag before
+    AF_PACKET sees it and reports it in PACKET_AUXDATA; put it back (as libpcap,
+    and so BMv2, does)."""
+    for level, kind, aux in ancdata:
+        if level == SOL_PACKET and kind == PACKET_AUXDATA and len(aux) >= _AUXDATA.size:
+            status, _len, _snap, _mac, _net, tci, tpid = _AUXDATA.unpack_from(aux)
+            if status & TP_STATUS_VLAN_VALID:
+                if not status & TP_STATUS_VLAN_TPID_VALID:
+                    tpid = 0x8100
+                return data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
+    return data
+
+
 def open_port(ifname: str) -> socket.socket:
     """A non-blocking promiscuous raw socket bound to ``ifname``."""
     try:
@@ -68,6 +87,7 @@ def open_port(ifname: str) -> socket.socket:
         sock.bind((ifname, 0))
         mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
         sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
+        sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)  # VLAN tags: see frame_with_vlan
         # Linux >= 4.20: the kernel does not loop our own transmissions back.
         with contextlib.suppress(OSError):
             sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
@@ -164,7 +184,7 @@ class DataPlane:
         dump = log.isEnabledFor(TRACE)
         for _ in range(BATCH):
             try:
-                data, addr = sock.recvfrom(65536)
+                data, anc, _flags, addr = sock.recvmsg(65536, ANC_SIZE)
             except (BlockingIOError, InterruptedError):
                 return True
             except OSError as exc:
@@ -173,6 +193,8 @@ class DataPlane:
                 return False
             if addr[2] == PACKET_OUTGOING:
                 continue
+            if anc and anc[0][2][0] & TP_STATUS_VLAN_VALID:  # status, little-endian
+                data = frame_with_vlan(data, anc)
             stats.rx += 1
             if dump:
                 log.log(TRACE, "port %d in: %s", port, data.hex())
@@ -181,7 +203,7 @@ class DataPlane:
                 stats.no_pipeline += 1
                 continue
             try:
-                result = pipeline.process(bytearray(data), port)
+                result = pipeline.process(data, port)
             except Exception:
                 stats.errors += 1
                 log.exception("port %d: pipeline failed on a %d-byte frame", port, len(data))

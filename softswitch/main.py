@@ -4,8 +4,10 @@
         [--log-console] [-L info] [--log-file F] [--p4info FILE] (--no-p4 | JSON) \\
         -- --grpc-server-addr 127.0.0.1:9559 --priority-queues 8 [--cpu-port N]
 
-The BMv2 JSON (or ``--no-p4``) is accepted and ignored: the program is built in
-and bound to a P4Info given by SetForwardingPipelineConfig (or ``--p4info``).
+The program is p4c's BMv2 JSON, as for simple_switch_grpc: normally pushed with
+SetForwardingPipelineConfig (P4Info + JSON); ``--p4info FILE JSON`` loads one at
+start. Without ``--p4info`` the JSON argument (or ``--no-p4``) is accepted and
+unused, since P4Runtime needs the P4Info to address the program.
 Logging goes nowhere unless ``--log-console`` (stdout, like BMv2) or
 ``--log-file``; the default level is ``info`` (BMv2's is trace, which would
 log every packet). When serving, the log gets ``ready grpc=... ports=...``.
@@ -27,8 +29,8 @@ from finsy.proto import p4i as p4info_pb2
 from google.protobuf import text_format
 
 from echelon.errors import EchelonError
+from softswitch.bm.pipeline import Pipeline
 from softswitch.errors import UsageError
-from softswitch.pipeline import Pipeline
 
 TRACE = 5
 LEVELS = {
@@ -54,6 +56,7 @@ class Options:
     grpc_addr: str
     priority_queues: int
     cpu_port: int | None
+    json: str | None = None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -77,7 +80,7 @@ def parse_args(argv: list[str]) -> Options:
     ap.add_argument("--log-file")
     ap.add_argument("--no-p4", action="store_true")
     ap.add_argument("--p4info", help="P4Info (text) to load at start")
-    ap.add_argument("json", nargs="?", help="BMv2 JSON: accepted and ignored")
+    ap.add_argument("json", nargs="?", help="BMv2 JSON (used with --p4info)")
     ns = ap.parse_args(main_argv)
     tp = _Parser(prog="python -m softswitch ... --", add_help=False)
     tp.add_argument("--grpc-server-addr", default="127.0.0.1:9559")
@@ -108,6 +111,7 @@ def parse_args(argv: list[str]) -> Options:
         ts.grpc_server_addr,
         ts.priority_queues,
         ts.cpu_port,
+        ns.json,
     )
 
 
@@ -161,7 +165,13 @@ def run(opts: Options, stop: threading.Event) -> None:
 
         service = P4RuntimeService(opts.device_id, set_pipeline)
         if opts.p4info:
-            service.pipeline = Pipeline(load_p4info(opts.p4info), b"", 0)
+            if not opts.json:
+                raise UsageError("p4info", "--p4info needs the program's BMv2 JSON too")
+            try:
+                config = Path(opts.json).read_bytes()
+            except OSError as exc:
+                raise UsageError("json", f"{opts.json}: {exc.strerror}") from None
+            service.pipeline = Pipeline(load_p4info(opts.p4info), config, 0)
             set_pipeline(service.pipeline)
         try:
             server, grpc_port = make_server(service, opts.grpc_addr)

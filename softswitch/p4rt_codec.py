@@ -18,12 +18,20 @@ from dataclasses import dataclass
 from finsy.proto import p4i as p4info_pb2
 from finsy.proto import p4r
 
-from softswitch import program as prog
+from softswitch.bm.pipeline import ActionInfo, CounterInfo, Pipeline, TableInfo
 from softswitch.errors import InvalidArgument, NotFound
-from softswitch.pipeline import ActionInfo, CounterInfo, Pipeline, TableInfo
-from softswitch.tables import EXACT, LPM, RANGE, TERNARY, ActionCall, FieldMatch, MatchKey
+from softswitch.tables import (
+    EXACT,
+    LPM,
+    OPTIONAL,
+    RANGE,
+    TERNARY,
+    ActionCall,
+    FieldMatch,
+    MatchKey,
+)
 
-_ONEOF = {EXACT: "exact", LPM: "lpm", RANGE: "range", TERNARY: "ternary"}
+_ONEOF = {EXACT: "exact", LPM: "lpm", RANGE: "range", TERNARY: "ternary", OPTIONAL: "optional"}
 _MAX_PRIORITY = (1 << 31) - 1
 
 
@@ -108,6 +116,11 @@ def _decode_match(info: TableInfo, te: p4r.TableEntry, out: p4r.TableEntry) -> M
                 raise InvalidArgument(name, "full range is a wildcard: omit the field")
             values[pos] = (lo, hi)
             o.range.low, o.range.high = encode_bytes(lo), encode_bytes(hi)
+        elif kf.kind == OPTIONAL:
+            # BMv2 matches optional as ternary with an all-ones mask.
+            opt = decode_bytes(name, fm.optional.value, bw)
+            values[pos] = (opt, (1 << bw) - 1)
+            o.optional.value = encode_bytes(opt)
         else:
             value = decode_bytes(f"{name}.value", fm.ternary.value, bw)
             mask = decode_bytes(f"{name}.mask", fm.ternary.mask, bw)
@@ -162,12 +175,14 @@ def decode_action(
     if missing:
         raise InvalidArgument(f"{ainfo.name}.params", f"missing {', '.join(missing)}")
     out.params.sort(key=lambda p: p.param_id)
-    return pl.program.action(ainfo.name), tuple(args)
+    return pl.action_fn(info, ainfo.name), tuple(args)
 
 
 def decode_table_entry(pl: Pipeline, te: p4r.TableEntry, needs_action: bool) -> DecodedEntry:
     """Validate a written table entry (``needs_action`` for INSERT/MODIFY)."""
     info = table_info(pl, te.table_id)
+    if info.is_const and not te.is_default_action and needs_action:
+        raise InvalidArgument(info.name, "table has const entries: it cannot be written")
     for unsupported in ("counter_data", "meter_config", "time_since_last_hit"):
         if te.HasField(unsupported):
             raise InvalidArgument(f"{info.name}.{unsupported}", "table has no direct resource")
@@ -208,10 +223,13 @@ def default_entry(pl: Pipeline, info: TableInfo) -> p4r.TableEntry:
     payload = info.table.default_payload
     if isinstance(payload, p4r.TableEntry):
         return payload
-    name = prog.TABLES[info.name].default
-    action_id = next(a.id for a in pl.actions.values() if a.name == name)
     te = p4r.TableEntry(table_id=info.id, is_default_action=True)
-    te.action.action.action_id = action_id
+    te.action.action.action_id = info.default_action_id
+    args = pl.default_args(info)
+    ainfo = pl.actions.get(info.default_action_id)
+    if ainfo is not None:
+        for pid, (pos, _w) in sorted(ainfo.params.items()):
+            te.action.action.params.add(param_id=pid, value=encode_bytes(args[pos]))
     return te
 
 

@@ -29,6 +29,7 @@ from google.protobuf import any_pb2
 
 from softswitch import p4rt_codec as codec
 from softswitch.arbitration import Arbiter, Stream
+from softswitch.bm.pipeline import Pipeline
 from softswitch.errors import (
     FailedPrecondition,
     InvalidArgument,
@@ -38,7 +39,6 @@ from softswitch.errors import (
     Unimplemented,
 )
 from softswitch.grpc_limits import WORKERS, ClientBounds, Limits
-from softswitch.pipeline import Pipeline
 
 log = logging.getLogger("softswitch.p4rt")
 
@@ -137,10 +137,10 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             action == _CFG.RECONCILE_AND_COMMIT
             and self.pipeline is not None
             and self.pipeline.p4info == cfg.p4info
+            and self.pipeline.device_config == cfg.p4_device_config
         ):
-            # Same program: keep table and counter state, take the new cookie/blob.
+            # Same program (P4Info and BMv2 JSON): keep table and counter state.
             self.pipeline.cookie = cookie
-            self.pipeline.device_config = cfg.p4_device_config
             return
         pl = Pipeline(cfg.p4info, cfg.p4_device_config, cookie)
         if action == _CFG.VERIFY_AND_SAVE:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from softswitch.errors import AlreadyExists, InvalidArgument, NotFound, ResourceExhausted
@@ -24,6 +24,8 @@ EXACT = "exact"
 LPM = "lpm"
 RANGE = "range"
 TERNARY = "ternary"
+#: P4Runtime ``optional``: BMv2 matches it as ternary with a full or a zero mask.
+OPTIONAL = "optional"
 
 #: An action implementation: called with the packet and the action's parameters.
 ActionFn = Callable[..., None]
@@ -37,12 +39,16 @@ MatchKey = tuple[FieldMatch, ...]
 
 @dataclass(frozen=True)
 class KeyField:
-    """A match field: its P4Info name, width and kind, and the packet attribute it reads."""
+    """A match field: its P4Info name, width and kind, and where the packet holds it.
+
+    ``attr`` is an attribute name, or the index of the field in the packet's
+    state vector (the JSON-compiled pipeline passes indices).
+    """
 
     name: str
     bitwidth: int
     kind: str
-    attr: str
+    attr: str | int
 
 
 @dataclass
@@ -68,8 +74,6 @@ class Table:
     def __init__(
         self, name: str, fields: tuple[KeyField, ...], size: int, default: ActionCall
     ) -> None:
-        if not fields:
-            raise InvalidArgument(name, "keyless tables are not supported")
         self.name = name
         self.fields = fields
         self.size = size
@@ -79,19 +83,21 @@ class Table:
         self.entries: dict[tuple[MatchKey, int], Entry] = {}
         self._seq = 0
         kinds = [f.kind for f in fields]
-        self.needs_priority = any(k in (RANGE, TERNARY) for k in kinds)
+        self.needs_priority = any(k in (RANGE, TERNARY, OPTIONAL) for k in kinds)
         attrs = [f.attr for f in fields]
-        getter = attrgetter(*attrs)
         self._single = len(fields) == 1
-        self._get: Callable[[Any], Any] = getter
+        self._get: Callable[[Any], Any] = _getter(attrs) if attrs else (lambda pkt: ())
         self._exact_pos = tuple(i for i, k in enumerate(kinds) if k == EXACT)
-        if self.needs_priority:
+        if not fields:
+            # A keyless table always misses: only its default action runs.
+            self.mode = "keyless"
+        elif self.needs_priority:
             self.mode = "priority"
             self._groups: dict[Any, tuple[_Candidate, ...]] = {}
             # Control view per group, so a write rebuilds only its own group.
             self._members: dict[Any, dict[tuple[MatchKey, int], Entry]] = {}
             ex = [attrs[i] for i in self._exact_pos]
-            self._group_get: Callable[[Any], Any] | None = attrgetter(*ex) if ex else None
+            self._group_get: Callable[[Any], Any] | None = _getter(ex) if ex else None
         elif LPM in kinds:
             if kinds.count(LPM) != 1:
                 raise InvalidArgument(name, "at most one lpm field per table is supported")
@@ -120,6 +126,8 @@ class Table:
         """The action of the matching entry, or None on a miss."""
         if self.mode == "exact":
             return self._exact.get(self._get(pkt))
+        if self.mode == "keyless":
+            return None
         if self.mode == "lpm":
             value = self._get(pkt)
             if self._single:
@@ -136,6 +144,28 @@ class Table:
                     return hit
             return None
         return self._lookup_priority(pkt)
+
+    def lookup_fn(self) -> Callable[[Any], ActionCall | None]:
+        """:meth:`lookup` specialised to this table's mode, for a packet path that
+        calls it millions of times (the views it reads are still the live ones)."""
+        if self.mode == "exact":
+            exact, get = self._exact, self._get
+            return lambda pkt: exact.get(get(pkt))
+        if self.mode == "keyless":
+            return lambda pkt: None
+        if self.mode == "lpm" and self._single:
+            get, table = self._get, self
+
+            def lpm(pkt: Any) -> ActionCall | None:
+                value = get(pkt)
+                for _plen, mask, level in table._levels:
+                    hit = level.get(value & mask)
+                    if hit is not None:
+                        return hit
+                return None
+
+            return lpm
+        return self.lookup
 
     def _lookup_priority(self, pkt: Any) -> ActionCall | None:
         gkey = self._group_get(pkt) if self._group_get is not None else None
@@ -166,6 +196,8 @@ class Table:
         return self.entries.get((key, priority))
 
     def insert(self, key: MatchKey, priority: int, call: ActionCall, payload: Any) -> None:
+        if self.mode == "keyless":
+            raise InvalidArgument(self.name, "a keyless table has only its default entry")
         ident = (key, priority)
         if ident in self.entries:
             raise AlreadyExists(self.name, "an entry with this match key already exists")
@@ -269,7 +301,7 @@ class Table:
                 if f.kind == RANGE:
                     lo, hi = m  # type: ignore[misc]
                     checks.append((pos, True, lo, hi))
-                elif f.kind == TERNARY:
+                elif f.kind in (TERNARY, OPTIONAL):
                     value, mask = m  # type: ignore[misc]
                     if mask:
                         checks.append((pos, False, mask, value))
@@ -280,6 +312,13 @@ class Table:
                         checks.append((pos, False, mask, value))
             cands.append((tuple(checks), e.call))
         self._groups[gkey] = tuple(cands)
+
+
+def _getter(attrs: list[Any]) -> Callable[[Any], Any]:
+    """attrgetter for attribute names, itemgetter for state-vector indices."""
+    if all(isinstance(a, int) for a in attrs):
+        return itemgetter(*attrs)
+    return attrgetter(*attrs)
 
 
 class Counter:

@@ -12,6 +12,8 @@ const bit<4>  IPV4_IHL_MIN       = 5;
 const bit<16> ECHELON_UDP_PORT   = 0xEC00;
 /* The only header version this program understands. */
 const bit<4>  ECHELON_VERSION    = 1;
+/* The only IP version the switch forwards (others are dropped and counted). */
+const bit<4>  IPV4_VERSION       = 4;
 
 /* Strict-priority levels, simple_switch meaning: 7 is served first, 0 last.
  * Invariant: the program never writes a priority above PRIO_MAX, so a switch
@@ -19,18 +21,25 @@ const bit<4>  ECHELON_VERSION    = 1;
 const bit<3>  PRIO_BEST_EFFORT   = 0;
 const bit<3>  PRIO_MAX           = 7;
 
-/* Indices into the special_pkts counter (packets that got no echelon priority). */
-const bit<32> SPECIAL_PLAIN      = 0;   /* IPv4 without an echelon header   */
-const bit<32> SPECIAL_UNKNOWN    = 1;   /* echelon ID nobody registered     */
-const bit<32> SPECIAL_SPOOFED    = 2;   /* echelon ID registered, not for this source */
-const bit<32> SPECIAL_MALFORMED  = 3;   /* parser error: truncated or bad version */
-const bit<32> SPECIAL_NON_IPV4   = 4;   /* not IPv4: dropped, no route      */
-const bit<32> SPECIAL_TTL_EXPIRED = 5;  /* TTL <= 1 on arrival: dropped     */
-const bit<32> SPECIAL_IPV4_OPTIONS = 6; /* IPv4 with options: dropped (see ingress) */
-const bit<32> SPECIAL_COUNT      = 8;
+/* Slots of the unprioritized_pkts counter: every packet that gets no echelon
+ * priority is counted in exactly one, named after why. UNPRIO_DROP_* slots
+ * count packets the switch drops; the others are forwarded at best effort. */
+const bit<32> UNPRIO_PLAIN              = 0;  /* IPv4 without an echelon header (incl. non-first fragments) */
+const bit<32> UNPRIO_UNKNOWN_ID         = 1;  /* echelon ID nobody registered                */
+const bit<32> UNPRIO_SPOOFED_SOURCE     = 2;  /* echelon ID registered, not for this source  */
+const bit<32> UNPRIO_MALFORMED_ECHELON  = 3;  /* parser error: truncated or bad-version echelon header */
+const bit<32> UNPRIO_DROP_NOT_IPV4      = 4;  /* no (complete) IPv4 header: dropped          */
+const bit<32> UNPRIO_DROP_TTL_EXPIRED   = 5;  /* TTL <= 1 on arrival: dropped               */
+const bit<32> UNPRIO_DROP_IHL_NOT_5     = 6;  /* IHL != 5 (options, or an invalid IHL < 5): dropped */
+const bit<32> UNPRIO_DROP_IPV4_VERSION  = 7;  /* IPv4 version field != 4: dropped            */
+const bit<32> UNPRIO_DROP_IPV4_CHECKSUM = 8;  /* incoming IPv4 header checksum wrong: dropped */
+#define UNPRIO_COUNT 16
 
 /* Sizes: the controller reads them from the P4Info to detect a full table. */
-#define ECHELON_CLASSES   1024   /* per-echelon counter slots (class_id range) */
+/* Per-echelon counter slots: class_id_t (headers.p4) is exactly this wide, so
+ * a class_id can never index past the echelon_pkts counter. */
+#define CLASS_ID_BITS     10
+#define ECHELON_CLASSES   1024   /* 1 << CLASS_ID_BITS */
 #define CLASSIFY_SIZE     4096   /* (source, echelon) registrations           */
 #define DEADLINE_SIZE     8192   /* deadline ranges over all echelons          */
 #define LPM_SIZE          1024

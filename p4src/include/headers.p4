@@ -6,6 +6,8 @@
 typedef bit<48> mac_addr_t;
 typedef bit<32> ipv4_addr_t;
 typedef bit<9>  port_t;
+/* A per-echelon counter slot: as wide as the echelon_pkts counter is long. */
+typedef bit<CLASS_ID_BITS> class_id_t;
 
 header ethernet_t {
     mac_addr_t dstAddr;
@@ -58,8 +60,8 @@ struct headers_t {
 }
 
 struct metadata_t {
-    bit<16> class_id;   /* per-echelon counter slot, set by echelon_classify */
-    bit<3>  prio;       /* the decision; copied to standard_metadata.priority */
+    class_id_t class_id; /* per-echelon counter slot, set by echelon_classify */
+    bit<3>     prio;     /* the decision; copied to standard_metadata.priority */
 }
 
 error {

@@ -7,8 +7,10 @@
  *  - only a (source address, echelon ID) pair the controller installed in
  *    echelon_classify gains a priority above PRIO_BEST_EFFORT;
  *  - nothing is dropped for being unknown, spoofed or malformed: it goes to
- *    best-effort and is counted in special_pkts (only non-IPv4, IPv4 with
- *    options, expired TTL and route misses are dropped). */
+ *    best-effort and is counted in unprioritized_pkts (only non-IPv4, IPv4
+ *    with a version other than 4, an IHL other than 5 or a wrong header
+ *    checksum, expired TTL and route misses are dropped; all but route
+ *    misses are counted in an UNPRIO_DROP_* slot). */
 #ifndef _ECHELON_INGRESS_P4_
 #define _ECHELON_INGRESS_P4_
 
@@ -18,8 +20,9 @@ control EchelonIngress(inout headers_t hdr,
 
     /* One slot per registered echelon class (class_id), packets and bytes. */
     counter<bit<32>>(ECHELON_CLASSES, CounterType.packets_and_bytes) echelon_pkts;
-    /* Best-effort and error accounting, indexed by the SPECIAL_* constants. */
-    counter<bit<32>>(SPECIAL_COUNT, CounterType.packets_and_bytes) special_pkts;
+    /* Every packet that gets no echelon priority, in one slot per reason
+     * (the UNPRIO_* constants): forwarded at best effort or dropped. */
+    counter<bit<32>>(UNPRIO_COUNT, CounterType.packets_and_bytes) unprioritized_pkts;
 
     action drop() {
         mark_to_drop(standard_metadata);
@@ -47,7 +50,7 @@ control EchelonIngress(inout headers_t hdr,
 
     /* A registered (source, echelon) pair: its counter slot and the priority
      * of its band (the band's top level, used when no deadline range hits). */
-    action set_echelon(bit<16> class_id, bit<3> prio) {
+    action set_echelon(class_id_t class_id, bit<3> prio) {
         meta.class_id = class_id;
         meta.prio = prio;
         echelon_pkts.count((bit<32>) class_id);
@@ -99,45 +102,49 @@ control EchelonIngress(inout headers_t hdr,
         default_action = NoAction();
     }
 
+    /* Count a packet that gets no echelon priority, and drop it. */
+    action drop_counted(bit<32> reason) {
+        unprioritized_pkts.count(reason);
+        mark_to_drop(standard_metadata);
+    }
+
     apply {
         meta.prio = PRIO_BEST_EFFORT;
+        /* Checks in this order; the first that fails names the drop reason. */
         if (!hdr.ipv4.isValid()) {
-            special_pkts.count(SPECIAL_NON_IPV4);
-            drop();
-            return;
-        }
-        if (hdr.ipv4.ihl != IPV4_IHL_MIN) {
-            /* The checksum update covers the 20-byte header only, so a packet
-             * with options would leave with a wrong checksum: drop it, counted. */
-            special_pkts.count(SPECIAL_IPV4_OPTIONS);
-            drop();
-            return;
-        }
-        if (hdr.ipv4.ttl <= 1) {
-            special_pkts.count(SPECIAL_TTL_EXPIRED);
-            drop();
-            return;
-        }
-        ipv4_lpm.apply();
-
-        if (standard_metadata.parser_error != error.NoError) {
-            /* Truncated or unknown-version echelon header: hdr.echelon may
-             * still be valid (verify fails after extract), so it is ignored. */
-            special_pkts.count(SPECIAL_MALFORMED);
-        } else if (hdr.echelon.isValid()) {
-            if (echelon_classify.apply().hit) {
-                deadline_prio.apply();
-            } else if (echelon_ids.apply().hit) {
-                special_pkts.count(SPECIAL_SPOOFED);
-            } else {
-                special_pkts.count(SPECIAL_UNKNOWN);
-            }
+            drop_counted(UNPRIO_DROP_NOT_IPV4);
+        } else if (hdr.ipv4.version != IPV4_VERSION) {
+            drop_counted(UNPRIO_DROP_IPV4_VERSION);
+        } else if (hdr.ipv4.ihl != IPV4_IHL_MIN) {
+            /* Options (ihl > 5) or an impossible header length (ihl < 5): the
+             * checksum covers the 20-byte header only, so an options packet
+             * would leave with a wrong checksum. */
+            drop_counted(UNPRIO_DROP_IHL_NOT_5);
+        } else if (standard_metadata.checksum_error == 1) {
+            /* EchelonVerifyChecksum found a wrong incoming header checksum. */
+            drop_counted(UNPRIO_DROP_IPV4_CHECKSUM);
+        } else if (hdr.ipv4.ttl <= 1) {
+            drop_counted(UNPRIO_DROP_TTL_EXPIRED);
         } else {
-            special_pkts.count(SPECIAL_PLAIN);
+            ipv4_lpm.apply();
+            if (standard_metadata.parser_error != error.NoError) {
+                /* Truncated or unknown-version echelon header: hdr.echelon may
+                 * still be valid (verify fails after extract), so it is ignored. */
+                unprioritized_pkts.count(UNPRIO_MALFORMED_ECHELON);
+            } else if (hdr.echelon.isValid()) {
+                if (echelon_classify.apply().hit) {
+                    deadline_prio.apply();
+                } else if (echelon_ids.apply().hit) {
+                    unprioritized_pkts.count(UNPRIO_SPOOFED_SOURCE);
+                } else {
+                    unprioritized_pkts.count(UNPRIO_UNKNOWN_ID);
+                }
+            } else {
+                unprioritized_pkts.count(UNPRIO_PLAIN);
+            }
+            standard_metadata.priority = meta.prio;
+            hdr.ipv4.dscp = ((bit<6>) meta.prio) << 3;
         }
-
-        standard_metadata.priority = meta.prio;
-        hdr.ipv4.dscp = ((bit<6>) meta.prio) << 3;
     }
 }
 

@@ -19,11 +19,13 @@ parser EchelonParser(packet_in packet,
     }
 
     /* Only option-less IPv4 is parsed further: with options, the UDP header
-     * is not at a fixed offset (ingress drops such packets, see there). */
+     * is not at a fixed offset (ingress drops such packets, see there). Only a
+     * first fragment (fragOffset 0) carries the UDP header; later fragments
+     * start with payload bytes and are plain traffic. */
     state parse_ipv4 {
         packet.extract(hdr.ipv4);
-        transition select(hdr.ipv4.ihl, hdr.ipv4.protocol) {
-            (IPV4_IHL_MIN, IPPROTO_UDP): parse_udp;
+        transition select(hdr.ipv4.fragOffset, hdr.ipv4.ihl, hdr.ipv4.protocol) {
+            (0, IPV4_IHL_MIN, IPPROTO_UDP): parse_udp;
             default: accept;
         }
     }
@@ -52,8 +54,28 @@ control EchelonDeparser(packet_out packet, in headers_t hdr) {
     }
 }
 
+/* A wrong incoming IPv4 header checksum sets standard_metadata.checksum_error;
+ * ingress drops and counts such packets. Only option-less headers are checked
+ * (the list covers 20 bytes); ingress drops the others for their IHL first. */
 control EchelonVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
-    apply { }
+    apply {
+        verify_checksum(
+            hdr.ipv4.isValid() && hdr.ipv4.ihl == IPV4_IHL_MIN,
+            { hdr.ipv4.version,
+              hdr.ipv4.ihl,
+              hdr.ipv4.dscp,
+              hdr.ipv4.ecn,
+              hdr.ipv4.totalLen,
+              hdr.ipv4.identification,
+              hdr.ipv4.flags,
+              hdr.ipv4.fragOffset,
+              hdr.ipv4.ttl,
+              hdr.ipv4.protocol,
+              hdr.ipv4.srcAddr,
+              hdr.ipv4.dstAddr },
+            hdr.ipv4.hdrChecksum,
+            HashAlgorithm.csum16);
+    }
 }
 
 /* TTL and DSCP change in ingress, so the IPv4 checksum is recomputed. The

@@ -8,7 +8,9 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"
+P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
+#: p4c's BMv2 JSON: the soft switch, like BMv2, runs only the program it is given.
+DEVICE_CONFIG = (ROOT / "p4src" / "build" / "echelon.json").read_bytes()
 
 
 def write_topo(path: Path, grpc_addrs: list[str]) -> Path:

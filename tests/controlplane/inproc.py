@@ -12,8 +12,8 @@ from typing import Any
 import grpc
 from finsy.proto import p4r
 
+from softswitch.bm.pipeline import Pipeline
 from softswitch.p4rt_server import P4RuntimeService, make_server
-from softswitch.pipeline import Pipeline
 
 
 class CountingService(P4RuntimeService):

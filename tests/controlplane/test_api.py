@@ -21,7 +21,7 @@ from controlplane.openapi import render
 from controlplane.p4info import P4Info
 from controlplane.registry import Registry
 from echelon.topology import load
-from tests.controlplane.helpers import P4INFO, ROOT, spec, write_topo
+from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, ROOT, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch
 
 EXAMPLES = sorted((ROOT / "echelon" / "examples").glob("*.yaml"))
@@ -31,7 +31,7 @@ EXAMPLES = sorted((ROOT / "echelon" / "examples").glob("*.yaml"))
 def ctl(tmp_path: Path) -> Iterator[Controller]:
     srv = InProcessSwitch()
     topo = load(write_topo(tmp_path / "t.yaml", [srv.addr]))
-    c = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"))
+    c = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"), DEVICE_CONFIG)
     c.start()
     try:
         assert c.wait_in_sync(10.0)
@@ -72,7 +72,12 @@ def test_status_stats_policy_and_errors(ctl: Controller) -> None:
     assert s1["entries"]["EchelonIngress.echelon_ids"] == 2
     stats = client.get("/stats").json()
     assert [(g["job"], g["packets"]) for g in stats["groups"]] == [("a", 0), ("a", 0)]
-    assert set(stats["special"]) >= {"plain", "unknown", "spoofed", "malformed"}
+    assert set(stats["unprioritized"]) >= {
+        "plain",
+        "unknown_id",
+        "spoofed_source",
+        "malformed_echelon",
+    }
     assert client.get("/policy").json()["policy"] == "echelon"
     assert client.put("/policy", json={"name": "fifo"}).json()["policy"] == "fifo"
     r = client.put("/policy", json={"name": "bogus"})

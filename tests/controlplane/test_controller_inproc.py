@@ -26,8 +26,8 @@ from echelon.errors import SpecError
 from echelon.model import EchelonFlow
 from echelon.schedule import DeadlineRange, EchelonLevels
 from echelon.topology import load
-from softswitch.pipeline import Pipeline
-from tests.controlplane.helpers import P4INFO, spec, write_topo
+from softswitch.bm.pipeline import Pipeline
+from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch
 
 
@@ -54,7 +54,7 @@ def env(
     monkeypatch.setattr(planning, "compute_levels", fake_levels)
     servers = [InProcessSwitch(), InProcessSwitch()]
     topo = load(write_topo(tmp_path / "t.yaml", [s.addr for s in servers]))
-    ctl = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"))
+    ctl = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"), DEVICE_CONFIG)
     ctl.start()
     try:
         assert ctl.wait_in_sync(10.0)

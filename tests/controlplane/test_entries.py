@@ -25,7 +25,7 @@ from echelon.schedule import DeadlineRange
 from echelon.topology import load
 
 ROOT = Path(__file__).resolve().parents[2]
-INFO = P4Info.load(ROOT / "p4src" / "build" / "echelon.p4info.txt")
+INFO = P4Info.load(ROOT / "p4src" / "build" / "echelon.p4info.txtpb")
 STAR = load(ROOT / "topo" / "star.yaml")
 
 
@@ -74,7 +74,8 @@ def test_tight_table_deletes_first() -> None:
 
 
 def test_capacity_check_names_the_table() -> None:
-    plans = [GroupPlan("j", f"g{i}", i + 1, i, ("h1",), 3) for i in range(1025)]
+    # class_id is 10 bits wide (the echelon_pkts counter has 1024 slots): wrap it.
+    plans = [GroupPlan("j", f"g{i}", i + 1, i % 1024, ("h1",), 3) for i in range(1025)]
     entries = desired_entries(INFO, STAR, "s1", plans)
     with pytest.raises(TableFullError) as ei:
         check_capacity(INFO, entries)

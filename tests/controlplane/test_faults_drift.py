@@ -20,7 +20,7 @@ from controlplane.p4rt import P4RuntimeError, SwitchConnection
 from controlplane.registry import Registry
 from echelon.topology import load
 from targets.process import wait_until
-from tests.controlplane.helpers import P4INFO, spec, write_topo
+from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch
 from tests.controlplane.test_controller_inproc import by_table, fake_levels, read_back
 
@@ -32,7 +32,7 @@ def env(
     monkeypatch.setattr(planning, "compute_levels", fake_levels)
     server = InProcessSwitch()
     topo = load(write_topo(tmp_path / "t.yaml", [server.addr]))
-    ctl = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"))
+    ctl = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"), DEVICE_CONFIG)
     ctl.agents["s1"].verify_interval = 3600.0  # tests trigger checks themselves
     ctl.start()
     try:
@@ -114,7 +114,9 @@ def test_backup_and_same_election_id_refuse_changes(
 ) -> None:
     """Before: both answered 201 ``installed: false`` and never installed."""
     ctl, server = env
-    twin = Controller(ctl.topo, ctl.p4info, Registry(tmp_path / "twin.db"))  # same (0, 1)
+    twin = Controller(
+        ctl.topo, ctl.p4info, Registry(tmp_path / "twin.db"), DEVICE_CONFIG
+    )  # same (0, 1)
     twin.start()
     try:
         wait_until(lambda: twin.agents["s1"].not_primary, 10.0, "arbitration refused")

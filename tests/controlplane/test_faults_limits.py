@@ -20,7 +20,7 @@ from controlplane.controller import Controller
 from controlplane.p4info import P4Info
 from controlplane.registry import Registry
 from echelon.topology import load
-from tests.controlplane.helpers import P4INFO, spec, write_topo
+from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch
 
 
@@ -28,7 +28,7 @@ from tests.controlplane.inproc import InProcessSwitch
 def client(tmp_path: Path) -> Iterator[tuple[TestClient, Controller]]:
     srv = InProcessSwitch()
     topo = load(write_topo(tmp_path / "t.yaml", [srv.addr]))
-    c = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"))
+    c = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"), DEVICE_CONFIG)
     c.start()
     try:
         assert c.wait_in_sync(10.0)

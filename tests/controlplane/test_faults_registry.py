@@ -21,7 +21,7 @@ from controlplane.controller import Controller
 from controlplane.p4info import P4Info
 from controlplane.registry import Registry, RegistryError
 from echelon.topology import load
-from tests.controlplane.helpers import P4INFO, spec, write_topo
+from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch
 
 
@@ -99,7 +99,7 @@ def test_damage_while_running_is_noticed_and_changes_refused(tmp_path: Path) -> 
 def test_locked_registry_is_503_not_500(tmp_path: Path) -> None:
     srv = InProcessSwitch()
     topo = load(write_topo(tmp_path / "t.yaml", [srv.addr]))
-    ctl = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"))
+    ctl = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"), DEVICE_CONFIG)
     ctl.start()
     other = sqlite3.connect(tmp_path / "r.db", isolation_level=None)
     try:
@@ -136,7 +136,7 @@ def test_job_whose_host_left_is_kept_flagged_and_removable(
 ) -> None:
     _srv, full, small = two_topos
     info = P4Info.load(P4INFO)
-    ctl = Controller(load(full), info, Registry(tmp_path / "r.db"))
+    ctl = Controller(load(full), info, Registry(tmp_path / "r.db"), DEVICE_CONFIG)
     ctl.start()
     assert ctl.wait_in_sync(10.0)
     ctl.register(spec("keep"))
@@ -144,7 +144,7 @@ def test_job_whose_host_left_is_kept_flagged_and_removable(
     ctl.stop()
     ctl.registry.close()
 
-    ctl = Controller(load(small), info, Registry(tmp_path / "r.db"))  # used to raise
+    ctl = Controller(load(small), info, Registry(tmp_path / "r.db"), DEVICE_CONFIG)  # used to raise
     ctl.start()
     try:
         assert ctl.wait_in_sync(10.0)

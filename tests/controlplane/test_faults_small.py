@@ -14,7 +14,7 @@ from controlplane.controller import Controller
 from controlplane.p4info import P4Info
 from controlplane.registry import Registry
 from echelon.topology import load
-from tests.controlplane.helpers import P4INFO, spec, write_topo
+from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch
 
 
@@ -25,6 +25,7 @@ def ctl(tmp_path: Path) -> Iterator[Controller]:
         load(write_topo(tmp_path / "t.yaml", [srv.addr])),
         P4Info.load(P4INFO),
         Registry(tmp_path / "r.db"),
+        DEVICE_CONFIG,
     )
     c.start()
     try:

@@ -20,7 +20,7 @@ from controlplane.p4info import P4Info, TableEntry
 from controlplane.p4rt import P4RuntimeWriteError, SwitchConnection
 from controlplane.registry import Registry
 from echelon.topology import load
-from tests.controlplane.helpers import P4INFO, spec, write_topo
+from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch
 from tests.controlplane.test_controller_inproc import fake_levels, read_back
 
@@ -45,7 +45,7 @@ def test_partly_failed_large_batch_reports_every_update(
     """600 inserts, one of which exists: 599 applied, and the client says exactly that."""
     info = P4Info.load(P4INFO)
     with SwitchConnection(switch.addr) as sw:
-        sw.set_pipeline(info)
+        sw.set_pipeline(info, DEVICE_CONFIG)
         sw.insert([ids_entry(info, 300)])
         entries = [ids_entry(info, i) for i in range(1, 601)]
         with pytest.raises(P4RuntimeWriteError) as ei:
@@ -65,7 +65,7 @@ def test_default_chunks_fit_error_details(switch: InProcessSwitch) -> None:
     carries a long error message."""
     info = P4Info.load(P4INFO)
     with SwitchConnection(switch.addr) as sw:
-        sw.set_pipeline(info)
+        sw.set_pipeline(info, DEVICE_CONFIG)
         entries = [ids_entry(info, i) for i in range(1, 1001)]
         sw.insert(entries)
         with pytest.raises(P4RuntimeWriteError) as ei:
@@ -81,7 +81,7 @@ def ctl_one(
 ) -> Iterator[Controller]:
     monkeypatch.setattr(planning, "compute_levels", fake_levels)
     topo = load(write_topo(tmp_path / "t.yaml", [switch.addr]))
-    ctl = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"))
+    ctl = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"), DEVICE_CONFIG)
     ctl.start()
     try:
         assert ctl.wait_in_sync(10.0)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from google.protobuf import text_format
 
 from controlplane.entries import T_CLASSIFY, T_DEADLINE, T_IDS, T_LPM
 from controlplane.p4info import P4Info, TableEntry
@@ -246,12 +247,10 @@ def test_bad_input_is_4xx_naming_the_field_and_changes_nothing(env: Env) -> None
 
 
 def test_table_full_is_explicit_and_nothing_applied(env: Env) -> None:
-    text = P4INFO.read_text().replace(
-        "size: 1024\n}\ntables {\n  preamble {\n    id: 41468991",
-        "size: 3\n}\ntables {\n  preamble {\n    id: 41468991",
-    )
-    small = env.tmp / "small.p4info.txt"
-    small.write_text(text)
+    proto = P4Info.load(P4INFO).proto
+    next(t for t in proto.tables if t.preamble.name == T_IDS).size = 3
+    small = env.tmp / "small.p4info.txtpb"
+    small.write_text(text_format.MessageToString(proto))
     assert P4Info.load(small).table(T_IDS).size == 3
     d = env.daemon("--p4info", str(small))
     assert d.request("POST", "/jobs", spec("a", groups=2)).status_code == 201

@@ -27,7 +27,7 @@ from controlplane.registry import Registry
 from echelon.topology import load
 from hostagent.progress import ProgressReporter
 from targets.process import wait_until
-from tests.controlplane.helpers import P4INFO, write_topo
+from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, write_topo
 from tests.controlplane.inproc import InProcessSwitch
 
 
@@ -49,6 +49,7 @@ def make(
         topo,
         P4Info.load(P4INFO),
         Registry(tmp_path / "r.db"),
+        DEVICE_CONFIG,
         replan=replan,
         replan_interval=interval,
         idle_level=idle,

@@ -13,9 +13,10 @@ from controlplane.p4rt import (
     P4RuntimeWriteError,
     SwitchConnection,
 )
+from tests.controlplane.helpers import DEVICE_CONFIG
 from tests.controlplane.inproc import InProcessSwitch
 
-P4INFO = Path(__file__).resolve().parents[2] / "p4src" / "build" / "echelon.p4info.txt"
+P4INFO = Path(__file__).resolve().parents[2] / "p4src" / "build" / "echelon.p4info.txtpb"
 
 
 @pytest.fixture
@@ -40,7 +41,7 @@ def test_arbitration_pipeline_write_read(server: InProcessSwitch) -> None:
     with SwitchConnection(server.addr, election_id=(0, 5)) as sw:
         assert sw.is_primary and sw.is_alive
         assert sw.get_pipeline_p4info() is None
-        cookie = sw.set_pipeline(P4INFO)
+        cookie = sw.set_pipeline(P4INFO, DEVICE_CONFIG)
         assert sw.get_pipeline_cookie() == cookie
         got = sw.get_pipeline_p4info()
         assert got is not None and got.table("ipv4_lpm").size == 1024
@@ -61,7 +62,7 @@ def test_lower_election_id_is_not_primary(server: InProcessSwitch) -> None:
 
 def test_write_errors_are_per_update(server: InProcessSwitch) -> None:
     with SwitchConnection(server.addr) as sw:
-        sw.set_pipeline(P4INFO)
+        sw.set_pipeline(P4INFO, DEVICE_CONFIG)
         e0, e1, e2 = (_route(sw, i) for i in range(3))
         sw.insert([e0])  # type: ignore[list-item]
         with pytest.raises(P4RuntimeWriteError) as ei:
@@ -74,7 +75,7 @@ def test_write_errors_are_per_update(server: InProcessSwitch) -> None:
 
 def test_chunked_write_reports_applied_prefix(server: InProcessSwitch) -> None:
     with SwitchConnection(server.addr) as sw:
-        sw.set_pipeline(P4INFO)
+        sw.set_pipeline(P4INFO, DEVICE_CONFIG)
         entries = [_route(sw, i) for i in range(1030)]  # ipv4_lpm holds 1024
         with pytest.raises(P4RuntimeWriteError) as ei:
             sw.write(sw.updates("INSERT", entries), chunk=100)  # type: ignore[arg-type]
@@ -86,7 +87,7 @@ def test_chunked_write_reports_applied_prefix(server: InProcessSwitch) -> None:
 
 def test_counters_read_and_reset(server: InProcessSwitch) -> None:
     with SwitchConnection(server.addr) as sw:
-        sw.set_pipeline(P4INFO)
+        sw.set_pipeline(P4INFO, DEVICE_CONFIG)
         cid = sw.p4info.counter("echelon_pkts").id  # type: ignore[union-attr]
         cell = p4r.CounterEntry(counter_id=cid, index=p4r.Index(index=3))
         cell.data.packet_count, cell.data.byte_count = 10, 1500
@@ -117,7 +118,7 @@ def test_pipelined_write_keeps_order_and_stops_at_the_failing_chunk(
     server: InProcessSwitch,
 ) -> None:
     with SwitchConnection(server.addr) as sw:
-        sw.set_pipeline(P4INFO)
+        sw.set_pipeline(P4INFO, DEVICE_CONFIG)
         entries = [_route(sw, i) for i in range(1030)]  # ipv4_lpm holds 1024
         sw.write_entries([("INSERT", e) for e in entries[:300]], chunk=100)  # type: ignore[misc]
         assert server.writes == 3

@@ -12,6 +12,8 @@ from controlplane.p4rt import P4RuntimeWriteError, SwitchConnection
 from tests.controlplane.helpers import P4INFO
 from tests.controlplane.procs import free_port, start_softswitch
 
+BMV2_JSON = P4INFO.with_name("echelon.json")
+
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -28,7 +30,7 @@ def addr(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_pipeline_entries_errors_counters(addr: str) -> None:
     with SwitchConnection(addr, election_id=(0, 7)) as sw:
         assert sw.is_primary and sw.is_alive
-        cookie = sw.set_pipeline(P4INFO)
+        cookie = sw.set_pipeline(P4INFO, BMV2_JSON.read_bytes())
         assert sw.get_pipeline_cookie() == cookie
         info = sw.get_pipeline_p4info()
         assert info is not None and info.table("deadline_prio").size == 8192
@@ -73,14 +75,14 @@ def test_pipeline_entries_errors_counters(addr: str) -> None:
         sw.delete([moved, rng, cls])
         counters = sw.read_counter("EchelonIngress.echelon_pkts")
         assert len(counters) == 1024 and set(counters.values()) == {(0, 0)}
-        sw.reset_counter("special_pkts")
-        assert sw.read_counter("special_pkts", 2) == {2: (0, 0)}
+        sw.reset_counter("unprioritized_pkts")
+        assert sw.read_counter("unprioritized_pkts", 2) == {2: (0, 0)}
 
 
 def test_backup_client_reads_but_cannot_write(addr: str) -> None:
     info = P4Info.load(P4INFO)
     with SwitchConnection(addr, election_id=(0, 9)) as primary:
-        primary.set_pipeline(info)
+        primary.set_pipeline(info, BMV2_JSON.read_bytes())
         with SwitchConnection(addr, election_id=(0, 3), p4info=info) as backup:
             assert primary.is_primary and not backup.is_primary
             e = backup.table_entry("echelon_ids", {"hdr.echelon.echelon_id": 9}, "NoAction")

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from softswitch.bm.pipeline import Pipeline
 from softswitch.p4rt_server import P4RuntimeService, make_server
-from softswitch.pipeline import Pipeline
 from tests.softswitch.helpers import Client, Names, load_p4info
 
 

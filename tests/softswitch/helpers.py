@@ -23,12 +23,18 @@ from controlplane.p4info import P4Info
 from controlplane.p4rt import SwitchConnection
 
 ROOT = Path(__file__).resolve().parents[2]
-P4INFO_PATH = ROOT / "p4src" / "build" / "echelon.p4info.txt"
+P4INFO_PATH = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
+JSON_PATH = ROOT / "p4src" / "build" / "echelon.json"
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
 
 
 def load_p4info() -> p4info_pb2.P4Info:
     return text_format.Parse(P4INFO_PATH.read_text(), p4info_pb2.P4Info())
+
+
+def load_config() -> bytes:
+    """p4c's BMv2 JSON of echelon.p4: the p4_device_config both targets run."""
+    return JSON_PATH.read_bytes()
 
 
 class Names:
@@ -125,9 +131,11 @@ class Client(SwitchConnection):
         p4info: p4info_pb2.P4Info,
         action: int = p4r.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT,
         cookie: int = 0,
+        device_config: bytes | None = None,
     ) -> None:
         name = p4r.SetForwardingPipelineConfigRequest.Action.Name(action)
-        req = self.pipeline_request(P4Info(p4info), b"{}", cookie, name)
+        config = load_config() if device_config is None else device_config
+        req = self.pipeline_request(P4Info(p4info), config, cookie, name)
         if not cookie:
             req.config.ClearField("cookie")
         self.stub.SetForwardingPipelineConfig(req, timeout=10)

@@ -2,7 +2,7 @@
 
 ``python p4rt_shell_script.py GRPC_ADDR P4INFO JSON``: programs the switch the way a P4
 user would with p4runtime-shell (device 0, election 0,1), inserts one route, reads it
-and counter ``special_pkts[0]`` back, and prints what it saw as one JSON line for
+and counter ``unprioritized_pkts[0]`` back, and prints what it saw as one JSON line for
 tests/softswitch/test_ssw_p4rt_shell.py to check.
 """
 
@@ -27,7 +27,7 @@ def main() -> None:
         te.action["port"] = "2"
         te.insert()
         read = list(sh.TableEntry("EchelonIngress.ipv4_lpm").read())
-        ce = sh.CounterEntry("EchelonIngress.special_pkts")
+        ce = sh.CounterEntry("EchelonIngress.unprioritized_pkts")
         ce.index = 0
         cells = list(ce.read())
         print(

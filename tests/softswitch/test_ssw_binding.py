@@ -1,35 +1,35 @@
-"""The P4Info must name exactly what the software program implements, both directions."""
+"""Loading p4c's output: the P4Info must describe the BMv2 JSON, and what the
+soft switch cannot execute is refused with INVALID_ARGUMENT naming it."""
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from finsy.proto import p4i as p4info_pb2
 
-from softswitch import program
+from softswitch.bm.pipeline import Pipeline
 from softswitch.errors import InvalidArgument
-from softswitch.pipeline import Pipeline
-from tests.softswitch.helpers import load_p4info
+from tests.softswitch.helpers import load_config, load_p4info
 
 Mutation = Callable[[p4info_pb2.P4Info], None]
+PROGRAM: dict[str, Any] = json.loads(load_config())
 
 
-def test_shipped_p4info_matches_program_exactly() -> None:
+def test_shipped_outputs_bind_exactly() -> None:
     info = load_p4info()
-    pl = Pipeline(info, b"", 0)
-    assert {t.name for t in pl.tables.values()} == set(program.TABLES)
-    assert {a.name for a in pl.actions.values()} == set(program.ACTIONS)
-    assert {c.name for c in pl.counters.values()} == set(program.COUNTERS)
+    pl = Pipeline(info, load_config(), 0)
+    assert {t.name for t in pl.tables.values()} == {t.preamble.name for t in info.tables}
+    assert {c.name for c in pl.counters.values()} == {c.preamble.name for c in info.counters}
     for t in info.tables:
         ti = pl.tables[t.preamble.id]
         assert ti.table.size == t.size
         assert [(f.name, f.bitwidth) for f in ti.table.fields] == [
             (m.name, m.bitwidth) for m in t.match_fields
         ]
-    for a in info.actions:
-        want = dict(program.ACTIONS[a.preamble.name])
-        assert {p.name: p.bitwidth for p in a.params} == want
 
 
 def _drop(section: str, name: str) -> Mutation:
@@ -85,10 +85,6 @@ def _register(info: p4info_pb2.P4Info) -> None:
     r.preamble.id, r.preamble.name = 369098752, "EchelonIngress.reg"
 
 
-def _counter_unit(info: p4info_pb2.P4Info) -> None:
-    info.counters[0].spec.unit = p4info_pb2.CounterSpec.PACKETS
-
-
 def _dup_id(info: p4info_pb2.P4Info) -> None:
     info.tables[1].preamble.id = info.tables[0].preamble.id
 
@@ -97,7 +93,6 @@ def _dup_id(info: p4info_pb2.P4Info) -> None:
     ("mutate", "named"),
     [
         (_drop("tables", "EchelonIngress.deadline_prio"), "EchelonIngress.deadline_prio"),
-        (_drop("counters", "EchelonIngress.special_pkts"), "EchelonIngress.special_pkts"),
         (_extra_table, "EchelonIngress.mystery"),
         (_extra_action, "EchelonIngress.teleport"),
         (_set_width, "hdr.ipv4.dstAddr"),
@@ -106,7 +101,6 @@ def _dup_id(info: p4info_pb2.P4Info) -> None:
         (_param_width, "EchelonIngress.set_echelon"),
         (_extra_ref, "EchelonIngress.echelon_ids"),
         (_register, "EchelonIngress.reg"),
-        (_counter_unit, "EchelonIngress.echelon_pkts"),
         (_dup_id, "EchelonIngress"),
     ],
 )
@@ -114,7 +108,7 @@ def test_mismatching_p4info_rejected_naming_the_object(mutate: Mutation, named: 
     info = load_p4info()
     mutate(info)
     with pytest.raises(InvalidArgument) as exc:
-        Pipeline(info, b"", 0)
+        Pipeline(info, load_config(), 0)
     assert named in str(exc.value)
 
 
@@ -128,4 +122,90 @@ def test_missing_action_rejected() -> None:
     del t.action_refs[:]
     t.action_refs.extend(keep)
     with pytest.raises(InvalidArgument, match="set_deadline_prio"):
-        Pipeline(info, b"", 0)
+        Pipeline(info, load_config(), 0)
+
+
+def _json_with(edit: Callable[[dict[str, Any]], None]) -> bytes:
+    j = copy.deepcopy(PROGRAM)
+    edit(j)
+    return json.dumps(j).encode()
+
+
+def _action(j: dict[str, Any], name: str) -> dict[str, Any]:
+    a: dict[str, Any] = next(a for a in j["actions"] if a["name"] == name)
+    return a
+
+
+def _clone(j: dict[str, Any]) -> None:
+    _action(j, "EchelonIngress.drop")["primitives"].append(
+        {"op": "clone_ingress_pkt_to_egress", "parameters": []}
+    )
+
+
+def _meter(j: dict[str, Any]) -> None:
+    j["meter_arrays"] = [{"name": "EchelonIngress.m", "id": 0, "size": 4}]
+
+
+def _signed(j: dict[str, Any]) -> None:
+    j["header_types"][2]["fields"][0][2] = True
+
+
+def _qdepth(j: dict[str, Any]) -> None:
+    cond = j["pipelines"][0]["conditionals"][0]
+    cond["expression"] = {
+        "type": "expression",
+        "value": {
+            "op": "==",
+            "left": {"type": "field", "value": ["standard_metadata", "enq_qdepth"]},
+            "right": {"type": "hexstr", "value": "0x0"},
+        },
+    }
+
+
+def _crc32(j: dict[str, Any]) -> None:
+    j["calculations"][0]["algo"] = "crc32"
+
+
+def _operator(j: dict[str, Any]) -> None:
+    prim = _action(j, "EchelonIngress.ipv4_forward")["primitives"][3]
+    prim["parameters"][1]["value"]["value"]["op"] = "two_comp_mod"
+
+
+def _union(j: dict[str, Any]) -> None:
+    j["header_unions"] = [{"name": "u", "id": 0, "union_type": "u_t", "header_ids": []}]
+
+
+def _parser_op(j: dict[str, Any]) -> None:
+    j["parsers"][0]["parse_states"][0]["parser_ops"].append({"op": "advance", "parameters": []})
+
+
+def _direct_counter(j: dict[str, Any]) -> None:
+    j["pipelines"][0]["tables"][0]["with_counters"] = True
+
+
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        (_clone, "clone_ingress_pkt_to_egress"),
+        (_meter, "meter_arrays"),
+        (_signed, "signed"),
+        (_qdepth, "standard_metadata.enq_qdepth"),
+        (_crc32, "crc32"),
+        (_operator, "two_comp_mod"),
+        (_union, "header unions"),
+        (_parser_op, "advance"),
+        (_direct_counter, "direct counters"),
+    ],
+)
+def test_unsupported_json_refused_naming_the_construct(
+    edit: Callable[[dict[str, Any]], None], named: str
+) -> None:
+    with pytest.raises(InvalidArgument) as exc:
+        Pipeline(load_p4info(), _json_with(edit), 0)
+    assert named in str(exc.value)
+
+
+@pytest.mark.parametrize("config", [b"", b"{}", b"not json", b"[1, 2]"])
+def test_missing_or_garbage_device_config_refused(config: bytes) -> None:
+    with pytest.raises(InvalidArgument, match="p4_device_config"):
+        Pipeline(load_p4info(), config, 0)

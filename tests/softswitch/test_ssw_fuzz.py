@@ -13,12 +13,12 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from echelon.wire import Echelon
+from softswitch.bm.pipeline import Pipeline
 from softswitch.p4rt_server import P4RuntimeService, make_server
-from softswitch.pipeline import Pipeline
 from tests.softswitch.conftest import ServerHandle
-from tests.softswitch.helpers import Client, Names, load_p4info
+from tests.softswitch.helpers import Client, Names, load_config, load_p4info
 
-PIPELINE = Pipeline(load_p4info(), b"", 0)
+PIPELINE = Pipeline(load_p4info(), load_config(), 0)
 NAMES = Names(load_p4info())
 #: Bytes the program may change: MACs, DSCP/ECN byte, TTL, IPv4 checksum.
 MUTABLE = set(range(12)) | {15, 22, 24, 25}
@@ -66,7 +66,7 @@ def _mutate(cut: int, flips: list[tuple[int, int]]) -> bytes:
 @FUZZ
 @given(frames)
 def test_pipeline_never_crashes_and_only_touches_mutable_bytes(frame: bytes) -> None:
-    out = PIPELINE.process(bytearray(frame), 1)
+    out = PIPELINE.process(frame, 1)
     if out is None:
         return
     port, prio, data = out

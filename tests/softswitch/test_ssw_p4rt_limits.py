@@ -19,7 +19,7 @@ from controlplane.p4rt import P4RuntimeConnectionError, SwitchConnection
 from softswitch.grpc_limits import MAX_STREAMS, Limits
 from softswitch.p4rt_server import P4RuntimeService, make_server
 from targets.process import wait_until
-from tests.controlplane.helpers import P4INFO
+from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO
 
 
 class Served:
@@ -89,7 +89,7 @@ def test_idle_streams_do_not_freeze_the_switch(served: Served) -> None:
     wait_until(lambda: served.service.bounds.open_streams == 0, 15.0, "streams released")
     with SwitchConnection(served.addr) as sw:
         assert sw.is_primary
-        sw.set_pipeline(info)
+        sw.set_pipeline(info, DEVICE_CONFIG)
 
 
 def test_stream_without_arbitration_times_out() -> None:
@@ -134,7 +134,7 @@ def test_write_update_limit_named(served: Served) -> None:
     """A WriteRequest above the update limit is refused before anything applies."""
     info = P4Info.load(P4INFO)
     with SwitchConnection(served.addr) as sw:
-        sw.set_pipeline(info)
+        sw.set_pipeline(info, DEVICE_CONFIG)
         entries = [
             info.table_entry("echelon_ids", {"hdr.echelon.echelon_id": i}, "NoAction")
             for i in range(1, 602)

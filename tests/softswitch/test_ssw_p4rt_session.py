@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import grpc
 import pytest
 from finsy.proto import p4r
 from finsy.proto import rpc_code as code_pb2
 
+from echelon import constants as C
 from tests.softswitch.conftest import ServerHandle
-from tests.softswitch.helpers import INSERT, Client, Names
+from tests.softswitch.helpers import INSERT, Client, Names, load_config
 
 CFG = p4r.SetForwardingPipelineConfigRequest
 GET = p4r.GetForwardingPipelineConfigRequest
@@ -46,14 +49,14 @@ def test_config_actions(client: Client, names: Names, server: ServerHandle) -> N
     client.push_pipeline(names.p4info, CFG.COMMIT)
     assert len(server.committed) == 1
     full = get(client, GET.ALL)
-    assert full.p4info == names.p4info and full.p4_device_config == b"{}"
+    assert full.p4info == names.p4info and full.p4_device_config == load_config()
     assert full.cookie.cookie == 42
     only = get(client, GET.COOKIE_ONLY)
     assert only.cookie.cookie == 42 and not only.HasField("p4info") and not only.p4_device_config
     p4i = get(client, GET.P4INFO_AND_COOKIE)
     assert p4i.HasField("p4info") and not p4i.p4_device_config
     dev = get(client, GET.DEVICE_CONFIG_AND_COOKIE)
-    assert dev.p4_device_config == b"{}" and not dev.HasField("p4info")
+    assert dev.p4_device_config == load_config() and not dev.HasField("p4info")
 
 
 def test_reconcile_keeps_state_commit_resets(client: Client, names: Names) -> None:
@@ -64,6 +67,24 @@ def test_reconcile_keeps_state_commit_resets(client: Client, names: Names) -> No
     assert get(client, GET.COOKIE_ONLY).cookie.cookie == 5
     client.push_pipeline(names.p4info, CFG.VERIFY_AND_COMMIT)
     assert client.read(p4r.TableEntry()) == []
+
+
+def test_reconcile_with_another_json_starts_fresh(client: Client, names: Names) -> None:
+    client.push_pipeline(names.p4info)
+    client.send_write((INSERT, route(names, 1)))
+    other = json.dumps(json.loads(load_config()), indent=1).encode()  # same program, new bytes
+    client.push_pipeline(names.p4info, CFG.RECONCILE_AND_COMMIT, device_config=other)
+    assert client.read(p4r.TableEntry()) == []
+    assert get(client, GET.DEVICE_CONFIG_AND_COOKIE).p4_device_config == other
+
+
+def test_unsupported_json_refused_over_grpc_naming_it(client: Client, names: Names) -> None:
+    program = json.loads(load_config())
+    program["calculations"][0]["algo"] = "crc32"
+    with pytest.raises(grpc.RpcError) as exc:
+        client.push_pipeline(names.p4info, device_config=json.dumps(program).encode())
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "crc32" in (exc.value.details() or "")
 
 
 def test_bad_p4info_invalid_argument_named(client: Client, names: Names) -> None:
@@ -93,7 +114,7 @@ def test_read_wildcards(primed: Client, names: Names) -> None:
     defaults = primed.read(p4r.TableEntry(is_default_action=True))
     assert len(defaults) == 4 and all(e.table_entry.is_default_action for e in defaults)
     counters = primed.read(p4r.CounterEntry())
-    assert len(counters) == 1024 + 8
+    assert len(counters) == C.ECHELON_CLASSES + C.UNPRIO_COUNT
     cid = names.counter_id("EchelonIngress.echelon_pkts")
     assert len(primed.read(p4r.CounterEntry(counter_id=cid))) == 1024
     ce = p4r.CounterEntry(counter_id=cid)

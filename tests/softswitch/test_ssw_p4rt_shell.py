@@ -21,7 +21,7 @@ from targets.process import free_port
 from targets.switch import Target, start_target
 
 ROOT = Path(__file__).resolve().parents[2]
-P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"
+P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
 SHELL_VENV = ROOT / os.environ.get("P4RT_VENV", ".venv-p4rt-shell")
 SCRIPT = Path(__file__).with_name("p4rt_shell_script.py")
 
@@ -46,11 +46,8 @@ def switch(tmp_path: Path) -> Iterator[Target]:
         assert t.stop() == 0, log.read_text()
 
 
-def test_p4runtime_shell_programs_the_soft_switch(
-    shell_python: Path, switch: Target, tmp_path: Path
-) -> None:
-    device_json = tmp_path / "echelon.json"
-    device_json.write_text("{}")  # the soft switch keeps it for bm_get_config
+def test_p4runtime_shell_programs_the_soft_switch(shell_python: Path, switch: Target) -> None:
+    device_json = ROOT / "p4src" / "build" / "echelon.json"  # p4c's program, as for BMv2
     run = [str(shell_python), str(SCRIPT), switch.grpc_addr, str(P4INFO), str(device_json)]
     out = subprocess.run(run, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -62,4 +59,4 @@ def test_p4runtime_shell_programs_the_soft_switch(
         (route,) = sw.read_table_entries("ipv4_lpm")
         assert route.match_dict() == {"hdr.ipv4.dstAddr": (0x0A000102, 32)}
         assert route.params_dict() == {"dstAddr": 2, "port": 2}
-        assert sw.read_counter("special_pkts", 0) == {0: (0, 0)}
+        assert sw.read_counter("unprioritized_pkts", 0) == {0: (0, 0)}

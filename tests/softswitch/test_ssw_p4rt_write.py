@@ -7,6 +7,7 @@ import pytest
 from finsy.proto import p4r
 from finsy.proto import rpc_code as code_pb2
 
+from echelon import constants as C
 from tests.softswitch.conftest import ServerHandle
 from tests.softswitch.helpers import DELETE, INSERT, MODIFY, Client, Names, write_errors
 
@@ -185,7 +186,7 @@ def test_default_action_modify_read_reset(primed: Client, names: Names) -> None:
 
 
 def test_counter_modify_sets_and_resets(primed: Client, names: Names, server: ServerHandle) -> None:
-    cid = names.counter_id("EchelonIngress.special_pkts")
+    cid = names.counter_id("EchelonIngress.unprioritized_pkts")
     ce = p4r.CounterEntry(counter_id=cid)
     ce.index.index = 3
     ce.data.packet_count, ce.data.byte_count = 7, 700
@@ -198,5 +199,5 @@ def test_counter_modify_sets_and_resets(primed: Client, names: Names, server: Se
         for e in primed.read(p4r.CounterEntry(counter_id=cid))
     )
     assert single_error(primed, INSERT, ce)[0] == code_pb2.INVALID_ARGUMENT
-    ce.index.index = 8
+    ce.index.index = C.UNPRIO_COUNT  # one past the last slot
     assert single_error(primed, MODIFY, ce)[0] == code_pb2.INVALID_ARGUMENT

@@ -1,4 +1,4 @@
-"""The software pipeline against p4src/echelon.p4, branch by branch, on egress bytes."""
+"""The soft switch running p4c's echelon.json, branch by branch, on egress bytes."""
 
 from __future__ import annotations
 
@@ -9,20 +9,21 @@ from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
 
 from echelon.constants import (
-    SPECIAL_IPV4_OPTIONS,
-    SPECIAL_MALFORMED,
-    SPECIAL_NON_IPV4,
-    SPECIAL_PLAIN,
-    SPECIAL_SPOOFED,
-    SPECIAL_TTL_EXPIRED,
-    SPECIAL_UNKNOWN,
+    UNPRIO_DROP_IHL_NOT_5,
+    UNPRIO_DROP_IPV4_CHECKSUM,
+    UNPRIO_DROP_IPV4_VERSION,
+    UNPRIO_DROP_NOT_IPV4,
+    UNPRIO_DROP_TTL_EXPIRED,
+    UNPRIO_MALFORMED_ECHELON,
+    UNPRIO_PLAIN,
+    UNPRIO_SPOOFED_SOURCE,
+    UNPRIO_UNKNOWN_ID,
     dscp_for_priority,
 )
 from echelon.wire import Echelon
 from softswitch import p4rt_codec as codec
-from softswitch.packet import ipv4_checksum
-from softswitch.pipeline import Pipeline
-from tests.softswitch.helpers import Names, load_p4info
+from softswitch.bm.pipeline import Pipeline
+from tests.softswitch.helpers import Names, load_config, load_p4info
 
 H1, H2, H3 = "10.0.0.1", "10.0.0.2", "10.0.0.3"
 NEXT_HOP_MAC = 0x0000000000B2
@@ -41,7 +42,7 @@ def names() -> Names:
 
 @pytest.fixture
 def pl(names: Names) -> Pipeline:
-    p = Pipeline(names.p4info, b"", 0)
+    p = Pipeline(names.p4info, load_config(), 0)
     install(
         p,
         names.entry(
@@ -83,8 +84,8 @@ def install(p: Pipeline, te: p4r.TableEntry) -> None:
     d.info.table.insert(d.key, d.priority, d.call, d.proto)
 
 
-def special(p: Pipeline, index: int) -> tuple[int, int]:
-    c = p.counter_by_name["EchelonIngress.special_pkts"].counter
+def unprio(p: Pipeline, index: int) -> tuple[int, int]:
+    c = p.counter_by_name["EchelonIngress.unprioritized_pkts"].counter
     return c.packets[index], c.bytes[index]
 
 
@@ -116,8 +117,18 @@ def expected_egress(frame: bytes, prio: int) -> bytes:
     return bytes(pkt)
 
 
-def run(p: Pipeline, pkt: Ether | bytes) -> tuple[int, int, bytearray] | None:
-    return p.process(bytearray(bytes(pkt)), 1)
+def run(p: Pipeline, pkt: Ether | bytes) -> tuple[int, int, bytes] | None:
+    return p.process(bytes(pkt), 1)
+
+
+def ipv4_checksum(frame: bytes) -> int:
+    """RFC 791 header checksum of the 20-byte IPv4 header at offset 14, field zeroed."""
+    hdr = bytearray(frame[14:34])
+    hdr[10:12] = b"\0\0"
+    s = sum(int.from_bytes(hdr[i : i + 2], "big") for i in range(0, 20, 2))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
 
 
 def test_plain_ipv4_goes_best_effort_and_dscp_is_overwritten(pl: Pipeline) -> None:
@@ -128,7 +139,7 @@ def test_plain_ipv4_goes_best_effort_and_dscp_is_overwritten(pl: Pipeline) -> No
     assert (port, prio) == (2, 0)
     assert bytes(data) == expected_egress(bytes(pkt), 0)
     assert Ether(bytes(data))[IP].tos & 3 == 1  # ECN preserved
-    assert special(pl, SPECIAL_PLAIN) == (1, len(pkt))
+    assert unprio(pl, UNPRIO_PLAIN) == (1, len(pkt))
 
 
 def test_registered_uses_deadline_range_and_counts_class(pl: Pipeline) -> None:
@@ -153,14 +164,14 @@ def test_registered_uses_deadline_range_and_counts_class(pl: Pipeline) -> None:
 def test_spoofed_source_is_best_effort(pl: Pipeline) -> None:
     out = run(pl, echelon_pkt(src=H3, deadline=10))
     assert out is not None and out[1] == 0
-    assert special(pl, SPECIAL_SPOOFED)[0] == 1
-    assert special(pl, SPECIAL_UNKNOWN)[0] == 0
+    assert unprio(pl, UNPRIO_SPOOFED_SOURCE)[0] == 1
+    assert unprio(pl, UNPRIO_UNKNOWN_ID)[0] == 0
 
 
 def test_unknown_echelon_id(pl: Pipeline) -> None:
     out = run(pl, echelon_pkt(eid=EID + 1, deadline=10))
     assert out is not None and out[1] == 0
-    assert special(pl, SPECIAL_UNKNOWN)[0] == 1
+    assert unprio(pl, UNPRIO_UNKNOWN_ID)[0] == 1
 
 
 def test_truncated_echelon_header_is_malformed_but_forwarded(pl: Pipeline) -> None:
@@ -170,14 +181,14 @@ def test_truncated_echelon_header_is_malformed_but_forwarded(pl: Pipeline) -> No
     assert out is not None
     assert out[1] == 0
     assert bytes(out[2]) == expected_egress(cut, 0)
-    assert special(pl, SPECIAL_MALFORMED) == (1, len(cut))
+    assert unprio(pl, UNPRIO_MALFORMED_ECHELON) == (1, len(cut))
 
 
 def test_truncated_udp_header_is_malformed(pl: Pipeline) -> None:
     full = bytes(echelon_pkt())
     out = run(pl, full[: 14 + 20 + 3])
     assert out is not None and out[1] == 0
-    assert special(pl, SPECIAL_MALFORMED)[0] == 1
+    assert unprio(pl, UNPRIO_MALFORMED_ECHELON)[0] == 1
 
 
 def test_bad_version_is_malformed_even_if_registered(pl: Pipeline) -> None:
@@ -185,15 +196,15 @@ def test_bad_version_is_malformed_even_if_registered(pl: Pipeline) -> None:
     out = run(pl, pkt)
     assert out is not None and out[1] == 0
     assert bytes(out[2]) == expected_egress(bytes(pkt), 0)
-    assert special(pl, SPECIAL_MALFORMED)[0] == 1
+    assert unprio(pl, UNPRIO_MALFORMED_ECHELON)[0] == 1
     assert pl.counter_by_name["EchelonIngress.echelon_pkts"].counter.packets[CLASS] == 0
 
 
 @pytest.mark.parametrize("ttl", [0, 1])
 def test_ttl_expiry_drops(pl: Pipeline, ttl: int) -> None:
     assert run(pl, echelon_pkt(ttl=ttl)) is None
-    assert special(pl, SPECIAL_TTL_EXPIRED)[0] == 1
-    assert special(pl, SPECIAL_MALFORMED)[0] == 0
+    assert unprio(pl, UNPRIO_DROP_TTL_EXPIRED)[0] == 1
+    assert unprio(pl, UNPRIO_MALFORMED_ECHELON)[0] == 0
 
 
 def test_ttl_two_is_forwarded_with_ttl_one(pl: Pipeline) -> None:
@@ -212,7 +223,7 @@ def test_ttl_two_is_forwarded_with_ttl_one(pl: Pipeline) -> None:
 )
 def test_non_ipv4_dropped(pl: Pipeline, frame: bytes) -> None:
     assert run(pl, frame) is None
-    assert special(pl, SPECIAL_NON_IPV4) == (1, len(frame))
+    assert unprio(pl, UNPRIO_DROP_NOT_IPV4) == (1, len(frame))
 
 
 def test_ipv4_options_dropped_and_counted(pl: Pipeline) -> None:
@@ -222,14 +233,60 @@ def test_ipv4_options_dropped_and_counted(pl: Pipeline) -> None:
     frame = bytes(pkt)
     assert Ether(frame)[IP].ihl == 6
     assert run(pl, frame) is None
-    assert special(pl, SPECIAL_IPV4_OPTIONS) == (1, len(frame))
+    assert unprio(pl, UNPRIO_DROP_IHL_NOT_5) == (1, len(frame))
     assert pl.counter_by_name["EchelonIngress.echelon_pkts"].counter.packets[CLASS] == 0
+
+
+def test_ihl_below_five_dropped_as_ihl_not_5(pl: Pipeline) -> None:
+    frame = bytearray(bytes(echelon_pkt()))
+    frame[14] = 0x44  # version 4, ihl 4: not even a whole header
+    assert run(pl, bytes(frame)) is None
+    assert unprio(pl, UNPRIO_DROP_IHL_NOT_5) == (1, len(frame))
+
+
+@pytest.mark.parametrize("version", [0, 6, 15])
+def test_ip_version_other_than_4_dropped_and_counted(pl: Pipeline, version: int) -> None:
+    pkt = echelon_pkt()
+    pkt[IP].version = version
+    frame = bytes(pkt)
+    assert run(pl, frame) is None
+    assert unprio(pl, UNPRIO_DROP_IPV4_VERSION) == (1, len(frame))
+    assert pl.counter_by_name["EchelonIngress.echelon_pkts"].counter.packets[CLASS] == 0
+
+
+def test_bad_ipv4_checksum_dropped_and_counted(pl: Pipeline) -> None:
+    frame = bytearray(bytes(echelon_pkt()))
+    frame[24] ^= 0xFF  # corrupt the header checksum
+    assert run(pl, bytes(frame)) is None
+    assert unprio(pl, UNPRIO_DROP_IPV4_CHECKSUM) == (1, len(frame))
+    assert unprio(pl, UNPRIO_PLAIN)[0] == 0
+
+
+@pytest.mark.parametrize("frag", [1, 185, 8191])
+def test_non_first_fragment_is_plain_traffic(pl: Pipeline, frag: int) -> None:
+    # Bytes after the IPv4 header that would read as UDP to 0xEC00 + a registered
+    # echelon header: a later fragment carries payload, never headers.
+    pkt = echelon_pkt(deadline=10)
+    pkt[IP].frag = frag
+    frame = bytes(pkt)
+    out = run(pl, frame)
+    assert out is not None and out[1] == 0
+    assert bytes(out[2]) == expected_egress(frame, 0)
+    assert unprio(pl, UNPRIO_PLAIN) == (1, len(frame))
+    assert pl.counter_by_name["EchelonIngress.echelon_pkts"].counter.packets[CLASS] == 0
+
+
+def test_first_fragment_is_still_classified(pl: Pipeline) -> None:
+    pkt = echelon_pkt(deadline=10)
+    pkt[IP].flags = "MF"
+    out = run(pl, pkt)
+    assert out is not None and out[1] == 6
 
 
 def test_no_route_drops_but_still_classifies(pl: Pipeline) -> None:
     pkt = Ether() / IP(src=H1, dst="10.9.9.9") / UDP(dport=5)
     assert run(pl, pkt) is None
-    assert special(pl, SPECIAL_PLAIN)[0] == 1
+    assert unprio(pl, UNPRIO_PLAIN)[0] == 1
 
 
 def test_lpm_longest_prefix_wins(pl: Pipeline, names: Names) -> None:

@@ -227,15 +227,36 @@ def test_frozen_switch_releases_burst_in_priority_order(switch: dict[str, Any]) 
                 bytes(base / UDP(dport=0xEC00) / Echelon(echelon_id=3, deadline_us=k * 100 + rnd))
                 for k in range(7)
             ]
+        # One size for every frame, so each takes the same socket memory (truesize)
+        # and the switch's queue can be checked to hold the whole burst.
+        burst = [f + bytes(120 - len(f)) for f in burst]
         tx = in_netns(switch["ns"][0], lambda: raw_socket("eth0"))
         rx = in_netns(switch["ns"][1], lambda: raw_socket("eth0"))
         with tx, rx:
             target.freeze()
             try:
                 sw_if = f"{PREFIX}p1"
-                for f in burst:
+                tx.send(burst[0])
+                one = wait_until(
+                    lambda: _rmem(sw_if), 5, "the first frame queued at the frozen switch"
+                )
+                for f in burst[1:]:
                     tx.send(f)
-                wait_until(lambda: _rmem(sw_if) > 0, 5, "the burst queued at the frozen switch")
+                # All of it must be waiting before the switch resumes, or a loaded
+                # machine lets it read (and send) the first frames on their own: wait
+                # for 16 frames' worth of socket memory, or (should the kernel account
+                # some frame differently) for the queue to stop growing for 0.3 s.
+                seen: list[int] = []
+
+                def all_queued() -> bool:
+                    seen.append(_rmem(sw_if))
+                    return seen[-1] >= len(burst) * one or (
+                        len(seen) > 30 and seen[-30] == seen[-1] > 0
+                    )
+
+                wait_until(
+                    all_queued, 10, "the whole burst queued at the frozen switch", interval=0.01
+                )
             finally:
                 target.thaw()
             got = receive(rx, len(burst))

@@ -19,8 +19,8 @@ import pytest
 
 from controlplane.bmruntime import RuntimeApiError, RuntimeClient, config_md5, run_command
 from controlplane.p4rt import SwitchConnection
+from softswitch.bm.pipeline import Pipeline
 from softswitch.p4rt_server import P4RuntimeService, make_server
-from softswitch.pipeline import Pipeline
 from softswitch.queueing import PriorityRateQueues
 from softswitch.runtime import EMPTY_CONFIG, RuntimeServer
 from targets.process import free_port
@@ -56,7 +56,7 @@ def rig() -> Iterator[Rig]:
         grpc_srv.stop(grace=0).wait(5)
 
 
-def program(rig: Rig, device_config: bytes = b"") -> None:
+def program(rig: Rig, device_config: bytes) -> None:
     """Pipeline + one /32 route, one deadline range, counter echelon_pkts[3] = (4, 400)."""
     with SwitchConnection(rig.grpc) as sw:
         sw.set_pipeline(P4INFO_PATH, device_config)
@@ -106,16 +106,17 @@ def test_run_command_parses_cli_syntax(rig: Rig) -> None:
         run_command(rig.thrift, "table_add x y")
 
 
-def test_reads_tables_counters_and_config(rig: Rig) -> None:
+def test_reads_tables_counters_and_config(rig: Rig, tmp_path: Path) -> None:
     with RuntimeClient(rig.thrift) as rt:
         assert rt.get_config() == EMPTY_CONFIG  # no pipeline yet
         with pytest.raises(RuntimeApiError) as exc:
             rt.table_entries("EchelonIngress.ipv4_lpm")
         assert exc.value.code == "INVALID_TABLE_NAME"
-    program(rig, b'{"program": "echelon"}')
+    config = bmv2_json(tmp_path).read_text()
+    program(rig, config.encode())
     with RuntimeClient(rig.thrift) as rt:
-        assert rt.get_config() == '{"program": "echelon"}'
-        assert rt.get_config_md5() == config_md5('{"program": "echelon"}')
+        assert rt.get_config() == config
+        assert rt.get_config_md5() == config_md5(config)
         (lpm,) = rt.table_entries("EchelonIngress.ipv4_lpm")
         assert lpm.match == (("lpm", 0x0A000001, 32),)
         assert (lpm.action, lpm.params, lpm.priority) == (

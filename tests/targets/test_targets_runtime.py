@@ -18,7 +18,7 @@ from targets.switch import Target, start_target
 from tests.softswitch.p4json import bmv2_json
 
 ROOT = Path(__file__).resolve().parents[2]
-P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txt"
+P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
 VENV_CLI = str(Path(sys.executable).parent / "simple_switch_CLI")
 KINDS = [
     pytest.param("soft", id="soft"),

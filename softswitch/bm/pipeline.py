@@ -1,0 +1,303 @@
+"""A forwarding pipeline: p4c's BMv2 JSON compiled to closures, bound to its P4Info.
+
+``SetForwardingPipelineConfig`` hands the switch a P4Info and the
+``p4_device_config`` bytes; like ``simple_switch_grpc`` those bytes are the
+BMv2 JSON p4c wrote. :class:`Pipeline` compiles the JSON once (layout, parser,
+checksums, controls, deparser; see the sibling modules) and binds the P4Info's
+numeric IDs to the compiled tables, actions and counters, checking that both
+describe the same program: every P4Info table/action/counter/register must
+exist in the JSON with the same key fields, widths and parameters. Anything
+the soft switch does not implement is refused here with INVALID_ARGUMENT
+naming it, never ignored.
+
+:meth:`Pipeline.process` is simple_switch's order for one packet: parser,
+verify checksums, ingress, drop check (``egress_spec == 511``), priority
+taken for the queue, egress with ``egress_port = egress_spec`` (the soft
+switch runs egress before queueing; programs that read queueing metadata are
+refused), drop check, update checksums, deparser.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from finsy.proto import p4i as p4info_pb2
+from finsy.proto import p4r
+
+from softswitch.bm.actions import DROP_PORT, ActionFn, Externs, Register
+from softswitch.bm.control import Controls, TableRuntime, Visible
+from softswitch.bm.layout import build_layout
+from softswitch.bm.parser import Checksums, CompiledParser, Deparser
+from softswitch.errors import InvalidArgument
+from softswitch.tables import EXACT, LPM, OPTIONAL, RANGE, TERNARY, Counter, KeyField, Table
+
+_KINDS = {
+    p4info_pb2.MatchField.EXACT: EXACT,
+    p4info_pb2.MatchField.LPM: LPM,
+    p4info_pb2.MatchField.RANGE: RANGE,
+    p4info_pb2.MatchField.TERNARY: TERNARY,
+    p4info_pb2.MatchField.OPTIONAL: OPTIONAL,
+}
+#: P4Info sections the soft switch has no implementation for.
+_UNSUPPORTED = (
+    "action_profiles",
+    "direct_counters",
+    "meters",
+    "direct_meters",
+    "controller_packet_metadata",
+    "value_sets",
+    "digests",
+    "externs",
+)
+
+
+@dataclass(frozen=True)
+class ActionInfo:
+    """An action as P4Info numbers it: param id -> (position in the JSON's runtime_data, width)."""
+
+    id: int
+    name: str
+    params: dict[int, tuple[int, int]]
+    param_names: dict[int, str]
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """A P4Info table bound to its compiled JSON table."""
+
+    id: int
+    name: str
+    table: Table
+    fields: dict[int, tuple[int, KeyField]]
+    field_ids: tuple[int, ...]
+    actions: dict[int, int]  # action id -> ActionRef scope
+    const_default: bool
+    is_const: bool
+    default_action_id: int
+    runtime: TableRuntime
+
+
+@dataclass(frozen=True)
+class CounterInfo:
+    id: int
+    name: str
+    counter: Counter
+
+
+def load_json(device_config: bytes) -> dict[str, Any]:
+    """The BMv2 JSON in ``p4_device_config``, or INVALID_ARGUMENT saying what is wrong."""
+    if not device_config:
+        raise InvalidArgument(
+            "p4_device_config", "empty: the soft switch runs p4c's BMv2 JSON, like simple_switch"
+        )
+    try:
+        j = json.loads(device_config)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidArgument("p4_device_config", f"not BMv2 JSON: {exc}") from None
+    if not isinstance(j, dict) or "pipelines" not in j or "parsers" not in j:
+        raise InvalidArgument("p4_device_config", "not BMv2 JSON (no parsers/pipelines)")
+    return j
+
+
+def _check_p4info(p4info: p4info_pb2.P4Info) -> None:
+    for section in _UNSUPPORTED:
+        items = getattr(p4info, section)
+        if len(items):
+            name = items[0].preamble.name if hasattr(items[0], "preamble") else section
+            raise InvalidArgument(f"p4info.{section}", f"{name!r} is not supported")
+    seen: dict[int, str] = {}
+    for section in ("tables", "actions", "counters", "registers"):
+        for obj in getattr(p4info, section):
+            pid, name = obj.preamble.id, obj.preamble.name
+            if pid == 0 or pid in seen:
+                raise InvalidArgument(name, f"P4Info id {pid} is zero or used twice")
+            seen[pid] = name
+
+
+class Pipeline:
+    """A committed (or verified) forwarding pipeline: P4Info, compiled program, state."""
+
+    def __init__(self, p4info: p4info_pb2.P4Info, device_config: bytes, cookie: int) -> None:
+        _check_p4info(p4info)
+        j = load_json(device_config)
+        self.p4info = p4info
+        self.device_config = device_config
+        self.cookie = cookie
+        lay = build_layout(j)
+        ext = Externs(lay, j)
+        visible = {}
+        for t in p4info.tables:
+            kinds = []
+            for mf in t.match_fields:
+                kind = _KINDS.get(mf.match_type)
+                if kind is None:
+                    raise InvalidArgument(f"{t.preamble.name}.{mf.name}", "match kind")
+                kinds.append(kind)
+            if t.size <= 0:
+                raise InvalidArgument(f"{t.preamble.name}.size", "must be positive")
+            if t.implementation_id or t.direct_resource_ids or t.idle_timeout_behavior:
+                raise InvalidArgument(
+                    t.preamble.name, "action profiles, direct resources, idle timeout unsupported"
+                )
+            visible[t.preamble.name] = Visible(t.size, kinds)
+        self._parser = CompiledParser(lay, ext, j)
+        self._checksums = Checksums(lay, j)
+        self._controls = Controls(lay, ext, j, visible)
+        self._deparser = Deparser(lay, j)
+        self._initial = lay.initial
+        self._s_port = lay.std("ingress_port")
+        self._s_len = lay.std("packet_length")
+        self._s_spec = lay.std("egress_spec")
+        self._s_eport = lay.std("egress_port")
+        self._s_prio = lay.std("priority")
+        self.actions = self._bind_actions(p4info, j)
+        self.tables = self._bind_tables(p4info)
+        self.counters = self._bind_counters(p4info, ext)
+        self.counter_by_name = {ci.name: ci for ci in self.counters.values()}
+        self.registers: dict[str, Register] = ext.registers
+        for r in p4info.registers:
+            if r.preamble.name not in ext.registers:
+                raise InvalidArgument(r.preamble.name, "P4Info register is not in the BMv2 JSON")
+
+    # ------------------------------------------------------------------ binding
+    def _bind_actions(self, p4info: p4info_pb2.P4Info, j: dict[str, Any]) -> dict[int, ActionInfo]:
+        by_name: dict[str, dict[str, Any]] = {}
+        for a in j.get("actions", []):
+            by_name.setdefault(a["name"], a)
+        actions: dict[int, ActionInfo] = {}
+        for a in p4info.actions:
+            name = a.preamble.name
+            ja = by_name.get(name)
+            if ja is None:
+                raise InvalidArgument(name, "P4Info action is not in the BMv2 JSON")
+            order = {rd["name"]: (i, rd["bitwidth"]) for i, rd in enumerate(ja["runtime_data"])}
+            if len(order) != len(a.params):
+                raise InvalidArgument(f"{name}.params", "P4Info and JSON parameters differ")
+            params: dict[int, tuple[int, int]] = {}
+            for p in a.params:
+                if order.get(p.name, (0, -1))[1] != p.bitwidth:
+                    raise InvalidArgument(f"{name}.{p.name}", "not in the JSON with this width")
+                params[p.id] = order[p.name]
+            actions[a.preamble.id] = ActionInfo(
+                a.preamble.id, name, params, {p.id: p.name for p in a.params}
+            )
+        return actions
+
+    def _bind_tables(self, p4info: p4info_pb2.P4Info) -> dict[int, TableInfo]:
+        tables: dict[int, TableInfo] = {}
+        for t in p4info.tables:
+            name = t.preamble.name
+            rt = self._controls.tables[name]
+            fields: dict[int, tuple[int, KeyField]] = {}
+            for pos, (mf, kf) in enumerate(zip(t.match_fields, rt.table.fields, strict=True)):
+                if mf.bitwidth != kf.bitwidth or mf.name != kf.name:
+                    raise InvalidArgument(
+                        f"{name}.{mf.name}",
+                        f"P4Info {mf.name}/{mf.bitwidth} bits, JSON {kf.name}/{kf.bitwidth}",
+                    )
+                fields[mf.id] = (pos, KeyField(mf.name, mf.bitwidth, kf.kind, kf.attr))
+            refs: dict[int, int] = {}
+            for ref in t.action_refs:
+                ai = self.actions.get(ref.id)
+                if ai is None:
+                    raise InvalidArgument(f"{name}.action_refs", f"unknown action id {ref.id}")
+                rt.action_fn(ai.name)  # must exist in this JSON table
+                refs[ref.id] = ref.scope
+            missing = set(rt.names.values()) - {self.actions[i].name for i in refs}
+            if missing:
+                raise InvalidArgument(
+                    f"{name}.action_refs", f"JSON actions {sorted(missing)} missing from the P4Info"
+                )
+            default_name = rt.names[rt.default_id]
+            default_id = next((i for i in refs if self.actions[i].name == default_name), 0)
+            info = TableInfo(
+                t.preamble.id,
+                name,
+                rt.table,
+                fields,
+                tuple(mf.id for mf in t.match_fields),
+                refs,
+                bool(t.const_default_action_id) or rt.const_default,
+                t.is_const_table,
+                default_id,
+                rt,
+            )
+            for key, prio, aid, args in rt.const_entries:
+                entry = rt.table.get(key, prio)
+                if entry is not None:
+                    entry.payload = self._const_payload(info, fields, key, prio, aid, args)
+            tables[t.preamble.id] = info
+        return tables
+
+    def _const_payload(
+        self,
+        info: TableInfo,
+        fields: dict[int, tuple[int, KeyField]],
+        key: tuple[Any, ...],
+        prio: int,
+        aid: int,
+        args: tuple[int, ...],
+    ) -> p4r.TableEntry:
+        from softswitch.p4rt_codec import encode_bytes
+
+        te = p4r.TableEntry(table_id=info.id, priority=prio)
+        for fid, (pos, kf) in sorted(fields.items()):
+            m, fm = key[pos], te.match.add(field_id=fid)
+            if kf.kind == EXACT:
+                fm.exact.value = encode_bytes(m)
+            elif kf.kind == LPM:
+                fm.lpm.value, fm.lpm.prefix_len = encode_bytes(m[0]), m[1]
+            elif kf.kind == RANGE:
+                fm.range.low, fm.range.high = encode_bytes(m[0]), encode_bytes(m[1])
+            else:
+                fm.ternary.value, fm.ternary.mask = encode_bytes(m[0]), encode_bytes(m[1])
+        name = info.runtime.names[aid]
+        for ai in self.actions.values():
+            if ai.name == name:
+                te.action.action.action_id = ai.id
+                for pid, (pos, _w) in sorted(ai.params.items()):
+                    te.action.action.params.add(param_id=pid, value=encode_bytes(args[pos]))
+        return te
+
+    def _bind_counters(self, p4info: p4info_pb2.P4Info, ext: Externs) -> dict[int, CounterInfo]:
+        counters: dict[int, CounterInfo] = {}
+        for c in p4info.counters:
+            counter = ext.counters.get(c.preamble.name)
+            if counter is None:
+                raise InvalidArgument(c.preamble.name, "P4Info counter is not in the BMv2 JSON")
+            if c.size != counter.size:
+                raise InvalidArgument(
+                    f"{c.preamble.name}.size", f"P4Info {c.size}, JSON {counter.size}"
+                )
+            counters[c.preamble.id] = CounterInfo(c.preamble.id, c.preamble.name, counter)
+        return counters
+
+    def action_fn(self, info: TableInfo, name: str) -> ActionFn:
+        """The compiled action ``name`` as table ``info`` runs it."""
+        return info.runtime.action_fn(name)
+
+    def default_args(self, info: TableInfo) -> tuple[int, ...]:
+        return info.runtime.default_args
+
+    # ------------------------------------------------------------------ packets
+    def process(self, data: bytes, ingress_port: int) -> tuple[int, int, bytearray] | None:
+        """(egress port, priority, bytes) for a forwarded frame, None if dropped."""
+        v = self._initial.copy()
+        v[self._s_port] = ingress_port
+        v[self._s_len] = len(data)
+        pos = self._parser.parse(v, data)
+        self._checksums.run_verify(v, data)
+        self._controls.ingress(v)
+        spec = v[self._s_spec]
+        if spec == DROP_PORT:
+            return None
+        prio = v[self._s_prio]
+        v[self._s_eport] = spec
+        v[0] = 0
+        self._controls.egress(v)
+        if v[self._s_spec] == DROP_PORT:
+            return None
+        self._checksums.run_update(v, data)
+        return spec, prio, self._deparser.deparse(v, data, pos)

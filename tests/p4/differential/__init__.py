@@ -1,0 +1,1 @@
+"""Differential testing: the same frames through BMv2 and the soft switch, byte for byte."""

@@ -1,0 +1,210 @@
+"""A switch target on its own veth pairs, programmed with one program, driven frame by frame.
+
+:meth:`Rig.run` sends one frame into a port and returns everything that came
+out of every port because of it, in order. To know when a frame is *done*
+(it may be dropped, and BMv2 says nothing about drops) the rig follows it,
+on the same ingress port, with one *sentinel* frame per egress port: a frame
+the program is known to forward to that port at priority 0. A port's queues
+are strict-priority and FIFO within a level, so once each port has delivered
+its sentinel, whatever the test frame produced has been delivered before it.
+Sentinels carry a per-rig nonce in their payload and are filtered out.
+
+Both targets get exactly the same frames (test frames and sentinels) in the
+same order, so stateful programs (registers) stay in step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import select
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from controlplane.p4info import TableEntry
+from controlplane.p4rt import SwitchConnection
+from softswitch.dataplane import ANC_SIZE, PACKET_AUXDATA, SOL_PACKET, frame_with_vlan
+from targets.process import free_port
+from targets.switch import Target, start_target
+
+ETH_P_ALL = 0x0003
+PACKET_OUTGOING = 4
+MTU = 9500
+#: Egress frames of one test frame: (port, bytes) in arrival order per port.
+Outputs = list[tuple[int, bytes]]
+
+
+class RigError(Exception):
+    """The rig could not be set up or a frame did not complete."""
+
+
+@dataclass(frozen=True)
+class Program:
+    """What the rig needs of a P4 program: its build outputs, entries and sentinels."""
+
+    name: str
+    p4info: Path
+    json: Path
+    ports: tuple[int, ...]
+    entries: Callable[[SwitchConnection], list[TableEntry]]
+    #: (egress port, nonce) -> a frame the program forwards to that port at priority 0.
+    sentinel: Callable[[int, bytes], bytes]
+
+
+def _ip(*args: str) -> None:
+    res = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RigError(f"ip {' '.join(args)}: {res.stderr.strip()}")
+
+
+class Rig:
+    """One running target (``soft`` or ``bmv2``) with ``program`` installed."""
+
+    def __init__(self, kind: str, prefix: str, program: Program, log_dir: Path) -> None:
+        self.kind = kind
+        self.program = program
+        self.prefix = prefix
+        self.nonce = b"SENTINEL" + os.urandom(8)
+        self.pairs = {p: (f"{prefix}s{p}", f"{prefix}h{p}") for p in program.ports}
+        self.socks: dict[int, socket.socket] = {}
+        self.target: Target | None = None
+        self.sw: SwitchConnection | None = None
+        self.frames = 0
+        try:
+            self._veths()
+            for port, (_sw, host) in self.pairs.items():
+                s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+                s.bind((host, 0))
+                s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)  # see frame_with_vlan
+                s.setblocking(False)
+                self.socks[port] = s
+            grpc_addr = f"127.0.0.1:{free_port()}"
+            self.target = start_target(
+                kind,  # type: ignore[arg-type]
+                {p: sw for p, (sw, _h) in self.pairs.items()},
+                grpc_addr,
+                free_port(),
+                log_path=log_dir / f"{prefix}-{kind}.log",
+            )
+            self.sw = SwitchConnection(grpc_addr, 0)
+            deadline = time.monotonic() + 10
+            while not self.sw.connect():
+                if time.monotonic() > deadline:
+                    raise RigError(f"{kind}: no primary P4Runtime session")
+            self.sw.set_pipeline(program.p4info, program.json.read_bytes())
+            self.sw.insert(program.entries(self.sw))
+            self._drain()
+        except BaseException:
+            self.close()
+            raise
+
+    def _veths(self) -> None:
+        self._delete_veths()
+        for sw, host in self.pairs.values():
+            _ip("link", "add", sw, "type", "veth", "peer", "name", host)
+            for dev in (sw, host):
+                Path(f"/proc/sys/net/ipv6/conf/{dev}/disable_ipv6").write_text("1\n")
+                _ip("link", "set", "dev", dev, "mtu", str(MTU), "up")
+                if shutil.which("ethtool"):
+                    for feature in ("rx", "tx", "sg", "tso", "gso", "gro"):
+                        subprocess.run(["ethtool", "-K", dev, feature, "off"], capture_output=True)
+
+    def _delete_veths(self) -> None:
+        for sw, _host in self.pairs.values():
+            if Path("/sys/class/net", sw).exists():
+                subprocess.run(["ip", "link", "del", sw], capture_output=True)
+
+    def close(self) -> None:
+        if self.sw is not None:
+            self.sw.close()
+            self.sw = None
+        if self.target is not None:
+            self.target.stop()
+            self.target = None
+        for s in self.socks.values():
+            s.close()
+        self.socks = {}
+        self._delete_veths()
+
+    # ------------------------------------------------------------------ frames
+    def _recv(self, port: int) -> Iterator[bytes]:
+        sock = self.socks[port]
+        while True:
+            try:
+                data, anc, _flags, addr = sock.recvmsg(65536, ANC_SIZE)
+            except BlockingIOError:
+                return
+            if addr[2] != PACKET_OUTGOING:
+                yield frame_with_vlan(data, anc)
+
+    def _drain(self) -> None:
+        for port in self.socks:
+            for _ in self._recv(port):
+                pass
+
+    def run(self, in_port: int, frame: bytes, timeout: float = 5.0) -> Outputs:
+        """Send ``frame`` into ``in_port``; every frame it caused, per port in order."""
+        self.frames += 1
+        seq = self.frames.to_bytes(4, "big")
+        tag = self.nonce + seq
+        send = self.socks[in_port].send
+        send(frame)
+        for port in self.program.ports:
+            send(self.program.sentinel(port, tag))
+        out: Outputs = []
+        pending = set(self.program.ports)
+        by_fd = {s.fileno(): p for p, s in self.socks.items()}
+        deadline = time.monotonic() + timeout
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RigError(f"{self.kind}: sentinels of frame {self.frames} missing {pending}")
+            ready, _w, _x = select.select(list(by_fd), [], [], left)
+            for fd in ready:
+                port = by_fd[fd]
+                for data in self._recv(port):
+                    if tag in data:
+                        pending.discard(port)
+                    elif self.nonce in data:
+                        raise RigError(f"{self.kind}: a stale sentinel on port {port}")
+                    else:
+                        out.append((port, data))
+        return out
+
+    def counters(self) -> dict[str, dict[int, tuple[int, int]]]:
+        """Every cell of every counter in the P4Info."""
+        assert self.sw is not None and self.sw.p4info is not None
+        return {c.name: self.sw.read_counter(c.name) for c in self.sw.p4info.counters()}
+
+
+LOCK_PATH = Path("/run/lock/echelon-differential.lock")
+
+
+@contextlib.contextmanager
+def rigs(program: Program, log_dir: Path) -> Iterator[tuple[Rig, Rig]]:
+    """BMv2 and the soft switch, both running ``program``; stopped and cleaned up after.
+
+    Holds a machine-wide lock: the veth names are fixed, so runs take turns."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    LOCK_PATH.parent.mkdir(parents=True, exist_ok=True)
+    with LOCK_PATH.open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield from _rigs(program, log_dir)
+
+
+def _rigs(program: Program, log_dir: Path) -> Iterator[tuple[Rig, Rig]]:
+    bmv2 = Rig("bmv2", "dfb", program, log_dir)
+    try:
+        soft = Rig("soft", "dfs", program, log_dir)
+        try:
+            yield bmv2, soft
+        finally:
+            soft.close()
+    finally:
+        bmv2.close()
