@@ -201,7 +201,10 @@ class SwitchAgent:
 
     def _on_break(self, conn: SwitchConnection) -> None:
         if conn is self.conn:
-            self.not_primary = None  # the switch went away: down, not someone else's
+            # a stream the switch ended because it refused our arbitration stays "not
+            # primary" (this callback can run after connect() recorded the refusal);
+            # any other break means the switch went away: down, not someone else's
+            self.not_primary = _refusal(conn.stream_error or "")
             self._mark_down(conn.stream_error or "stream closed")
             self._wake.set()
 
@@ -260,9 +263,7 @@ class SwitchAgent:
             try:
                 conn.connect(self.connect_timeout)
             except P4RuntimeConnectionError:
-                why = conn.stream_error or ""
-                refused = why.startswith(("INVALID_ARGUMENT", "PERMISSION_DENIED"))
-                self.not_primary = f"the switch refused our arbitration: {why}" if refused else None
+                self.not_primary = _refusal(conn.stream_error or "")
                 raise
             self.status.connected = True
         conn = self.conn
@@ -512,3 +513,11 @@ def _write_phases(conn: SwitchConnection, steps: list[Step]) -> None:
         except P4RuntimeError as exc:
             raise _PhaseError(exc, applied, batch) from None
         applied += batch
+
+
+def _refusal(why: str) -> str | None:
+    """Why we are not primary, if a stream error is the switch refusing our arbitration
+    (P4Runtime: INVALID_ARGUMENT for an election ID in use, PERMISSION_DENIED for a role)."""
+    if why.startswith(("INVALID_ARGUMENT", "PERMISSION_DENIED")):
+        return f"the switch refused our arbitration: {why}"
+    return None
