@@ -79,7 +79,9 @@ class ControllerDrivenOrdering(EchelonTest):
                 finally:
                     stop_process(daemon, 10)
 
-    def drive(self, api: str, daemon: subprocess.Popen[bytes]) -> None:
+    def wait_synced(self, api: str, daemon: subprocess.Popen[bytes]) -> None:
+        """Wait until the daemon reports switch s1 in sync (failing if it exits)."""
+
         def in_sync() -> bool:
             self.assertIsNone(daemon.poll(), "controller daemon exited")
             try:
@@ -89,6 +91,9 @@ class ControllerDrivenOrdering(EchelonTest):
             return bool(st["switches"]["s1"]["in_sync"])
 
         self.wait_for(in_sync, "the controller to sync the switch", timeout=20)
+
+    def drive(self, api: str, daemon: subprocess.Popen[bytes]) -> None:
+        self.wait_synced(api, daemon)
         res = httpx.post(f"{api}/jobs", json=JOB, timeout=10)
         self.assertEqual(res.status_code, 201, res.text)
         groups = {

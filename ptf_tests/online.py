@@ -52,15 +52,7 @@ class OnlineReplanKeepsPriority(controller_test.ControllerDrivenOrdering):
     daemon_args = ("--replan", "online", "--replan-interval-ms", "0")
 
     def drive(self, api: str, daemon: subprocess.Popen[bytes]) -> None:
-        def in_sync() -> bool:
-            self.assertIsNone(daemon.poll(), "controller daemon exited")
-            try:
-                st = httpx.get(f"{api}/status", timeout=2).json()
-            except httpx.HTTPError:
-                return False
-            return bool(st["switches"]["s1"]["in_sync"])
-
-        self.wait_for(in_sync, "the controller to sync the switch", timeout=20)
+        self.wait_synced(api, daemon)
         for job in JOBS:
             r = httpx.post(f"{api}/jobs", json=job, timeout=10)
             self.assertEqual(r.status_code, 201, r.text)
