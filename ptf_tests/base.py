@@ -24,7 +24,7 @@ from controlplane.p4rt import SwitchConnection
 from controlplane.p4rt_errors import P4RuntimeConnectionError
 from ptf_tests import entries
 from ptf_tests import packets as pk
-from targets.process import WaitTimeout, wait_until
+from targets.process import WaitTimeout, freeze_process, wait_until
 
 #: How long a frame the switch should forward may take to show up.
 RX_TIMEOUT_S = 2.0
@@ -104,7 +104,7 @@ class EchelonTest(BaseTest):  # type: ignore[misc]
         (self.rated.add if pps else self.rated.discard)(port)
 
     def freeze(self) -> None:
-        os.kill(int(self.p["switch_pid"]), signal.SIGSTOP)
+        freeze_process(int(self.p["switch_pid"]))
 
     def thaw(self) -> None:
         os.kill(int(self.p["switch_pid"]), signal.SIGCONT)

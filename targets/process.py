@@ -92,3 +92,23 @@ def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> int:
         except ProcessLookupError:
             proc.wait()
     return int(proc.returncode)
+
+
+def freeze_process(pid: int, timeout: float = 5.0) -> None:
+    """SIGSTOP ``pid`` and wait until every thread of it is stopped (state T in /proc):
+    kill() returns before a thread running on another core has taken the signal, and a
+    frame sent in that window would still be served."""
+    os.kill(pid, signal.SIGSTOP)
+    wait_until(lambda: _all_stopped(pid), timeout, f"process {pid} to stop", interval=0.001)
+
+
+def _all_stopped(pid: int) -> bool:
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+                # the state follows the parenthesised command name, which may hold spaces
+                if fh.read().rsplit(")", 1)[1].split()[0] != "T":
+                    return False
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return True

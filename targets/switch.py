@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Literal
 
 from controlplane.bmruntime import RuntimeApiError, RuntimeClient, run_command
-from targets.process import TargetError, port_open, stop_process, wait_until
+from targets.process import TargetError, freeze_process, port_open, stop_process, wait_until
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +80,11 @@ class Target:
         """A Thrift runtime client (BMv2's ``bm_runtime`` API) for this switch; close it."""
         return RuntimeClient(self.thrift_port, timeout=timeout).connect()
 
-    def freeze(self) -> None:
-        """SIGSTOP the switch: time passes for its queues, nothing is served."""
-        os.kill(self.pid, signal.SIGSTOP)
+    def freeze(self, timeout: float = 5.0) -> None:
+        """SIGSTOP the switch and wait until every thread of it has stopped: time passes
+        for its queues, nothing is served. (kill() returns before a thread running on
+        another core has taken the signal; a frame sent in that window would be served.)"""
+        freeze_process(self.pid, timeout)
 
     def thaw(self) -> None:
         os.kill(self.pid, signal.SIGCONT)
