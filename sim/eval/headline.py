@@ -9,7 +9,7 @@ events at most every ``REPLAN_INTERVAL_S``, against every baseline given the sam
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from echelon.oracle import ratios
@@ -23,17 +23,22 @@ ORACLE_POLICIES = ("echelon", "echelon-v1", "sebf-edf", "varys", "edf", "fair", 
 ORACLE_INSTANCES = 300
 
 
+def _compared(
+    batch: Sequence[Row], mixes: Sequence[str]
+) -> Iterator[tuple[str, tuple[Row, Row, Row], tuple[Row, Row, Row]]]:
+    """Per mix with both: (mix, echelon vs best on 8 queues, echelon vs best with ideal ranks)."""
+    for mix in mixes:
+        k8 = echelon_vs_best(batch, mix=mix, levels="K=8")
+        ideal = echelon_vs_best(batch, mix=mix, levels="ideal")
+        if k8 is not None and ideal is not None:
+            yield mix, k8, ideal
+
+
 def headline_k8(batch: Sequence[Row], mixes: Sequence[str]) -> str:
     """Per mix: echelon on 8 queues against the best baseline on 8 queues and the best
     baseline with ideal ranks; its cost against its own ideal ranks; its re-plan load."""
     body = []
-    for mix in mixes:
-        k8 = echelon_vs_best(batch, mix=mix, levels="K=8")
-        ideal = echelon_vs_best(batch, mix=mix, levels="ideal")
-        if k8 is None or ideal is None:
-            continue
-        e, bm, bp = k8
-        e_ideal, im, ip = ideal
+    for mix, (e, bm, bp), (e_ideal, im, ip) in _compared(batch, mixes):
         body.append(
             [
                 mix,
@@ -59,12 +64,7 @@ def headline_k8(batch: Sequence[Row], mixes: Sequence[str]) -> str:
 def targets(batch: Sequence[Row], mixes: Sequence[str]) -> str:
     """The scheduling issue's targets, met or not, with the gap (computed)."""
     lines = []
-    for mix in mixes:
-        k8 = echelon_vs_best(batch, mix=mix, levels="K=8")
-        ideal = echelon_vs_best(batch, mix=mix, levels="ideal")
-        if k8 is None or ideal is None:
-            continue
-        e, bm, bp = k8
+    for mix, (e, bm, bp), ideal in _compared(batch, mixes):
         mean_gap = e["iter_mean"] / bm["iter_mean"] - 1
         p99_gap = e["iter_p99"] / bp["iter_p99"] - 1
         k8_gap = e["iter_mean"] / ideal[0]["iter_mean"] - 1

@@ -7,13 +7,21 @@ servicer (validation, arbitration, per-update errors) the switch process runs.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
 from finsy.proto import p4r
 
+from controlplane.controller import Controller
+from controlplane.p4info import P4Info
+from controlplane.registry import Registry
+from echelon.topology import load
 from softswitch.bm.pipeline import Pipeline
 from softswitch.p4rt_server import P4RuntimeService, make_server
+from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, write_topo
 
 
 class CountingService(P4RuntimeService):
@@ -50,3 +58,18 @@ class InProcessSwitch:
 
     def stop(self) -> None:
         self.server.stop(grace=0).wait(5)
+
+
+@contextlib.contextmanager
+def running_controller(tmp_path: Path) -> Iterator[Controller]:
+    """A started controller on one in-process switch, in sync; both stopped on exit."""
+    srv = InProcessSwitch()
+    topo = load(write_topo(tmp_path / "t.yaml", [srv.addr]))
+    c = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"), DEVICE_CONFIG)
+    c.start()
+    try:
+        assert c.wait_in_sync(10.0)
+        yield c
+    finally:
+        c.stop()
+        srv.stop()

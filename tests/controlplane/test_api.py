@@ -18,27 +18,16 @@ from controlplane.api import make_app
 from controlplane.controller import Controller
 from controlplane.openapi import DEFAULT as OPENAPI_FILE
 from controlplane.openapi import render
-from controlplane.p4info import P4Info
-from controlplane.registry import Registry
-from echelon.topology import load
-from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, ROOT, spec, write_topo
-from tests.controlplane.inproc import InProcessSwitch
+from tests.controlplane.helpers import ROOT, spec
+from tests.controlplane.inproc import running_controller
 
 EXAMPLES = sorted((ROOT / "echelon" / "examples").glob("*.yaml"))
 
 
 @pytest.fixture
 def ctl(tmp_path: Path) -> Iterator[Controller]:
-    srv = InProcessSwitch()
-    topo = load(write_topo(tmp_path / "t.yaml", [srv.addr]))
-    c = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"), DEVICE_CONFIG)
-    c.start()
-    try:
-        assert c.wait_in_sync(10.0)
+    with running_controller(tmp_path) as c:
         yield c
-    finally:
-        c.stop()
-        srv.stop()
 
 
 def test_openapi_file_is_current() -> None:

@@ -17,25 +17,14 @@ from fastapi.testclient import TestClient
 from controlplane import limits
 from controlplane.api import make_app
 from controlplane.controller import Controller
-from controlplane.p4info import P4Info
-from controlplane.registry import Registry
-from echelon.topology import load
-from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
-from tests.controlplane.inproc import InProcessSwitch
+from tests.controlplane.helpers import spec
+from tests.controlplane.inproc import running_controller
 
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[tuple[TestClient, Controller]]:
-    srv = InProcessSwitch()
-    topo = load(write_topo(tmp_path / "t.yaml", [srv.addr]))
-    c = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"), DEVICE_CONFIG)
-    c.start()
-    try:
-        assert c.wait_in_sync(10.0)
+    with running_controller(tmp_path) as c:
         yield TestClient(make_app(c)), c
-    finally:
-        c.stop()
-        srv.stop()
 
 
 def gpipe(job: str, micro_batches: int, **extra: object) -> dict[str, object]:

@@ -11,29 +11,14 @@ from fastapi.testclient import TestClient
 from controlplane import daemon
 from controlplane.api import make_app
 from controlplane.controller import Controller
-from controlplane.p4info import P4Info
-from controlplane.registry import Registry
-from echelon.topology import load
-from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
-from tests.controlplane.inproc import InProcessSwitch
+from tests.controlplane.helpers import spec, write_topo
+from tests.controlplane.inproc import running_controller
 
 
 @pytest.fixture
 def ctl(tmp_path: Path) -> Iterator[Controller]:
-    srv = InProcessSwitch()
-    c = Controller(
-        load(write_topo(tmp_path / "t.yaml", [srv.addr])),
-        P4Info.load(P4INFO),
-        Registry(tmp_path / "r.db"),
-        DEVICE_CONFIG,
-    )
-    c.start()
-    try:
-        assert c.wait_in_sync(10.0)
+    with running_controller(tmp_path) as c:
         yield c
-    finally:
-        c.stop()
-        srv.stop()
 
 
 @pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
