@@ -34,7 +34,7 @@ flow rank.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 
 from echelon.constants import ECHELON_LEVELS, MAX_DEADLINE_US, PRIO_MAX
@@ -59,10 +59,12 @@ def _quantize_flows(
 ) -> dict[str, EchelonLevels]:
     """Per-flow levels (interleaved schedules): ranges follow each flow's level."""
     level = _rank_levels(schedule, echelons, desc)
+    live = schedule.live
     out: dict[str, EchelonLevels] = {}
     for ef in echelons:
         best: dict[int, int] = {}
-        for f in ef.flows:
+        flows = [f for f in ef.flows if live is None or ef.key(f) in live] or list(ef.flows)
+        for f in flows:
             us = _us(f.offset)
             lv = level[(ef.name, f.index)]
             best[us] = max(best.get(us, lv), lv)
@@ -85,17 +87,29 @@ def _quantize_flows(
 def _rank_levels(
     schedule: Schedule, echelons: Sequence[EchelonFlow], desc: Sequence[int]
 ) -> dict[FlowKey, int]:
-    """Distinct ranks cut into ``len(desc)`` contiguous runs, best run on the top level."""
+    """Distinct ranks cut into ``len(desc)`` contiguous runs, best run on the top level.
+
+    Only the ranks of flows with bytes left (``Schedule.live``) are cut: a finished
+    flow sends nothing, so a level spent on it is a level the live flows lose. A
+    finished flow takes the level of the run its rank falls in (or the next run).
+    """
     rank = schedule.flow_rank
     keys = [ef.key(f) for ef in echelons for f in ef.flows]
-    distinct = sorted({rank.get(k, 0) for k in keys})
-    level_by_rank: dict[int, int] = {}
+    live = schedule.live
+    pool = keys if live is None else [k for k in keys if k in live]
+    distinct = sorted({rank.get(k, 0) for k in pool or keys})
+    tops: list[int] = []  # highest rank of each run
+    run_levels: list[int] = []
     pos = 0
     for i, size in enumerate(_split(len(distinct), min(len(desc), len(distinct)))):
-        for r in distinct[pos : pos + size]:
-            level_by_rank[r] = desc[i]
         pos += size
-    return {k: level_by_rank[rank.get(k, 0)] for k in keys}
+        tops.append(distinct[pos - 1])
+        run_levels.append(desc[i])
+
+    def level(r: int) -> int:
+        return run_levels[min(bisect_left(tops, r), len(tops) - 1)]
+
+    return {k: level(rank.get(k, 0)) for k in keys}
 
 
 def _quantize(
@@ -105,7 +119,7 @@ def _quantize(
     if len(order) >= len(desc):  # every band is one level: no intra-group classes needed
         classes: list[list[tuple[int, int]]] = [[] for _ in order]
     else:
-        classes = [_classes(ef, schedule.flow_rank) for ef in order]
+        classes = [_classes(ef, schedule.flow_rank, schedule.live) for ef in order]
     bands = _bands([len(c) for c in classes], desc)
     out: dict[str, EchelonLevels] = {}
     for ef, cls, band in zip(order, classes, bands, strict=True):
@@ -180,15 +194,20 @@ def _group_order(schedule: Schedule, echelons: Sequence[EchelonFlow]) -> list[Ec
     return listed + sorted(rest, key=best)
 
 
-def _classes(ef: EchelonFlow, rank: Mapping[FlowKey, int]) -> list[tuple[int, int]]:
+def _classes(
+    ef: EchelonFlow, rank: Mapping[FlowKey, int], live: frozenset[FlowKey] | None = None
+) -> list[tuple[int, int]]:
     """``(first offset_us, rank)`` of each run of equally ranked offsets, in offset order.
 
     The switch can only separate flows by offset, so a class is a run of
-    consecutive distinct offsets whose (best) rank is the same.
+    consecutive distinct offsets whose (best) rank is the same. Finished flows
+    (not in ``live``) are left out unless the whole group has finished: their
+    offsets fall into a neighbouring class, where they cost no level.
     """
-    best: dict[int, int] = {}
     name = ef.name
-    for f in ef.flows:
+    flows = [f for f in ef.flows if live is None or (name, f.index) in live] or list(ef.flows)
+    best: dict[int, int] = {}
+    for f in flows:
         us = _us(f.offset)
         r = rank.get((name, f.index), 0)
         if us not in best or r < best[us]:

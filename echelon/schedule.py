@@ -40,13 +40,16 @@ class Schedule:
     0 is served first and equal ranks share fairly. ``interleaved`` says the
     ranks of different groups interleave (a group's later flows may rank below
     another group's earlier ones), so the quantiser maps ranks to levels flow by
-    flow instead of giving each group a contiguous band.
+    flow instead of giving each group a contiguous band. ``live`` names the flows
+    that still have bytes to send (``None``: all of them): finished flows send no
+    packets, so the quantiser spends no level on telling them apart.
     """
 
     policy: str
     echelon_order: tuple[str, ...]
     flow_rank: Mapping[FlowKey, int]
     interleaved: bool = False
+    live: frozenset[FlowKey] | None = None
 
 
 @runtime_checkable

@@ -8,7 +8,7 @@ incidence) and everything after that is vectorised.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -203,7 +203,13 @@ class TablePolicy:
         remaining: Mapping[FlowKey, int] | None = None,
         now: float = 0.0,
     ) -> Schedule:
-        return self.decide(build_table(echelons, network, remaining), now)
+        t = build_table(echelons, network, remaining)
+        sched = self.decide(t, now)
+        done = t.remaining <= 0
+        if not done.any():
+            return sched
+        live = frozenset(k for k, d in zip(t.keys, done.tolist(), strict=True) if not d)
+        return replace(sched, live=live)
 
     def decide(self, t: FlowTable, now: float) -> Schedule:
         raise NotImplementedError

@@ -92,3 +92,36 @@ def test_missing_from_order_goes_last() -> None:
     sched = Schedule("manual", ("b",), {("a", 0): 0, ("b", 0): 1})
     q = quantize(sched, [a, b])
     assert q["b"].priority > q["a"].priority
+
+
+def test_finished_flows_cost_no_level() -> None:
+    """Ten flows ranked by EDF; once the first five have finished, the five live
+    ones get five distinct levels instead of sharing levels with finished ones."""
+    efs = [ef("a", [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])]
+    remaining = {("a", j): (0 if j < 5 else 1) for j in range(10)}
+    edf = get_policy("edf").schedule(efs, NET, remaining)
+    assert edf.live == frozenset(("a", j) for j in range(5, 10))
+    lv = flow_levels(edf, efs)
+    live_levels = [lv[("a", j)] for j in range(5, 10)]
+    assert live_levels == [7, 6, 5, 4, 3]
+    # every flow still has a level, and the order is kept (finished flows above)
+    assert all(lv[("a", j)] >= 7 for j in range(5))
+    # nothing finished: the schedule says so and all ten flows share the 7 levels
+    fresh = get_policy("edf").schedule(efs, NET, {("a", j): 1 for j in range(10)})
+    assert fresh.live is None and len(set(flow_levels(fresh, efs).values())) == 7
+
+
+def test_finished_flows_leave_group_classes() -> None:
+    """Group bands split offsets among live flows only: a group whose early flows
+    have finished needs one level, and the spare levels go to the next group."""
+    a, b = ef("a", [0, 1, 2]), ef("b", [0, 1, 2])
+    rank = {("a", 0): 0, ("a", 1): 1, ("a", 2): 2, ("b", 0): 3, ("b", 1): 4, ("b", 2): 5}
+    live = frozenset(k for k in rank if k not in {("a", 0), ("a", 1)})
+    levels = (1, 2, 3, 4)
+    all_live = quantize(Schedule("manual", ("a", "b"), rank), [a, b], levels=levels)
+    some = quantize(Schedule("manual", ("a", "b"), rank, live=live), [a, b], levels=levels)
+    assert [len(all_live[n].ranges) for n in "ab"] == [2, 2]
+    assert [r.priority for r in some["a"].ranges] == [4]
+    assert [r.priority for r in some["b"].ranges] == [3, 2, 1]
+    for q in (*all_live.values(), *some.values()):
+        check_ranges(q)
