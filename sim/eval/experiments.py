@@ -77,15 +77,20 @@ class Profile:
     scale_targets: tuple[int, ...]
     bandwidths: tuple[float, ...] = (100,)
     """Host-link Gbit/s of the network-bound sweep (:mod:`sim.eval.bandwidth`)."""
+    holdout_seeds: tuple[int, ...] = ()
+    """Seeds not used to choose the policy or its parameters: the headline re-run on them
+    (every policy on 8 queues) shows whether the result generalises."""
 
 
 #: Host links of the bandwidth sweep; sources in :data:`sim.eval.bandwidth.SOURCES`.
 SWEEP_GBIT = (100.0, 25.0, 10.0, 1.0)
 
 PROFILES = {
-    "full": Profile((0, 1, 2), (0.3, 0.6, 0.9), 8, 12, 3, (1_000, 10_000, 100_000), SWEEP_GBIT),
-    "quick": Profile((0,), (0.5,), 8, 12, 3, (1_000, 10_000), SWEEP_GBIT),
-    "tiny": Profile((0,), (0.5,), 3, 3, 1, (300,), (100.0, 10.0)),
+    "full": Profile(
+        (0, 1, 2), (0.3, 0.6, 0.9), 8, 12, 3, (1_000, 10_000, 100_000), SWEEP_GBIT, (3, 4, 5)
+    ),
+    "quick": Profile((0,), (0.5,), 8, 12, 3, (1_000, 10_000), SWEEP_GBIT, (3,)),
+    "tiny": Profile((0,), (0.5,), 3, 3, 1, (300,), (100.0, 10.0), (3,)),
 }
 
 
@@ -133,6 +138,19 @@ def ablation_points(profile: Profile) -> list[Point]:
         for pol in ABLATION_POLICIES
         for seed in profile.seeds
     ]
+
+
+def holdout_points(profile: Profile) -> list[Point]:
+    """The closed-batch headline (every policy on 8 queues, main network) on the
+    profile's held-out seeds, for the mixes the scheduling targets are set on."""
+    net = json.dumps(NETWORK)
+    return [
+        Point(mix, pol, 8, None, seed, profile.batch_jobs, profile.iterations, net,
+              replan_interval=REPLAN_INTERVAL_S)
+        for mix in ABLATION_MIXES
+        for pol in POLICIES
+        for seed in profile.holdout_seeds
+    ]  # fmt: skip
 
 
 def average(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
