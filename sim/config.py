@@ -49,12 +49,20 @@ class SimConfig:
     controller that re-plans at most that often: group events closer than that to
     the last re-plan are coalesced into one re-plan when the interval has passed
     (flows released meanwhile without a rank wait on the lowest level).
+
+    ``policy_sizes`` is what the policy is told about bytes: ``remaining`` (each
+    flow's bytes still to send, finished flows 0: a coordinator that sees bytes) or
+    ``registered`` (every flow of a group in flight at its registered size, finished
+    or not: what the online controller knows, since progress reports carry only
+    releases and finishes, :mod:`controlplane.progress`). The cross-check of the
+    online mode (``topo.crosscheck``) uses ``registered``.
     """
 
     policy: str | Policy = "echelon"
     levels: int | None = None
     rerank: Literal["group", "flow"] = "group"
     replan_interval: float = 0.0
+    policy_sizes: Literal["remaining", "registered"] = "remaining"
     header_bytes: int = 0
     payload_bytes: int = 1400
     record_flows: bool = True

@@ -211,7 +211,8 @@ class Simulator:
             for g in self.e_gids[e]:
                 if not math.isnan(self.f_finish[g]):
                     remaining[self.f_key[g]] = 0
-        sched = self.policy.schedule(echelons, self.net, remaining, self.now)
+        told = remaining if self.cfg.policy_sizes == "remaining" else None
+        sched = self.policy.schedule(echelons, self.net, told, self.now)
         if self.cfg.levels is None:
             ranks: Mapping[FlowKey, int] = sched.flow_rank
             sign = 1

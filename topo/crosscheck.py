@@ -111,6 +111,8 @@ def compare(results: dict[str, Any], policy: str) -> list[dict[str, Any]]:
     payload = int(results.get("packet_bytes", 1000)) - ECHELON_HEADER_LEN
     specs = specs_from_results(results)
     closed = results.get("release", "open") == "closed"  # files before closed loop: open
+    online = policy.endswith("-online")
+    interval = (results["policies"][policy].get("online") or {}).get("interval_s", 0.01)
     pred = predict_finish_times(
         list(specs) if closed else [OpenLoopJob(spec) for spec in specs],
         paced_topology(results["topo_path"], float(results.get("rate_mbit", 40.0))),
@@ -120,6 +122,10 @@ def compare(results: dict[str, Any], policy: str) -> list[dict[str, Any]]:
         header_bytes=DEFAULT_HEADER_BYTES,
         payload_bytes=payload,
         iterations=1,
+        # online: what the controller does -- it re-plans at most every interval and
+        # knows only releases and finishes, so its policy counts in-flight flows whole
+        replan_interval=interval if online else 0.0,
+        policy_sizes="registered" if online else "remaining",
     )
     rows = []
     for job in results["policies"][policy]["jobs"].values():

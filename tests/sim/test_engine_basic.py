@@ -194,3 +194,31 @@ def test_flow_rerank_mode_calls_the_policy_more_often() -> None:
         counts[mode] = (len(calls), res.n_reranks)
     assert counts["group"][0] == counts["group"][1] == 1  # the group's first release only
     assert counts["flow"][0] > counts["group"][0]
+
+
+@pytest.mark.parametrize("sizes", ["remaining", "registered"])
+def test_policy_sizes_say_what_the_policy_is_told(sizes: str) -> None:
+    """``remaining``: bytes still to send (finished flows 0); ``registered``: nothing, so
+    the policy counts every flow whole -- the online controller's knowledge."""
+    told: list[dict[tuple[str, int], int] | None] = []
+
+    class Recording(RankPolicy):
+        def schedule(self, echelons, network, remaining=None, now=0.0):  # type: ignore[no-untyped-def]
+            told.append(None if remaining is None else dict(remaining))
+            return super().schedule(echelons, network, remaining, now)
+
+    # g0 (1000 B) at t=0; g1 released at t=0.5 by a task: a second re-plan mid-transfer
+    def make(it: int, t0: float) -> IterationPlan:
+        g0 = EchelonFlow("j/0/g0", "j", "g0", (Flow(0, "a", "b", 1000, 0.0),), t_ref=t0)
+        g1 = EchelonFlow("j/0/g1", "j", "g1", (Flow(0, "c", "b", 1000, 0.0),), t_ref=t0)
+        return IterationPlan("j", it, (g0, g1), (ComputeTask("t", "c", 0.5),), {("j/0/g1", 0): "t"})
+
+    cfg = SimConfig(Recording("r", lambda ef, j: 0), policy_sizes=sizes)  # type: ignore[arg-type]
+    simulate(one_link(), [JobRun(PlanJob("j", make))], cfg)
+    assert len(told) >= 2
+    if sizes == "registered":
+        assert all(t is None for t in told)
+    else:
+        mid = told[1]
+        assert mid is not None and mid[("j/0/g0", 0)] == pytest.approx(500, abs=1)
+        assert mid[("j/0/g1", 0)] == 1000
