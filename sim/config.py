@@ -7,6 +7,7 @@ configurations without importing the event loop.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -56,6 +57,15 @@ class SimConfig:
     or not: what the online controller knows, since progress reports carry only
     releases and finishes, :mod:`controlplane.progress`). The cross-check of the
     online mode (``topo.crosscheck``) uses ``registered``.
+
+    ``replan_delay`` (seconds) models the controller's reaction: a group event is
+    acted on that long after it happened (the report's way to the controller plus
+    the re-plan until the switch acknowledged it), coalesced as above.
+    ``keep_levels`` models ``--idle-level keep`` (K levels only): a flow released
+    before the re-plan covering it competes at the level its (job, group, flow
+    index) had in the last plan that ranked it -- an earlier iteration's, or
+    ``initial_levels`` (the static plan installed at registration) -- instead of
+    the lowest level.
     """
 
     policy: str | Policy = "echelon"
@@ -63,6 +73,9 @@ class SimConfig:
     rerank: Literal["group", "flow"] = "group"
     replan_interval: float = 0.0
     policy_sizes: Literal["remaining", "registered"] = "remaining"
+    replan_delay: float = 0.0
+    keep_levels: bool = False
+    initial_levels: Mapping[tuple[str, str, int], int] | None = None
     header_bytes: int = 0
     payload_bytes: int = 1400
     record_flows: bool = True

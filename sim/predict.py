@@ -97,6 +97,9 @@ def predict_finish_times(
     iterations: int = 1,
     replan_interval: float = 0.0,
     policy_sizes: Literal["remaining", "registered"] = "remaining",
+    replan_delay: float = 0.0,
+    keep_levels: bool = False,
+    initial_levels: Mapping[tuple[str, str, int], int] | None = None,
 ) -> dict[FlowKey, float]:
     """Per-flow finish times (seconds after the common start) predicted by the fluid model.
 
@@ -107,7 +110,8 @@ def predict_finish_times(
     ``levels_mode``: ``"ideal"`` (unlimited ranks) or ``"k8"`` (8 switch queues, the
     data plane's quantisation; ``"kN"``/int N for other counts);
     ``iterations``: iterations per job unless a ``JobRun`` says otherwise;
-    ``replan_interval``/``policy_sizes``: as in :class:`sim.config.SimConfig`.
+    ``replan_interval``, ``policy_sizes``, ``replan_delay``, ``keep_levels``,
+    ``initial_levels``: as in :class:`sim.config.SimConfig`.
     Keys are ``(echelon name, flow index)``, as in the job's ``IterationPlan``.
     """
     if isinstance(topology, str | Path):
@@ -128,6 +132,9 @@ def predict_finish_times(
         payload_bytes=payload_bytes,
         replan_interval=replan_interval,
         policy_sizes=policy_sizes,
+        replan_delay=replan_delay,
+        keep_levels=keep_levels,
+        initial_levels=initial_levels,
     )
     res = Simulator(TopologyNetwork(topology, UNLIMITED_BYTES_PER_S), runs, cfg).run()
     return {(f.echelon, f.index): f.finish for f in res.flows}
