@@ -48,6 +48,9 @@ from echelon.topology import Switch
 
 log = logging.getLogger(__name__)
 
+#: (base, gone, new): a desired set built as ``(base - gone) | new``, see :meth:`SwitchAgent.apply`
+Delta = tuple[set[TableEntry], set[TableEntry], set[TableEntry]]
+
 BACKOFF_MIN_S = 0.05
 BACKOFF_MAX_S = 2.0
 #: Seconds between two verifications of the switch against the installed set.
@@ -75,6 +78,8 @@ class AgentStatus:
     #: anti-entropy: checks done, times the switch differed from the installed set
     #: (foreign writes, lost entries, writes of unknown outcome), repairs that succeeded
     verifications: int = 0
+    #: verifications whose lock-free read overlapped a write and was taken again
+    verify_rereads: int = 0
     drift_detected: int = 0
     drift_repairs: int = 0
     last_drift: str | None = None
@@ -131,6 +136,9 @@ class SwitchAgent:
         self._fp: bytes | None = None
         self._fp_of: set[TableEntry] | None = None
         self._was_primary: bool | None = None
+        #: writes started (under the controller lock): a read made without the lock is
+        #: valid only if this did not change while it ran (:meth:`verify`)
+        self._writes = 0
         #: why this controller may not write the switch although it is up (a backup, or
         #: the switch refused our arbitration, e.g. our election ID is taken); changes
         #: are then refused (HTTP 503) rather than accepted and never installed
@@ -305,12 +313,23 @@ class SwitchAgent:
         one of the last read that matched, and only a new fingerprint is decoded and
         diffed. Returns whether the switch differed. Takes the controller lock.
         """
+        conn = self.conn
+        if conn is None or not self.status.in_sync or not conn.is_primary:
+            return False
+        # First without the lock: reading and fingerprinting thousands of entries takes
+        # milliseconds to tens of them, and online re-plans must not wait behind it. The
+        # read counts only if no write started meanwhile (``_writes`` unchanged), else
+        # it is taken again under the lock, as before.
+        writes = self._writes
+        raw = conn.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
+        fp = _fingerprint(raw)
         with self._lock:
-            conn = self.conn
-            if conn is None or not self.status.in_sync or not conn.is_primary:
+            if self.conn is not conn or not self.status.in_sync or not conn.is_primary:
                 return False
-            raw = conn.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
-            fp = _fingerprint(raw)
+            if self._writes != writes:
+                self.status.verify_rereads += 1
+                raw = conn.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
+                fp = _fingerprint(raw)
             self.status.verifications += 1
             if fp == self._fp and self._fp_of is self.installed:
                 return False
@@ -351,7 +370,7 @@ class SwitchAgent:
     def _sizes(self) -> dict[str, int]:
         return {t.name: t.size for t in self.p4info.tables()}
 
-    def apply(self, desired: set[TableEntry]) -> list[Step] | None:
+    def apply(self, desired: set[TableEntry], delta: Delta | None = None) -> list[Step] | None:
         """Bring the switch from the installed set to ``desired`` (caller holds the lock).
 
         Returns the applied steps, or ``None`` when the switch is not in sync (it
@@ -359,12 +378,19 @@ class SwitchAgent:
         switch refused an insert for lack of space; the switch is then unchanged.
         A write whose outcome is unknown, or refused with NOT_FOUND/ALREADY_EXISTS,
         is followed by a read-back and a repair towards ``desired``.
+
+        ``delta`` = (base, gone, new) when the caller built ``desired`` as ``(base -
+        gone) | new`` (an online re-plan: a few groups' entries out of thousands): if
+        the installed set *is* ``base`` the steps are planned from ``gone``/``new``
+        alone instead of diffing every installed entry (else the full diff).
         """
         conn = self.conn
         if not self.status.in_sync or conn is None or not conn.is_primary:
             return None
         before = self.installed
-        steps = plan_updates(before, desired, self._sizes())
+        steps = self._delta_steps(before, delta) if delta is not None else None
+        if steps is None:
+            steps = plan_updates(before, desired, self._sizes())
         try:
             try:
                 self._write(steps, before)
@@ -378,6 +404,19 @@ class SwitchAgent:
             self._wake.set()
             return None
         self.installed = desired
+        return steps
+
+    @staticmethod
+    def _delta_steps(before: set[TableEntry], delta: Delta) -> list[Step] | None:
+        """Steps ``before`` -> ``(base - gone) | new`` planned from the delta alone;
+        ``None`` unless ``before`` is ``base`` itself (then the delta explains the whole
+        change) and the steps need no capacity ordering (no insert next to a delete)."""
+        base, gone, new = delta
+        if before is not base:
+            return None
+        steps = plan_updates({e for e in gone if e in before and e not in new}, new - before)
+        if any(s.kind == "INSERT" for s in steps) and any(s.kind == "DELETE" for s in steps):
+            return None  # the full diff orders those by table capacity
         return steps
 
     def _converge(
@@ -405,6 +444,7 @@ class SwitchAgent:
         if self.conn is None or not self.status.in_sync:
             return
         inverse = [s.inverse() for s in reversed(steps)]
+        self._writes += 1
         try:
             _write_phases(self.conn, inverse)
             self.installed = apply_steps(self.installed, inverse)
@@ -417,6 +457,7 @@ class SwitchAgent:
         :class:`_Unsettled` when the switch's state is not known any more."""
         assert self.conn is not None
         self._fp = None
+        self._writes += 1
         try:
             _write_phases(self.conn, steps)
             self.status.updates_written += len(steps)
@@ -457,6 +498,7 @@ class SwitchAgent:
         conn = self.conn
         return {
             "verifications": st.verifications,
+            "verify_rereads": st.verify_rereads,
             "drift_detected": st.drift_detected,
             "drift_repairs": st.drift_repairs,
             "last_drift": st.last_drift,

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from controlplane.agent import SwitchAgent
+from controlplane.agent import Delta, SwitchAgent
 from controlplane.entries import (
     GroupPlan,
     check_capacity,
@@ -30,7 +30,7 @@ from controlplane.entries import (
     group_entries,
 )
 from controlplane.limits import check_description, check_flows, check_parsed
-from controlplane.online import OnlinePlanner, check_mode
+from controlplane.online import OnlinePlanner, check_mode, freeze_heap
 from controlplane.p4info import P4Info, TableEntry
 from controlplane.p4rt import P4RuntimeError
 from controlplane.planning import ParsedJob, check_policy, parse_job, plan_groups
@@ -81,6 +81,8 @@ class Controller:
         #: every switch's desired entries as of the last change (online re-plans diff
         #: against it instead of rebuilding it)
         self._wanted: dict[str, set[TableEntry]] | None = None
+        #: seconds the last change spent in the switches' writes (diff + RPCs + acks)
+        self.last_write_s = 0.0
         self.replan = replan
         self.progress = ProgressTracker(time.monotonic, progress_timeout)
         self.online = (
@@ -110,6 +112,13 @@ class Controller:
                 self._track(rec)
             for plan in self._plans:  # build every group's entries now, not while a
                 self._group_entries(plan)  # switch waits for its first reconciliation
+            self._settled()
+
+    def _settled(self) -> None:
+        """After a change of the registrations: online, keep the long-lived state out
+        of the cyclic collector's scans (:func:`controlplane.online.freeze_heap`)."""
+        if self.online is not None:
+            freeze_heap()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -172,9 +181,11 @@ class Controller:
         plans: list[GroupPlan],
         overlay: dict[tuple[str, str], GroupPlan] | None = None,
         wanted: dict[str, set[TableEntry]] | None = None,
+        deltas: Mapping[str, Delta] | None = None,
     ) -> int:
         """Check sizes, write every in-sync switch; on refusal undo and re-raise.
-        ``wanted`` (already checked) skips recomputing every switch's desired set.
+        ``wanted`` (already checked) skips recomputing every switch's desired set;
+        ``deltas`` says how each was built (:meth:`SwitchAgent.apply`).
         Returns the number of updates written (all switches)."""
         for name, agent in self.agents.items():
             if agent.not_primary:  # up, but ours to write only when primary: say so
@@ -187,15 +198,17 @@ class Controller:
             for entries in wanted.values():
                 check_capacity(self.p4info, entries)
         done: list[tuple[SwitchAgent, Any]] = []
+        t0 = time.perf_counter()
         try:
             for name, agent in self.agents.items():
-                steps = agent.apply(wanted[name])
+                steps = agent.apply(wanted[name], deltas.get(name) if deltas else None)
                 if steps:
                     done.append((agent, steps))
         except BaseException:
             for agent, steps in reversed(done):
                 agent.undo(steps)
             raise
+        self.last_write_s = time.perf_counter() - t0
         self._plans = plans
         self.overlay = ov
         self._wanted = wanted
@@ -248,17 +261,21 @@ class Controller:
             gone |= self._group_entries(current[(p.job, p.group)])
             new |= self._group_entries(p)
         wanted = {}
+        deltas: dict[str, Delta] = {}
         for s in self.agents:
             base = self._wanted.get(s) if self._wanted else None
-            want = (set(base) - gone) | new if base is not None else self.desired(s, None, ov)
-            wanted[s] = want
+            if base is None:
+                wanted[s] = self.desired(s, None, ov)
+            else:
+                wanted[s] = (base - gone) | new
+                deltas[s] = (base, gone, new)
         grow = count_by_table(new)
         for t, n in count_by_table(gone).items():
             grow[t] = grow.get(t, 0) - n
         if any(n > 0 for n in grow.values()):
             for entries in wanted.values():
                 check_capacity(self.p4info, entries)
-        return self._transition(self._plans, ov, wanted)
+        return self._transition(self._plans, ov, wanted, deltas)
 
     def _commit(self, old_plans: list[GroupPlan]) -> None:
         """Commit the registry; if that fails, bring the switches back to ``old_plans``
@@ -304,6 +321,7 @@ class Controller:
                 raise
             self._records = records
             self._track(rec)
+            self._settled()
             return self.show(rec.job_id)
 
     def remove(self, job_id: str) -> None:
@@ -323,6 +341,7 @@ class Controller:
             self._parsed.pop(job_id, None)
             self.orphans.pop(job_id, None)
             self.progress.remove_job(job_id)
+            self._settled()
 
     def set_policy(self, name: str) -> None:
         check_policy(name)
@@ -337,6 +356,7 @@ class Controller:
                 raise
             self._commit(old)
             self.policy = name
+            self._settled()
         if self.online is not None:  # what is in flight is re-planned under the new policy
             self.online.kick(time.monotonic())
 

@@ -22,12 +22,15 @@ static plan if they were never in flight): no write is spent on a group that
 finished, and a registered packet always matches some level >= 1.
 
 Measured per re-plan: reaction time of every report it covers (arrival -> the
-switches acknowledged the last write), its duration, updates written; totals in
-:meth:`OnlinePlanner.stats` (``GET /progress``).
+switches acknowledged the last write), the same without the deliberate wait for
+the interval to end (``reaction_active``: from max(arrival, interval end)), and
+its parts: wake-up (thread, lock), policy + quantiser, the switches' writes; its
+duration, updates written; totals in :meth:`OnlinePlanner.stats` (``GET /progress``).
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import threading
@@ -49,6 +52,9 @@ MODES = ("static", "online")
 #: What a group not in flight gets: ``keep`` its last levels (no writes), ``lowest``
 #: level 1 everywhere (as the simulator ranks a flow not yet re-planned: last).
 IDLE_MODES = ("keep", "lowest")
+#: Seconds between two :func:`freeze_heap` calls of the re-plan thread (what the
+#: re-plans cached since: plans, entries; each call collects only what is not frozen).
+FREEZE_EVERY_S = 1.0
 #: Reaction-time samples kept for the percentiles in ``GET /progress``.
 SAMPLES = 20000
 
@@ -56,6 +62,26 @@ SAMPLES = 20000
 def check_mode(mode: str) -> None:
     if mode not in MODES:
         raise SpecError("replan", f"unknown re-plan mode {mode!r} (one of {list(MODES)})")
+
+
+def freeze_heap() -> None:
+    """Put every object alive now out of the cyclic collector's reach (``gc.freeze``).
+
+    Why: a generation-2 collection scans every tracked object and holds the GIL
+    while it does -- measured 60 ms with 100 jobs registered (their parsed
+    descriptions, plans and cached entries), and 10-26 ms over what a few hundred
+    re-plans cache -- so a re-plan that meets one reacts that much late. What is
+    alive after a registration change, or has survived a second of re-plans, is
+    long-lived state; frozen, an automatic collection only scans what was made
+    since, and this call's own full collection likewise. Frozen objects are still
+    freed by reference counting when dropped (a removed job's state, an evicted
+    cache entry: the plans and entries are acyclic); only reference cycles among
+    them would stay until the process ends. Called by the controller in online
+    mode after every change of the registrations, and by the re-plan thread every
+    :data:`FREEZE_EVERY_S` right after a re-plan.
+    """
+    gc.collect()  # what is garbage now is freed, not frozen
+    gc.freeze()
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -83,13 +109,23 @@ class OnlinePlanner:
         self._ticket = 0  # reports that asked for a re-plan
         self._done = 0  # highest ticket covered by a finished re-plan
         self._last_start = -float("inf")
+        self._frozen_at = time.monotonic()
+        self.freezes = 0
         self._stop = False
         self._thread = threading.Thread(target=self._run, name="online-replan", daemon=True)
         # measurements
         self.replans = 0
         self.failures = 0
         self.updates = 0
+        #: per covered report: arrival -> the switches acknowledged the last write
         self.reactions: deque[float] = deque(maxlen=SAMPLES)
+        #: the same from max(arrival, end of the interval): without the deliberate wait
+        self.active: deque[float] = deque(maxlen=SAMPLES)
+        #: max(arrival, end of the interval) -> the re-plan started (thread wake-up,
+        #: waiting for the controller lock or for a re-plan already running)
+        self.wakes: deque[float] = deque(maxlen=SAMPLES)
+        #: the switches' writes of each re-plan (RPCs until acknowledged)
+        self.write_durations: deque[float] = deque(maxlen=SAMPLES)
         self.durations: deque[float] = deque(maxlen=SAMPLES)
         #: the policy + quantiser part of each re-plan (the rest is diff + writes)
         self.plan_durations: deque[float] = deque(maxlen=SAMPLES)
@@ -147,11 +183,20 @@ class OnlinePlanner:
                     return
                 pending, self._pending = self._pending, []
                 ticket = self._ticket
+                due = self._last_start + self.interval
                 self._last_start = time.monotonic()
-            self._replan(pending, ticket)
+            self._replan(pending, ticket, due)
+            if time.monotonic() - self._frozen_at >= FREEZE_EVERY_S:
+                # right after a re-plan: the next one is least likely to be due now
+                self._frozen_at = time.monotonic()
+                freeze_heap()
+                self.freezes += 1
 
-    def _replan(self, pending: list[float], ticket: int) -> None:
+    def _replan(self, pending: list[float], ticket: int, due: float = -math.inf) -> None:
+        """Re-plan what is in flight; ``pending`` are the covered reports' arrival
+        instants, ``due`` when the interval allowed this re-plan to start."""
         t0 = t_plan = time.monotonic()
+        t_write = 0.0
         written = 0
         error: str | None = None
         try:
@@ -171,7 +216,9 @@ class OnlinePlanner:
                 if self.idle == "lowest" and self.ctl.policy != "fifo":
                     plans += self._lowest({(j.job_id, g.group) for j, g, _ in instances})
                 t_plan = time.monotonic()
+                self.ctl.last_write_s = 0.0
                 written = self.ctl.apply_overlay(plans)
+                t_write = self.ctl.last_write_s
         except Exception as exc:  # a switch that refuses must not kill the thread
             error = f"{type(exc).__name__}: {exc}"
             log.warning("online re-plan failed: %s", error)
@@ -181,8 +228,12 @@ class OnlinePlanner:
             self.updates += written
             self.durations.append(t1 - t0)
             self.plan_durations.append(t_plan - t0)
+            self.write_durations.append(t_write)
             if error is None:
                 self.reactions.extend(t1 - r for r in pending)
+                # the same, less the deliberate wait for the interval to end
+                self.active.extend(t1 - max(r, due) for r in pending)
+                self.wakes.extend(t0 - max(r, due) for r in pending)
             else:
                 self.failures += 1
                 self.last_error = error
@@ -190,6 +241,14 @@ class OnlinePlanner:
                 "replan_ms": round((t1 - t0) * 1e3, 3),
                 "plan_ms": round((t_plan - t0) * 1e3, 3),
                 "reaction_ms": round((t1 - min(pending)) * 1e3, 3) if pending else None,
+                "reaction_active_ms": (
+                    round((t1 - max(min(pending), due)) * 1e3, 3) if pending else None
+                ),
+                "interval_wait_ms": (
+                    round(max(0.0, due - min(pending)) * 1e3, 3) if pending else None
+                ),
+                "wake_ms": round((t0 - max(min(pending), due)) * 1e3, 3) if pending else None,
+                "write_ms": round(t_write * 1e3, 3),
                 "updates": written,
                 "error": error,
             }
@@ -215,8 +274,11 @@ class OnlinePlanner:
     def stats(self) -> dict[str, Any]:
         with self._cond:
             reactions = [r * 1e3 for r in self.reactions]
+            active = [r * 1e3 for r in self.active]
+            wakes = [r * 1e3 for r in self.wakes]
             durations = [d * 1e3 for d in self.durations]
             plans = [d * 1e3 for d in self.plan_durations]
+            writes = [d * 1e3 for d in self.write_durations]
             elapsed = max(time.monotonic() - self.started_at, 1e-9)
             return {
                 "interval_s": self.interval,
@@ -231,10 +293,19 @@ class OnlinePlanner:
                     "p99": percentile(reactions, 99),
                     "max": max(reactions, default=None),
                 },
+                "reaction_active_ms": {
+                    "n": len(active),
+                    "p50": percentile(active, 50),
+                    "p99": percentile(active, 99),
+                    "max": max(active, default=None),
+                },
+                "wake_ms": {"p50": percentile(wakes, 50), "p99": percentile(wakes, 99)},
                 "replan_ms": {
                     "p50": percentile(durations, 50),
                     "p99": percentile(durations, 99),
                 },
                 "plan_ms": {"p50": percentile(plans, 50), "p99": percentile(plans, 99)},
+                "write_ms": {"p50": percentile(writes, 50), "p99": percentile(writes, 99)},
+                "heap_freezes": self.freezes,
                 "last_error": self.last_error,
             }

@@ -7,6 +7,7 @@ configurations without importing the event loop.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -49,12 +50,32 @@ class SimConfig:
     controller that re-plans at most that often: group events closer than that to
     the last re-plan are coalesced into one re-plan when the interval has passed
     (flows released meanwhile without a rank wait on the lowest level).
+
+    ``policy_sizes`` is what the policy is told about bytes: ``remaining`` (each
+    flow's bytes still to send, finished flows 0: a coordinator that sees bytes) or
+    ``registered`` (every flow of a group in flight at its registered size, finished
+    or not: what the online controller knows, since progress reports carry only
+    releases and finishes, :mod:`controlplane.progress`). The cross-check of the
+    online mode (``topo.crosscheck``) uses ``registered``.
+
+    ``replan_delay`` (seconds) models the controller's reaction: a group event is
+    acted on that long after it happened (the report's way to the controller plus
+    the re-plan until the switch acknowledged it), coalesced as above.
+    ``keep_levels`` models ``--idle-level keep`` (K levels only): a flow released
+    before the re-plan covering it competes at the level its (job, group, flow
+    index) had in the last plan that ranked it -- an earlier iteration's, or
+    ``initial_levels`` (the static plan installed at registration) -- instead of
+    the lowest level.
     """
 
     policy: str | Policy = "echelon"
     levels: int | None = None
     rerank: Literal["group", "flow"] = "group"
     replan_interval: float = 0.0
+    policy_sizes: Literal["remaining", "registered"] = "remaining"
+    replan_delay: float = 0.0
+    keep_levels: bool = False
+    initial_levels: Mapping[tuple[str, str, int], int] | None = None
     header_bytes: int = 0
     payload_bytes: int = 1400
     record_flows: bool = True

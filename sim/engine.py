@@ -119,6 +119,13 @@ class Simulator:
         self._replan_pending = False
         self._replan_due = False
         self._levels_of: dict[int, tuple[int, ...]] = {}
+        #: ``keep_levels``: per (job, group, flow index) the last rank a plan gave it
+        self._kept: dict[tuple[str, str, int], int] = {}
+        if config.keep_levels:
+            if config.levels is None:
+                raise SimError("keep_levels needs switch levels (levels=K)")
+            for slot, level in (config.initial_levels or {}).items():
+                self._kept[slot] = -int(level)
         self.result = SimResult(str(getattr(self.policy, "name", "?")), config.levels_label)
 
     # ------------------------------------------------------------------ loop
@@ -180,11 +187,12 @@ class Simulator:
             self._pending = []
         wants = self._group_event or (self.cfg.rerank == "flow" and changed)
         wants |= self._replan_due
-        early = self.now < self._last_replan + self.cfg.replan_interval
+        at = max(self._last_replan + self.cfg.replan_interval, self.now + self.cfg.replan_delay)
+        early = self.now < at
         if wants and early and not self._replan_due:
-            if not self._replan_pending:  # coalesce into one re-plan when the interval ends
+            if not self._replan_pending:  # coalesce into one re-plan when it is due
                 self._replan_pending = True
-                self._push(self._last_replan + self.cfg.replan_interval, "replan", -1, "")
+                self._push(at, "replan", -1, "")
         elif wants:
             self._rerank()
             self._last_replan = self.now
@@ -211,7 +219,8 @@ class Simulator:
             for g in self.e_gids[e]:
                 if not math.isnan(self.f_finish[g]):
                     remaining[self.f_key[g]] = 0
-        sched = self.policy.schedule(echelons, self.net, remaining, self.now)
+        told = remaining if self.cfg.policy_sizes == "remaining" else None
+        sched = self.policy.schedule(echelons, self.net, told, self.now)
         if self.cfg.levels is None:
             ranks: Mapping[FlowKey, int] = sched.flow_rank
             sign = 1
@@ -225,6 +234,8 @@ class Simulator:
             for g in self.e_gids[e]:
                 r = ranks.get(self.f_key[g])
                 data[g] = sign * r if r is not None else np.iinfo(np.int64).max
+                if r is not None and self.cfg.keep_levels:
+                    self._kept[self._slot(g)] = sign * r
             if self.cfg.levels is not None:
                 self._count_updates(e)
         self.result.n_reranks += 1
@@ -303,8 +314,14 @@ class Simulator:
         self.f_release.append(math.nan)
         self.f_finish.append(math.nan)
         self.f_consumers.append([])
-        self.rank.append(np.iinfo(np.int64).max)  # lowest until a re-plan ranks it
+        # lowest until a re-plan ranks it; ``keep_levels``: its slot's last level
+        self.rank.append(self._kept.get(self._slot(g), np.iinfo(np.int64).max))
         return g
+
+    def _slot(self, g: int) -> tuple[str, str, int]:
+        """(job, group, flow index): what keeps one entry on the switch across iterations."""
+        e = self.e_obj[self.f_ech[g]]
+        return (e.job, e.group, self.f_key[g][1])
 
     def _path(self, src: str, dst: str) -> tuple[int, ...]:
         key = (src, dst)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from echelon.constants import ECHELON_HEADER_LEN
 from echelon.errors import SpecError
@@ -95,6 +95,11 @@ def predict_finish_times(
     payload_bytes: int = 1400,
     size_scale: float = 1.0,
     iterations: int = 1,
+    replan_interval: float = 0.0,
+    policy_sizes: Literal["remaining", "registered"] = "remaining",
+    replan_delay: float = 0.0,
+    keep_levels: bool = False,
+    initial_levels: Mapping[tuple[str, str, int], int] | None = None,
 ) -> dict[FlowKey, float]:
     """Per-flow finish times (seconds after the common start) predicted by the fluid model.
 
@@ -104,7 +109,9 @@ def predict_finish_times(
     ``policy``: a policy name of :func:`echelon.policies.get_policy`;
     ``levels_mode``: ``"ideal"`` (unlimited ranks) or ``"k8"`` (8 switch queues, the
     data plane's quantisation; ``"kN"``/int N for other counts);
-    ``iterations``: iterations per job unless a ``JobRun`` says otherwise.
+    ``iterations``: iterations per job unless a ``JobRun`` says otherwise;
+    ``replan_interval``, ``policy_sizes``, ``replan_delay``, ``keep_levels``,
+    ``initial_levels``: as in :class:`sim.config.SimConfig`.
     Keys are ``(echelon name, flow index)``, as in the job's ``IterationPlan``.
     """
     if isinstance(topology, str | Path):
@@ -123,6 +130,11 @@ def predict_finish_times(
         levels=_levels(levels_mode),
         header_bytes=header_bytes,
         payload_bytes=payload_bytes,
+        replan_interval=replan_interval,
+        policy_sizes=policy_sizes,
+        replan_delay=replan_delay,
+        keep_levels=keep_levels,
+        initial_levels=initial_levels,
     )
     res = Simulator(TopologyNetwork(topology, UNLIMITED_BYTES_PER_S), runs, cfg).run()
     return {(f.echelon, f.index): f.finish for f in res.flows}

@@ -41,7 +41,7 @@ from echelon.constants import ECHELON_HEADER_LEN
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
 from echelon.model import ComputeTask, FlowKey, IterationPlan
-from echelon.topology import Topology, load
+from echelon.topology import Topology, TopologyNetwork, load
 from hostagent.plan import release_times
 from topo.demo import specs_from_results
 
@@ -100,6 +100,31 @@ def paced_topology(path: str, rate_mbit: float) -> Topology:
     return replace(topo, links=links)
 
 
+def static_levels(results: dict[str, Any], specs: list[JobSpec]) -> dict[tuple[str, str, int], int]:
+    """Per (job, group, flow index) the level the controller's static ``echelon`` plan
+    gives the flow (what the switch holds when an online run starts): the core policy
+    over every job's iteration 0 on the topology the controller planned with, quantised,
+    each flow at the level of the deadline range holding its offset."""
+    from echelon.policies import get_policy
+    from echelon.quantize import quantize
+
+    path = results.get("controller_topo_path")
+    topo = (
+        load(path)
+        if path and Path(path).exists()
+        else paced_topology(results["topo_path"], float(results.get("rate_mbit", 40.0)))
+    )
+    efs = [ef for spec in specs for ef in spec.plan(0, 0.0).echelons]
+    levels = dict(quantize(get_policy("echelon").schedule(efs, TopologyNetwork(topo)), efs))
+    out = {}
+    for ef in efs:
+        lv = levels[ef.name]
+        for f in ef.flows:
+            at = next((r.priority for r in lv.ranges if r.lo_us <= f.offset_us <= r.hi_us), None)
+            out[(ef.job, ef.group, f.index)] = lv.priority if at is None else at
+    return out
+
+
 def compare(results: dict[str, Any], policy: str) -> list[dict[str, Any]]:
     """Rows ``{echelon, index, ideal, predicted, measured, diff}`` for iteration 0."""
     from sim.predict import DEFAULT_HEADER_BYTES, predict_finish_times
@@ -111,6 +136,10 @@ def compare(results: dict[str, Any], policy: str) -> list[dict[str, Any]]:
     payload = int(results.get("packet_bytes", 1000)) - ECHELON_HEADER_LEN
     specs = specs_from_results(results)
     closed = results.get("release", "open") == "closed"  # files before closed loop: open
+    online = policy.endswith("-online")
+    stats = results["policies"][policy].get("online") or {}
+    interval = float(stats.get("interval_s", 0.01))
+    delay = float((stats.get("reaction_ms") or {}).get("p50") or 0.0) / 1e3
     pred = predict_finish_times(
         list(specs) if closed else [OpenLoopJob(spec) for spec in specs],
         paced_topology(results["topo_path"], float(results.get("rate_mbit", 40.0))),
@@ -120,6 +149,16 @@ def compare(results: dict[str, Any], policy: str) -> list[dict[str, Any]]:
         header_bytes=DEFAULT_HEADER_BYTES,
         payload_bytes=payload,
         iterations=1,
+        # online: what the controller does -- it re-plans at most every interval and
+        # knows only releases and finishes, so its policy counts in-flight flows whole
+        replan_interval=interval if online else 0.0,
+        policy_sizes="registered" if online else "remaining",
+        # ... acts on an event after its reaction time (the run's median), and a
+        # group released before that competes at the levels it had (at first: the
+        # static plan installed before the run, ``--idle-level keep``)
+        replan_delay=delay if online else 0.0,
+        keep_levels=online and results.get("idle_level", "keep") == "keep",
+        initial_levels=static_levels(results, specs) if online else None,
     )
     rows = []
     for job in results["policies"][policy]["jobs"].values():

@@ -119,11 +119,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if net.kind == "soft" and args.target == "auto":
         why += "; BMv2 is not installed"
     print(f"*** target: {net.kind} ({why})")
-    ctl = ControllerProcess(args.topo, out, args.api_port, args.idle_level)
+    ctl_topo = demo.controller_topology(args.topo, args.rate_mbit, out)
+    ctl = ControllerProcess(str(ctl_topo), out, args.api_port, args.idle_level)
     results: dict[str, Any] = {
         "command": " ".join(["python -m topo.run", *sys.argv[1:]]),
         "topology": topo.name,
         "topo_path": str(Path(args.topo).resolve()),
+        "controller_topo_path": str(ctl_topo.resolve()),
         "target": net.kind,
         "iterations": args.iterations,
         "release": args.release,

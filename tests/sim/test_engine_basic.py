@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from echelon.model import ComputeTask, EchelonFlow, Flow, IterationPlan
-from sim.engine import JobRun, SimConfig, simulate
+from sim.engine import JobRun, SimConfig, SimError, simulate
 from tests.sim.conftest import FAIR, Links, PlanJob, RankPolicy
 
 CAP = 1000.0  # bytes/s
@@ -194,3 +194,56 @@ def test_flow_rerank_mode_calls_the_policy_more_often() -> None:
         counts[mode] = (len(calls), res.n_reranks)
     assert counts["group"][0] == counts["group"][1] == 1  # the group's first release only
     assert counts["flow"][0] > counts["group"][0]
+
+
+@pytest.mark.parametrize("sizes", ["remaining", "registered"])
+def test_policy_sizes_say_what_the_policy_is_told(sizes: str) -> None:
+    """``remaining``: bytes still to send (finished flows 0); ``registered``: nothing, so
+    the policy counts every flow whole -- the online controller's knowledge."""
+    told: list[dict[tuple[str, int], int] | None] = []
+
+    class Recording(RankPolicy):
+        def schedule(self, echelons, network, remaining=None, now=0.0):  # type: ignore[no-untyped-def]
+            told.append(None if remaining is None else dict(remaining))
+            return super().schedule(echelons, network, remaining, now)
+
+    # g0 (1000 B) at t=0; g1 released at t=0.5 by a task: a second re-plan mid-transfer
+    def make(it: int, t0: float) -> IterationPlan:
+        g0 = EchelonFlow("j/0/g0", "j", "g0", (Flow(0, "a", "b", 1000, 0.0),), t_ref=t0)
+        g1 = EchelonFlow("j/0/g1", "j", "g1", (Flow(0, "c", "b", 1000, 0.0),), t_ref=t0)
+        return IterationPlan("j", it, (g0, g1), (ComputeTask("t", "c", 0.5),), {("j/0/g1", 0): "t"})
+
+    cfg = SimConfig(Recording("r", lambda ef, j: 0), policy_sizes=sizes)  # type: ignore[arg-type]
+    simulate(one_link(), [JobRun(PlanJob("j", make))], cfg)
+    assert len(told) >= 2
+    if sizes == "registered":
+        assert all(t is None for t in told)
+    else:
+        mid = told[1]
+        assert mid is not None and mid[("j/0/g0", 0)] == pytest.approx(500, abs=1)
+        assert mid[("j/0/g1", 0)] == 1000
+
+
+def test_keep_levels_and_replan_delay_model_the_online_controller() -> None:
+    """Two 1000 B flows on one link, both released at t=0. The policy ranks g0 first.
+    Without a delay the re-plan at t=0 ranks them: g0 ends at 1 s, g1 at 2 s. With a
+    0.5 s reaction and ``keep_levels`` from an initial plan that put g1 on top, g1 has
+    the link alone until the re-plan, then g0 takes it: g0 ends at 1.5 s, g1 at 2 s;
+    without ``keep_levels`` both wait on the lowest level and share it until then."""
+    policy = RankPolicy("r", lambda ef, j: 0 if ef.group == "g0" else 1)
+    job = flows_job("j", [1000, 1000], ["a", "c"])
+    base = SimConfig(policy, levels=8)
+    now = finish_times(simulate(one_link(), [JobRun(job)], base))
+    assert now["g0"] == pytest.approx(1.0) and now["g1"] == pytest.approx(2.0)
+    initial = {("j", "g0", 0): 1, ("j", "g1", 0): 7}
+    cfg = SimConfig(policy, levels=8, replan_delay=0.5, keep_levels=True, initial_levels=initial)
+    kept = finish_times(simulate(one_link(), [JobRun(job)], cfg))
+    assert kept["g0"] == pytest.approx(1.5) and kept["g1"] == pytest.approx(2.0)
+    fair = SimConfig(policy, levels=8, replan_delay=0.5)
+    shared = finish_times(simulate(one_link(), [JobRun(job)], fair))
+    assert shared["g0"] == pytest.approx(1.25) and shared["g1"] == pytest.approx(2.0)
+
+
+def test_keep_levels_needs_switch_levels() -> None:
+    with pytest.raises(SimError, match="keep_levels"):
+        simulate(one_link(), [JobRun(flows_job("j", [1000]))], SimConfig(FAIR, keep_levels=True))
