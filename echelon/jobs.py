@@ -189,12 +189,14 @@ def load_job(data: Mapping[str, Any], known_hosts: Collection[str] | None = None
     if not isinstance(name, str) or not name:
         raise SpecError("paradigm", f"must be a non-empty string, got {name!r}")
     paradigm = get_paradigm(name)
+    raw_hosts = data["hosts"]
+    if known_hosts is not None and isinstance(raw_hosts, list | tuple):
+        # before the fields: a wrong host is the likelier mistake to report first
+        for i, h in enumerate(raw_hosts):
+            if isinstance(h, str) and h not in known_hosts:
+                raise SpecError(f"hosts[{i}]", f"unknown host {h!r} (known: {sorted(known_hosts)})")
     m = validate(job_model(paradigm.name), data)
     hosts = tuple(getattr(m, "hosts"))  # noqa: B009 (a dynamic model)
-    if known_hosts is not None:
-        for i, h in enumerate(hosts):
-            if h not in known_hosts:
-                raise SpecError(f"hosts[{i}]", f"unknown host {h!r} (known: {sorted(known_hosts)})")
     fields = paradigm.model.model_construct(**{k: getattr(m, k) for k in paradigm.fields})
     params = paradigm.parse(fields, hosts)
     spec = JobSpec(

@@ -74,6 +74,15 @@ def _seconds(value: Any) -> float:
     return out
 
 
+def _non_negative(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise fail(f"must be a non-negative number, got {value!r}")
+    out = _number(value)
+    if out < 0:
+        raise fail(f"must be a non-negative number, got {value!r}")
+    return out
+
+
 def _positive(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise fail(f"must be a positive number, got {value!r}")
@@ -125,6 +134,10 @@ Seconds = Annotated[
     float,
     PlainValidator(_seconds),
     WithJsonSchema({**_NUM, "minimum": 0, "maximum": MAX_SECONDS, "description": "seconds"}),
+]
+#: A finite number >= 0 in some other unit than seconds (the field name says which).
+NonNegative = Annotated[
+    float, PlainValidator(_non_negative), WithJsonSchema({**_NUM, "minimum": 0})
 ]
 #: A positive finite number (weights, link speeds).
 Positive = Annotated[
