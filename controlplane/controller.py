@@ -304,7 +304,9 @@ class Controller:
                 raise
             self._records = records
             self._track(rec)
-            return self.show(rec.job_id)
+            out = self.show(rec.job_id)
+            out["warnings"] = list(parsed.warnings)
+            return out
 
     def remove(self, job_id: str) -> None:
         with self.lock:
@@ -487,6 +489,7 @@ class Controller:
                 "group": p.group,
                 "echelon_id": p.echelon_id,
                 "class_id": p.class_id,
+                "priority": p.priority,
                 "packets": totals.get(p.class_id, [0, 0])[0],
                 "bytes": totals.get(p.class_id, [0, 0])[1],
             }
