@@ -350,6 +350,19 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
             comps = schema.setdefault("components", {}).setdefault("schemas", {})
             for name, sub in defs.get("$defs", {}).items():
                 comps.setdefault(name, sub)
+            # FastAPI declares its own 422 shape for path/query parameters; this API
+            # answers every error with ErrorBody (handler above), so say that
+            error_ref = {"$ref": "#/components/schemas/ErrorBody"}
+            for ops in schema.get("paths", {}).values():
+                for op in ops.values():
+                    r422 = op.get("responses", {}).get("422")
+                    if r422 is not None:
+                        r422["content"] = {"application/json": {"schema": error_ref}}
+                        if r422.get("description") == "Validation Error":
+                            r422["description"] = "a path or query parameter is invalid"
+            for name in ("HTTPValidationError", "ValidationError"):
+                comps.pop(name, None)
+            comps.setdefault("ErrorBody", ErrorBody.model_json_schema())
             app.openapi_schema = schema
         return app.openapi_schema
 
