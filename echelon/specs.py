@@ -235,7 +235,10 @@ def _unwrap(tp: Any) -> Any:
 
 def spec_error(exc: ValidationError, model: type[BaseModel], where: str = "") -> SpecError:
     """The first error of ``exc`` as a :class:`SpecError` with today's wording."""
-    err = exc.errors(include_url=False, include_input=True)[0]
+    errors = exc.errors(include_url=False, include_input=True)
+    # an unknown key first (as the hand-written checks did): a typo'd optional field
+    # also shows up as the real one "missing", and the typo is the thing to fix
+    err = next((e for e in errors if e.get("type") == "extra_forbidden"), errors[0])
     loc = tuple(err.get("loc", ()))
     field = field_path(loc, where) or where or "value"
     kind = err.get("type", "")
@@ -267,10 +270,28 @@ def spec_error(exc: ValidationError, model: type[BaseModel], where: str = "") ->
     return SpecError(field, message.removeprefix("Value error, "))
 
 
+def _unicode_keys(data: Any, where: str) -> None:
+    """Refuse a key pydantic cannot even read (a lone surrogate from JSON's ``\\ud800``),
+    naming it escaped, rather than failing without a path."""
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            if isinstance(key, str):
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    shown = key.encode("utf-8", "backslashreplace").decode("utf-8")
+                    raise SpecError(field_path((shown,), where), "not valid Unicode") from None
+            _unicode_keys(value, field_path((str(key),), where))
+    elif isinstance(data, list | tuple):
+        for i, item in enumerate(data):
+            _unicode_keys(item, field_path((i,), where))
+
+
 def validate(model: type[M], data: Any, where: str = "") -> M:
     """``model.model_validate(data)``, a :class:`SpecError` naming the field if invalid."""
     if not isinstance(data, Mapping):
         raise SpecError(where or "value", f"must be a mapping, got {type(data).__name__}")
+    _unicode_keys(data, where)
     try:
         return model.model_validate(dict(data))
     except ValidationError as exc:
