@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from controlplane.apimodels import JobView, StatsView, StatusView
-from controlplane.client import ApiClient, plain
+from controlplane.client import ApiClient, ControllerUnreachable, plain
 from echelon.errors import EchelonError
 from echelon.jobs import read_file
 
@@ -317,6 +317,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with make_client(args) as api:
             return run(args, api)
+    except ControllerUnreachable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        print(
+            "hint: is the controller running (README: Your own job)? "
+            "--api or ECHELON_API give its URL",
+            file=sys.stderr,
+        )
+        return 2
     except EchelonError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

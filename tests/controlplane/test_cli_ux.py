@@ -119,6 +119,7 @@ def test_unreachable_controller_names_the_fix(capsys: pytest.CaptureFixture[str]
     rc = cli.main(["--api", f"http://127.0.0.1:{free_port()}", "--timeout", "2", "status"])
     err = capsys.readouterr().err
     assert rc == 2 and "cannot reach the controller" in err and "connection refused" in err
+    assert "ECHELON_API" in err  # says how to point it elsewhere
     assert "Traceback" not in err
 
 
