@@ -17,14 +17,14 @@ from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import Bytes, Records, Seconds, SpecModel
 
 
-class Layer(SpecModel):
+class AllreduceLayer(SpecModel):
     fwd_s: Seconds
     bwd_s: Seconds
     grad_bytes: Bytes
 
 
 class AllreduceParams(SpecModel):
-    layers: Records[Layer]
+    layers: Records[AllreduceLayer]
     bucket_bytes: Bytes = 0
     optimizer_s: Seconds = 0.0
 

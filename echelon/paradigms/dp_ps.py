@@ -18,7 +18,7 @@ from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import Bytes, Name, Records, Seconds, SpecModel
 
 
-class Layer(SpecModel):
+class PsLayer(SpecModel):
     fwd_s: Seconds
     bwd_s: Seconds
     param_bytes: Bytes
@@ -26,7 +26,7 @@ class Layer(SpecModel):
 
 class PsParams(SpecModel):
     ps: Name
-    layers: Records[Layer]
+    layers: Records[PsLayer]
     update_s: Seconds = 0.0
 
 

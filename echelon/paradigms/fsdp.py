@@ -20,14 +20,14 @@ from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import Bytes, Records, Seconds, SpecModel
 
 
-class Layer(SpecModel):
+class FsdpLayer(SpecModel):
     fwd_s: Seconds
     bwd_s: Seconds
     param_bytes: Bytes
 
 
 class FsdpParams(SpecModel):
-    layers: Records[Layer]
+    layers: Records[FsdpLayer]
     optimizer_s: Seconds = 0.0
 
 

@@ -17,7 +17,7 @@ from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import Bytes, Records, Seconds, SpecModel
 
 
-class Layer(SpecModel):
+class MoeLayer(SpecModel):
     fwd_s: Seconds
     bwd_s: Seconds
     expert_fwd_s: Seconds
@@ -26,7 +26,7 @@ class Layer(SpecModel):
 
 
 class MoeParams(SpecModel):
-    layers: Records[Layer]
+    layers: Records[MoeLayer]
     loss_s: Seconds = 0.0
     optimizer_s: Seconds = 0.0
 

@@ -17,14 +17,14 @@ from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import Bytes, Records, Seconds, SpecModel
 
 
-class Layer(SpecModel):
+class TensorLayer(SpecModel):
     fwd_s: Seconds
     bwd_s: Seconds
     allreduce_bytes: Bytes
 
 
 class TensorParams(SpecModel):
-    layers: Records[Layer]
+    layers: Records[TensorLayer]
     optimizer_s: Seconds = 0.0
 
 
