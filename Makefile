@@ -16,7 +16,7 @@ P4C     := $(shell command -v p4c-bm2-ss 2>/dev/null)
 .PHONY: help deps venv venv-ray p4 run test test-unit test-ptf test-e2e lint typecheck fmt bench eval ptf clean p4rt-shell p4rt-shell-venv
 
 help:
-	@echo "make run      end-to-end demo on the emulated network (TARGET=auto|soft|bmv2, TOPO=...)"
+	@echo "make run      end-to-end demo on the emulated network (TARGET=auto|soft|bmv2, TOPO=..., JOBS=\"a.yaml b.yaml\")"
 	@echo "make test     lint, type check and every test (what CI runs)"
 	@echo "make ptf      PTF suite (TARGET=soft|bmv2)"
 	@echo "make bench    scheduler, soft switch and controller benchmarks"
@@ -78,8 +78,12 @@ else
 	$(P4C) $(P4C_FLAGS) --p4runtime-files tests/p4/programs/build/l3acl.p4info.txtpb -o tests/p4/programs/build/l3acl.json tests/p4/programs/l3acl.p4
 endif
 
+# JOBS="a.yaml b.yaml": play your own job files instead of the demo's two (topo.run --jobs)
+EMPTY :=
+SPACE := $(EMPTY) $(EMPTY)
+COMMA := ,
 run: deps venv p4
-	$(PY) -m topo.run --topo $(TOPO) --target $(TARGET) $(RUN_ARGS)
+	$(PY) -m topo.run --topo $(TOPO) --target $(TARGET) $(if $(strip $(JOBS)),--jobs "$(subst $(SPACE),$(COMMA),$(strip $(JOBS)))") $(RUN_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -5,29 +5,57 @@ p4runtime-shell, which would also pin any gRPC northbound's generated code; with
 FastAPI the schema (OpenAPI, saved in ``docs/api-openapi.json``) comes for free,
 ``curl`` is a client, and the job description is JSON anyway.
 
-Errors are ``{"detail": "<field>: <message>", "field": ..., "message": ...}`` with:
-400 invalid description, 422 unknown host (or a body that is not a JSON object),
-409 duplicate job, 404 unknown job, 507 no room (IDs exhausted or a table full),
-503 a switch failed mid-change. Endpoints are plain ``def``: FastAPI runs them in
-its thread pool, and the controller serialises changes with its own lock.
+Bodies and answers are typed: a registration is one of the core's models
+(``echelon.jobs.description_models``: one per paradigm, and the explicit spec),
+answers are :mod:`controlplane.apimodels`; both are in the published schema.
+Bodies are read as JSON whatever ``Content-Type`` the client claims (``curl -d
+@job.json`` sends a form type), and validated by the core's one parser, so the
+API, ``echelon show`` and the controller refuse the same things with the same
+words.
+
+Every error, 4xx or 5xx, is ``{"detail": "<field>: <message>", "field": ...,
+"message": ...}`` (:class:`~controlplane.apimodels.ErrorBody`), never FastAPI's
+``{"detail": [...]}``: 400 invalid description, 422 unknown host, a limit
+exceeded, or a body that is not a JSON object, 409 duplicate job, 404 unknown
+job, 507 no room (IDs exhausted or a table full), 503 a switch failed
+mid-change. Endpoints are plain ``def``: FastAPI runs them in its thread pool,
+and the controller serialises changes with its own lock.
 """
 
 from __future__ import annotations
 
 import hmac
+import json
 from typing import Any
 
-from fastapi import Body, Depends, FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from controlplane.apimodels import (
+    ErrorBody,
+    JobSummary,
+    JobView,
+    PolicyBody,
+    PolicyView,
+    ProgressReply,
+    ProgressView,
+    Removed,
+    StatsView,
+    StatusView,
+)
 from controlplane.controller import Controller
 from controlplane.entries import TableFullError
 from controlplane.limits import MAX_BODY_BYTES, LimitError, TooLargeError
 from controlplane.p4rt import P4RuntimeError
 from controlplane.planning import POLICIES, UnknownHostError
+from controlplane.progress import ReportBody
 from controlplane.registry import (
     DuplicateJobError,
     IdsExhaustedError,
@@ -36,20 +64,10 @@ from controlplane.registry import (
     UnknownJobError,
 )
 from echelon.errors import EchelonError, SpecError
+from echelon.jobs import description_models
+from echelon.specs import validate
 
 API_VERSION = "1"
-
-
-class PolicyBody(BaseModel):
-    name: str
-
-
-class ErrorBody(BaseModel):
-    """Every error the controller raises on purpose: ``detail`` = ``field: message``."""
-
-    detail: str
-    field: str
-    message: str
 
 
 def _err(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -58,6 +76,7 @@ def _err(*codes: int) -> dict[int | str, dict[str, Any]]:
         401: "missing or wrong bearer token",
         404: "unknown job",
         409: "job ID already registered",
+        405: "method not allowed on this path",
         413: "body, description or job description larger than its limit",
         422: "unknown host, a limit exceeded (job name, micro-batches, flows, ...), "
         "or the body is not a JSON object",
@@ -67,7 +86,13 @@ def _err(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {c: {"model": ErrorBody, "description": text[c]} for c in codes}
 
 
+class BodyError(SpecError):
+    """The body is not JSON, or not the JSON type the endpoint takes (HTTP 422)."""
+
+
 def _status_of(exc: EchelonError) -> int:
+    if isinstance(exc, BodyError):
+        return 422
     if isinstance(exc, TooLargeError):
         return 413
     if isinstance(exc, UnknownHostError | LimitError):
@@ -87,11 +112,42 @@ def _status_of(exc: EchelonError) -> int:
     return 500
 
 
+def _printable(text: str) -> str:
+    """Text safe to encode as UTF-8: a lone surrogate a client sent (in a field
+    name, echoed back) is escaped instead of failing the answer with a 500."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def error_body(exc: EchelonError) -> dict[str, Any]:
     field = str(getattr(exc, "field", "") or getattr(exc, "code", ""))
     message = str(getattr(exc, "message", "") or exc)
     detail = f"{field}: {message}" if field and not str(exc).startswith(field) else str(exc)
+    return plain_error(field, message, detail)
+
+
+def plain_error(field: str, message: str, detail: str | None = None) -> dict[str, Any]:
+    """The one error body (:class:`ErrorBody`)."""
+    field, message = _printable(field)[:200], _printable(message)[:500]
+    detail = _printable(detail) if detail is not None else f"{field}: {message}"
     return {"detail": detail, "field": field, "message": message}
+
+
+async def json_body(request: Request) -> Any:
+    """The request body as JSON, whatever ``Content-Type`` says (a form type from
+    ``curl -d``, none, text/plain): the API only ever takes JSON."""
+    raw = await request.body()
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # also ints beyond 4300 digits
+        raise BodyError("body", f"not valid JSON: {str(exc)[:200]}") from None
+
+
+def _body_doc(*models: type[BaseModel]) -> dict[str, Any]:
+    """``openapi_extra`` declaring a JSON body of one of ``models`` (components added
+    by :func:`make_app`'s schema)."""
+    refs = [{"$ref": f"#/components/schemas/{m.__name__}"} for m in models]
+    schema = refs[0] if len(refs) == 1 else {"oneOf": refs}
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
 def make_app(controller: Controller | None, token: str | None = None) -> FastAPI:
@@ -123,16 +179,27 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
         return JSONResponse(error_body(exc), status_code=_status_of(exc))
 
     @app.exception_handler(RequestValidationError)
-    def _invalid_body(_: Request, exc: RequestValidationError) -> JSONResponse:
-        """FastAPI's default echoes the whole input back (52 MB for a 50 MB body):
-        name the place and the problem only."""
+    def _invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        """FastAPI's default echoes the whole input back (52 MB for a 50 MB body) in
+        another shape: name the place and the problem only, in the one error body."""
         errs = exc.errors()
         first = errs[0] if errs else {}
-        field = ".".join(str(x) for x in first.get("loc", ("body",)))[:200]
-        message = str(first.get("msg", "invalid request"))[:200]
+        field = ".".join(str(x) for x in first.get("loc", ("body",)))
+        message = str(first.get("msg", "invalid request"))
+        return JSONResponse(plain_error(field, message), status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        """401, 404 of an unknown path, 405, ...: the same error body as the rest."""
+        field = {401: "authorization", 404: "path", 405: "method"}.get(exc.status_code, "")
+        if exc.status_code == 404 and exc.detail == "Not Found":
+            message = f"no such endpoint: {request.url.path}"
+        else:
+            message = str(exc.detail)
         return JSONResponse(
-            {"detail": f"{field}: {message}", "field": field, "message": message},
-            status_code=422,
+            plain_error(field, message),
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
         )
 
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
@@ -144,25 +211,50 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
         status_code=201,
         dependencies=deps,
         summary="Register a job",
+        response_model=JobView,
+        response_model_exclude_unset=True,
         responses=_err(400, 401, 409, 413, 422, 503, 507),
+        openapi_extra=_body_doc(*description_models()),
     )
-    def register(desc: dict[str, Any] = Body(..., examples=[_EXAMPLE])) -> dict[str, Any]:  # noqa: B008
-        """A paradigm job description (see echelon.jobs) or an explicit EchelonFlow spec."""
-        return ctl().register(desc)
+    async def register(request: Request) -> Any:
+        """A paradigm job description (see echelon.jobs) or an explicit EchelonFlow spec.
+        The answer is the job as ``GET /jobs/{job}`` shows it, plus ``warnings``."""
+        desc = await json_body(request)
+        if not isinstance(desc, dict):
+            raise BodyError("body", f"must be a JSON object, got {type(desc).__name__}")
+        return await run_in_threadpool(ctl().register, desc)
 
-    @app.get("/jobs", dependencies=deps, summary="List registered jobs")
-    def list_jobs() -> list[dict[str, Any]]:
+    @app.get(
+        "/jobs",
+        dependencies=deps,
+        summary="List registered jobs",
+        response_model=list[JobSummary],
+        response_model_exclude_unset=True,
+        responses=_err(401),
+    )
+    def list_jobs() -> Any:
         return ctl().jobs()
 
-    @app.get("/jobs/{job_id}", dependencies=deps, summary="Show one job", responses=_err(404))
-    def show(job_id: str) -> dict[str, Any]:
+    @app.get(
+        "/jobs/{job_id}",
+        dependencies=deps,
+        summary="Show one job",
+        response_model=JobView,
+        response_model_exclude_unset=True,
+        responses=_err(401, 404),
+    )
+    def show(job_id: str) -> Any:
         """EchelonFlows, flows and offsets, echelon IDs, classes, levels and ranges."""
         return ctl().show(job_id)
 
     @app.delete(
-        "/jobs/{job_id}", dependencies=deps, summary="Remove a job", responses=_err(404, 503)
+        "/jobs/{job_id}",
+        dependencies=deps,
+        summary="Remove a job",
+        response_model=Removed,
+        responses=_err(401, 404, 503),
     )
-    def remove(job_id: str) -> dict[str, Any]:
+    def remove(job_id: str) -> Any:
         ctl().remove(job_id)
         return {"removed": job_id}
 
@@ -170,48 +262,111 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
         "/progress",
         dependencies=deps,
         summary="Report a host's progress (online re-planning)",
+        response_model=ProgressReply,
+        response_model_exclude_unset=True,
         responses=_err(400, 401, 404, 422),
+        openapi_extra=_body_doc(ReportBody),
     )
-    def progress(
-        body: dict[str, Any] = Body(..., examples=[_PROGRESS_EXAMPLE]),  # noqa: B008
-        wait: bool = False,
-    ) -> dict[str, Any]:
+    async def progress(request: Request, wait: bool = False) -> Any:
         """A snapshot of one host's progress in one iteration of a job: the groups it
         has started sending (``released``) and those whose flows to it have all
         arrived (``finished``). Idempotent; ``seq`` orders snapshots of one
         ``session``. ``wait=true`` answers after the re-plan it caused is written."""
-        return ctl().report(body, wait=wait)
+        body = await json_body(request)
+        return await run_in_threadpool(ctl().report, body, wait)
 
-    @app.get("/progress", dependencies=deps, summary="Progress state and re-plan measurements")
-    def progress_view() -> dict[str, Any]:
+    @app.get(
+        "/progress",
+        dependencies=deps,
+        summary="Progress state and re-plan measurements",
+        response_model=ProgressView,
+        response_model_exclude_unset=True,
+        responses=_err(401),
+    )
+    def progress_view() -> Any:
         return ctl().progress_view()
 
     @app.get(
         "/stats",
         dependencies=deps,
         summary="Per-echelon counters and unprioritized packets by reason",
+        response_model=StatsView,
+        response_model_exclude_unset=True,
+        responses=_err(401),
     )
-    def stats() -> dict[str, Any]:
+    def stats() -> Any:
+        """Packets/bytes per registered group summed over the switches; a switch
+        that could not be read appears in ``switches`` with its ``error``."""
         return ctl().stats()
 
-    @app.get("/status", dependencies=deps, summary="Switches, pipeline and entry counts")
-    def status() -> dict[str, Any]:
+    @app.get(
+        "/status",
+        dependencies=deps,
+        summary="Switches, pipeline and entry counts",
+        response_model=StatusView,
+        response_model_exclude_unset=True,
+        responses=_err(401),
+    )
+    def status() -> Any:
         return ctl().status()
 
-    @app.get("/policy", dependencies=deps, summary="Current policy")
-    def get_policy() -> dict[str, Any]:
+    @app.get(
+        "/policy",
+        dependencies=deps,
+        summary="Current policy",
+        response_model=PolicyView,
+        responses=_err(401),
+    )
+    def get_policy() -> Any:
         return {"policy": ctl().policy, "available": list(POLICIES)}
 
     @app.put(
         "/policy",
         dependencies=deps,
         summary="Switch policy at run time",
-        responses=_err(400, 503, 507),
+        response_model=PolicyView,
+        responses=_err(400, 401, 422, 503, 507),
+        openapi_extra=_body_doc(PolicyBody),
     )
-    def set_policy(body: PolicyBody) -> dict[str, Any]:
-        ctl().set_policy(body.name)
+    async def set_policy(request: Request) -> Any:
+        body = validate(PolicyBody, await json_body(request))
+        await run_in_threadpool(ctl().set_policy, body.name)
         return {"policy": ctl().policy, "available": list(POLICIES)}
 
+    def openapi() -> dict[str, Any]:
+        """FastAPI's schema plus the body models read by hand (:func:`json_body`)."""
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+            )
+            bodies: list[type[BaseModel]] = [*description_models(), ReportBody, PolicyBody]
+            _, defs = models_json_schema(
+                [(m, "validation") for m in bodies],
+                ref_template="#/components/schemas/{model}",
+            )
+            comps = schema.setdefault("components", {}).setdefault("schemas", {})
+            for name, sub in defs.get("$defs", {}).items():
+                comps.setdefault(name, sub)
+            # FastAPI declares its own 422 shape for path/query parameters; this API
+            # answers every error with ErrorBody (handler above), so say that
+            error_ref = {"$ref": "#/components/schemas/ErrorBody"}
+            for ops in schema.get("paths", {}).values():
+                for op in ops.values():
+                    r422 = op.get("responses", {}).get("422")
+                    if r422 is not None:
+                        r422["content"] = {"application/json": {"schema": error_ref}}
+                        if r422.get("description") == "Validation Error":
+                            r422["description"] = "a path or query parameter is invalid"
+            for name in ("HTTPValidationError", "ValidationError"):
+                comps.pop(name, None)
+            comps.setdefault("ErrorBody", ErrorBody.model_json_schema())
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
 
 

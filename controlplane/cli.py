@@ -1,8 +1,11 @@
 """``echelonctl``: the controller's command line, a thin client of the HTTP API.
 
-Human-readable tables by default, ``--json`` for scripts. Every failure (bad
-file, unreachable controller, a 4xx from the API) prints ``error: ...`` and
-exits 2, never a traceback.
+Human-readable tables by default (numbers right-aligned, units in the headers),
+``--json`` for scripts. Every failure (bad file, unreachable controller, a 4xx
+from the API, a switch whose counters cannot be read) prints ``error: ...`` and
+exits 2, never a traceback; a reader that leaves early (``| head``) is not an
+error worth a traceback either. Talks to the API only through
+:class:`controlplane.client.ApiClient`.
 """
 
 from __future__ import annotations
@@ -11,25 +14,52 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
+import time
+from collections.abc import Sequence
 from typing import Any
 
-import httpx
 import yaml
 
-DEFAULT_API = os.environ.get("ECHELON_API", "http://127.0.0.1:8080")
+from controlplane.apimodels import JobView, StatsView, StatusView
+from controlplane.client import ApiClient, ControllerUnreachable, plain
+from echelon.errors import EchelonError
+from echelon.jobs import read_file
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+EPILOG = f"""environment:
+  ECHELON_API        controller URL when --api is not given (default {DEFAULT_URL})
+  ECHELON_API_TOKEN  bearer token when --token is not given
+
+your own job against a running controller (see README "Your own job"):
+  echelon show my-job.yaml --topo topo/star.yaml   # check it, see its levels
+  echelonctl register my-job.yaml                  # install its priorities
+  echelonctl stats --job my-job --watch 1          # its live counters (Ctrl-C stops)
+"""
 
 
-class CliError(Exception):
+class CliError(EchelonError):
     """Printed as ``error: <message>``; exit status 2."""
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="echelonctl", description="EchelonFlow controller client")
-    p.add_argument("--api", default=DEFAULT_API, help=f"controller URL (default {DEFAULT_API})")
-    p.add_argument("--token", default=os.environ.get("ECHELON_API_TOKEN"), help="bearer token")
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    default_api = os.environ.get("ECHELON_API", DEFAULT_URL)
+    p = argparse.ArgumentParser(
+        prog="echelonctl",
+        description="EchelonFlow controller client",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--api", default=default_api, help=f"controller URL (env ECHELON_API; now {default_api})"
+    )
+    p.add_argument(
+        "--token",
+        default=os.environ.get("ECHELON_API_TOKEN"),
+        help="bearer token (env ECHELON_API_TOKEN)",
+    )
     p.add_argument("--json", action="store_true", help="print the API's JSON")
-    p.add_argument("--timeout", type=float, default=30.0)
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("register", help="register a job (file or --paradigm)")
     r.add_argument("file", nargs="?", help="YAML/JSON job description or EchelonFlow spec")
@@ -44,7 +74,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     s.add_argument("job")
     d = sub.add_parser("remove", help="remove a job")
     d.add_argument("job")
-    sub.add_parser("stats", help="per-echelon counters and unprioritized packets by reason")
+    st = sub.add_parser("stats", help="per-echelon counters and unprioritized packets by reason")
+    st.add_argument("--job", help="only this job's groups")
+    st.add_argument(
+        "--watch", type=float, metavar="SECONDS", help="repeat every SECONDS with rates (Ctrl-C)"
+    )
+    st.add_argument("--count", type=int, default=0, help="with --watch: stop after N samples")
     sub.add_parser("status", help="switches, pipeline, entry counts")
     pol = sub.add_parser("policy", help="show or set the policy (echelon, coflow, fifo)")
     pol.add_argument("name", nargs="?")
@@ -72,147 +107,232 @@ def description(args: argparse.Namespace) -> dict[str, Any]:
         return desc
     if not args.file:
         raise CliError("register: a FILE or --paradigm is required")
-    try:
-        text = Path(args.file).read_text()
-    except OSError as exc:
-        raise CliError(f"{args.file}: cannot read: {exc.strerror}") from None
-    try:
-        data = json.loads(text) if args.file.endswith(".json") else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise CliError(f"{args.file}: not valid YAML/JSON: {exc}") from None
+    data = read_file(args.file)
     if not isinstance(data, dict):
         raise CliError(f"{args.file}: must hold a mapping")
     return data
 
 
-def call(args: argparse.Namespace, method: str, path: str, body: Any = None) -> Any:
-    headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
-    try:
-        resp = httpx.request(
-            method, args.api.rstrip("/") + path, json=body, headers=headers, timeout=args.timeout
-        )
-    except httpx.HTTPError as exc:
-        raise CliError(f"cannot reach the controller at {args.api}: {exc}") from None
-    try:
-        data = resp.json()
-    except ValueError:
-        data = {"detail": resp.text}
-    if resp.status_code >= 400:
-        detail = data.get("detail") if isinstance(data, dict) else data
-        if isinstance(detail, list):  # FastAPI request validation
-            detail = "; ".join(
-                f"{'.'.join(str(x) for x in d.get('loc', []))}: {d.get('msg')}" for d in detail
-            )
-        raise CliError(f"{detail} (HTTP {resp.status_code})")
-    return data
+# ---------------------------------------------------------------- rendering
 
 
-def table(rows: list[list[Any]], head: list[str]) -> str:
-    cells = [head] + [[str(c) for c in r] for r in rows]
+def table(rows: Sequence[Sequence[Any]], head: Sequence[str]) -> str:
+    """Columns padded to their widest cell; numeric columns right-aligned."""
+    cells = [list(head)] + [[_cell(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
+    numeric = [
+        bool(rows)
+        and all(isinstance(r[i], int | float) and not isinstance(r[i], bool) for r in rows)
+        for i in range(len(head))
+    ]
     return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells
+        "  ".join(
+            c.rjust(w) if num else c.ljust(w) for c, w, num in zip(r, widths, numeric, strict=True)
+        ).rstrip()
+        for r in cells
     )
 
 
-def render(cmd: str, data: Any) -> str:
-    if cmd == "list":
-        rows = [
-            [j["job"], len(j["groups"]), ",".join(str(g["echelon_id"]) for g in j["groups"])]
-            for j in data
-        ]
-        return table(rows, ["JOB", "GROUPS", "ECHELON IDS"])
-    if cmd in ("show", "register"):
-        out = [f"job {data['job']}  (policy {data['policy']}, installed {data['installed']})"]
-        rows = []
-        for g in data["groups"]:
-            rng = " ".join(f"[{r['lo_us']},{r['hi_us']}]->{r['priority']}" for r in g["ranges"])
-            rows.append(
-                [
-                    g["group"],
-                    g["echelon_id"],
-                    g["class_id"],
-                    g["priority"],
-                    ",".join(g["sources"]),
-                    rng or "-",
-                ]
-            )
-        out.append(table(rows, ["GROUP", "ID", "CLASS", "PRIO", "SOURCES", "DEADLINE RANGES"]))
-        for ef in data["echelonflows"]:
-            out.append(f"\n{ef['name']}  t_ref={ef['t_ref']}")
-            out.append(
-                table(
-                    [
-                        [f["index"], f["src"], f["dst"], f["size"], f["offset_us"]]
-                        for f in ef["flows"]
-                    ],
-                    ["FLOW", "SRC", "DST", "BYTES", "OFFSET_US"],
-                )
-            )
-        return "\n".join(out)
-    if cmd == "stats":
-        rows = [
-            [g["job"], g["group"], g["echelon_id"], g["class_id"], g["packets"], g["bytes"]]
-            for g in data["groups"]
-        ]
-        sp = [[k, v["packets"], v["bytes"]] for k, v in data["unprioritized"].items()]
-        return (
-            table(rows, ["JOB", "GROUP", "ID", "CLASS", "PACKETS", "BYTES"])
-            + "\n\n"
-            + table(sp, ["UNPRIORITIZED", "PACKETS", "BYTES"])
-        )
-    if cmd == "status":
-        rows = [
-            [
-                n,
-                s["grpc"],
-                s["connected"],
-                s["primary"],
-                s["in_sync"],
-                f"{s['pipeline_cookie']:#x}" if s["pipeline_cookie"] is not None else "-",
-                " ".join(f"{k.split('.')[-1]}={v}" for k, v in sorted(s["entries"].items())),
-                s["last_error"] or "",
-            ]
-            for n, s in data["switches"].items()
-        ]
-        head = f"policy {data['policy']}, {data['jobs']} jobs\n"
-        return head + table(
-            rows, ["SWITCH", "GRPC", "CONN", "PRIMARY", "SYNC", "COOKIE", "ENTRIES", "ERROR"]
-        )
-    if cmd == "policy":
-        return f"{data['policy']}  (available: {', '.join(data['available'])})"
-    if cmd == "remove":
-        return f"removed {data['removed']}"
-    return json.dumps(data, indent=2)
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:,.1f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return "-" if value is None else str(value)
 
 
-def run(args: argparse.Namespace) -> Any:
-    if args.cmd == "register":
-        return call(args, "POST", "/jobs", description(args))
-    if args.cmd == "list":
-        return call(args, "GET", "/jobs")
-    if args.cmd == "show":
-        return call(args, "GET", f"/jobs/{args.job}")
-    if args.cmd == "remove":
-        return call(args, "DELETE", f"/jobs/{args.job}")
+def switch_problem(error: str | None, grpc: str) -> str:
+    """A switch's last error in words a user acts on (gRPC's are terse)."""
+    if not error:
+        return ""
+    code = error.split(":", 1)[0].strip()
+    if code == "UNAVAILABLE" or "connection refused" in error.lower():
+        return f"switch not reachable at {grpc}: is it running? (make run starts one)"
+    if code == "DEADLINE_EXCEEDED":
+        return f"switch at {grpc} did not answer in time (overloaded or stopped?)"
+    if code == "PERMISSION_DENIED":
+        return "another controller is primary for this switch (higher election ID)"
+    return error.splitlines()[0][:120]
+
+
+def render_job(data: JobView) -> str:
+    out = [f"job {data.job}  (policy {data.policy}, installed {data.installed})"]
+    rows = []
+    for g in data.groups:
+        rng = " ".join(f"[{r.lo_us},{r.hi_us}]->{r.priority}" for r in g.ranges or [])
+        rows.append(
+            [g.group, g.echelon_id, g.class_id, g.priority, ",".join(g.sources or []), rng or "-"]
+        )
+    out.append(table(rows, ["GROUP", "ID", "CLASS", "PRIO", "SOURCES", "DEADLINE RANGES (µs)"]))
+    for ef in data.echelonflows:
+        out.append(f"\n{ef.name}  t_ref {ef.t_ref * 1e3:.3f} ms, weight {ef.weight:g}")
+        flows = [[f.index, f.src, f.dst, f.size, f.offset_us] for f in ef.flows]
+        out.append(table(flows, ["FLOW", "SRC", "DST", "SIZE (B)", "OFFSET (µs)"]))
+    return "\n".join(out)
+
+
+def stats_errors(data: StatsView) -> list[str]:
+    """One line per switch whose counters could not be read."""
+    return [
+        f"switch {name}: counters unavailable: {switch_problem(s.error, name) or s.error}"
+        for name, s in data.switches.items()
+        if s.error is not None
+    ]
+
+
+def render_stats(
+    data: StatsView,
+    job: str | None = None,
+    before: StatsView | None = None,
+    interval_s: float = 0.0,
+) -> str:
+    """Counters per group (of ``job`` only if given); with ``before``, rates over
+    ``interval_s``."""
+    prev = {(g.job, g.group): g for g in before.groups} if before is not None else {}
+    head = ["JOB", "GROUP", "ID", "CLASS", "PRIO", "PACKETS", "BYTES"]
+    if before is not None:
+        head += ["PKT/S", "MBIT/S"]
+    rows: list[list[Any]] = []
+    for g in data.groups:
+        if job is not None and g.job != job:
+            continue
+        row: list[Any] = [g.job, g.group, g.echelon_id, g.class_id, g.priority, g.packets, g.bytes]
+        if before is not None:
+            p = prev.get((g.job, g.group))
+            dp = g.packets - p.packets if p is not None else 0
+            db = g.bytes - p.bytes if p is not None else 0
+            row += [dp / interval_s if interval_s > 0 else 0.0,
+                    db * 8 / 1e6 / interval_s if interval_s > 0 else 0.0]  # fmt: skip
+        rows.append(row)
+    out = [table(rows, head)]
+    unprio = [[k, v.packets, v.bytes] for k, v in data.unprioritized.items()]
+    out.append(table(unprio, ["UNPRIORITIZED (all switches)", "PACKETS", "BYTES"]))
+    per = [
+        [name, *(s.unprioritized[k].packets for k in data.unprioritized)]
+        for name, s in data.switches.items()
+        if s.unprioritized
+    ]
+    if len(per) > 1:
+        out.append(table(per, ["SWITCH", *(f"{k} PKTS" for k in data.unprioritized)]))
+    return "\n\n".join(out)
+
+
+def render_status(data: StatusView) -> str:
+    rows = []
+    for n, s in data.switches.items():
+        problem = switch_problem(s.last_error, s.grpc)
+        if not s.connected and not problem:
+            problem = f"not connected to {s.grpc}"
+        entries = " ".join(f"{k.split('.')[-1]}={v}" for k, v in sorted(s.entries.items()))
+        cookie = f"{s.pipeline_cookie:#x}" if s.pipeline_cookie is not None else "-"
+        state = "ok" if s.in_sync and not problem else (problem or "syncing")
+        rows.append([n, s.grpc, s.connected, s.primary, s.in_sync, cookie, entries or "-", state])
+    head = f"policy {data.policy}, replan {data.replan}, {data.jobs} jobs\n"
+    return head + table(
+        rows, ["SWITCH", "GRPC", "CONNECTED", "PRIMARY", "IN SYNC", "COOKIE", "ENTRIES", "STATE"]
+    )
+
+
+# ---------------------------------------------------------------- commands
+
+
+def run(args: argparse.Namespace, api: ApiClient) -> int:
+    """One command; prints its answer. Returns the exit status."""
     if args.cmd == "stats":
-        return call(args, "GET", "/stats")
-    if args.cmd == "status":
-        return call(args, "GET", "/status")
-    if args.name:
-        return call(args, "PUT", "/policy", {"name": args.name})
-    return call(args, "GET", "/policy")
+        return stats(args, api)
+    if args.cmd == "register":
+        job = api.register(description(args))
+        for w in job.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        emit(args, job, render_job)
+    elif args.cmd == "list":
+        jobs = api.jobs()
+        if args.json:
+            emit(args, jobs, str)
+        else:
+            rows = [
+                [j.job, len(j.groups), ",".join(str(g.echelon_id) for g in j.groups)] for j in jobs
+            ]
+            print(table(rows, ["JOB", "GROUPS", "ECHELON IDS"]))
+    elif args.cmd == "show":
+        emit(args, api.show(args.job), render_job)
+    elif args.cmd == "remove":
+        emit(args, api.remove(args.job), lambda d: f"removed {d.removed}")
+    elif args.cmd == "status":
+        emit(args, api.status(), render_status)
+    else:
+        pol = api.set_policy(args.name) if args.name else api.policy()
+        emit(args, pol, lambda d: f"{d.policy}  (available: {', '.join(d.available)})")
+    return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def emit(args: argparse.Namespace, data: Any, human: Any) -> None:
+    print(json.dumps(plain(data), indent=2) if args.json else human(data), flush=True)
+
+
+def stats(args: argparse.Namespace, api: ApiClient) -> int:
+    """``stats`` once, or every ``--watch`` seconds with per-group rates."""
+    if args.watch is not None and not args.watch > 0:
+        raise CliError(f"--watch: must be a positive number of seconds, got {args.watch}")
+    before: StatsView | None = None
+    t_before = 0.0
+    samples = 0
+    status = 0
+    while True:
+        t = time.monotonic()
+        data = api.stats()
+        if args.job is not None and not any(g.job == args.job for g in data.groups):
+            names = sorted({g.job for g in data.groups})
+            raise CliError(f"--job: {args.job!r} is not registered (registered: {names})")
+        errors = stats_errors(data)
+        answered = any(s.error is None for s in data.switches.values())
+        if args.json:
+            print(json.dumps(plain(data), indent=2), flush=True)
+        elif answered:
+            if args.watch is not None:
+                stamp = time.strftime("%H:%M:%S")
+                print(f"-- {stamp}  every {args.watch:g} s  (Ctrl-C stops)", flush=True)
+            shown = render_stats(data, args.job, before, t - t_before)
+            print(shown + ("\n" if args.watch is not None else ""), flush=True)
+        for e in errors:
+            print(f"error: {e}", file=sys.stderr, flush=True)
+        status = 2 if errors else 0
+        samples += 1
+        if args.watch is None or (args.count and samples >= args.count):
+            return status
+        before, t_before = data, t
+        # the period of a display, not synchronisation: nothing waits on it
+        time.sleep(max(0.0, args.watch - (time.monotonic() - t)))
+
+
+def make_client(args: argparse.Namespace) -> ApiClient:
+    """The API client for ``args`` (tests replace this to call the app in process)."""
+    return ApiClient(args.api, args.token, args.timeout)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        data = run(args)
-    except CliError as exc:
+        with make_client(args) as api:
+            return run(args, api)
+    except ControllerUnreachable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        print(
+            "hint: is the controller running (README: Your own job)? "
+            "--api or ECHELON_API give its URL",
+            file=sys.stderr,
+        )
+        return 2
+    except EchelonError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(data, indent=2) if args.json else render(args.cmd, data))
-    return 0
+    except KeyboardInterrupt:  # Ctrl-C ends --watch: the normal way out
+        return 0
+    except BrokenPipeError:  # `echelonctl ... | head`: the reader left, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

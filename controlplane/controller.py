@@ -322,7 +322,9 @@ class Controller:
             self._records = records
             self._track(rec)
             self._settled()
-            return self.show(rec.job_id)
+            out = self.show(rec.job_id)
+            out["warnings"] = list(parsed.warnings)
+            return out
 
     def remove(self, job_id: str) -> None:
         with self.lock:
@@ -507,6 +509,7 @@ class Controller:
                 "group": p.group,
                 "echelon_id": p.echelon_id,
                 "class_id": p.class_id,
+                "priority": p.priority,
                 "packets": totals.get(p.class_id, [0, 0])[0],
                 "bytes": totals.get(p.class_id, [0, 0])[1],
             }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -24,7 +25,9 @@ from controlplane.progress import DEFAULT_TIMEOUT_S
 from controlplane.progress_socket import ProgressSocket
 from controlplane.registry import CHECK_INTERVAL_S, Registry
 from echelon.errors import EchelonError
-from echelon.topology import load
+from echelon.jobs import read_file
+from echelon.topology import load, topology_warnings
+from targets.switch import Target, start_target
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
@@ -87,6 +90,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "(for hosts in other network namespaces)",
     )
     p.add_argument("--log-level", default="info")
+    p.add_argument(
+        "--start-switches",
+        choices=("soft", "bmv2", "auto"),
+        help="also start the topology's switches (no data ports) and stop them on exit: "
+        "a controller to register jobs against, without the emulated network",
+    )
     return p.parse_args(argv)
 
 
@@ -146,11 +155,46 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.port < 65536:
         print(f"error: --port: not a TCP port: {args.port}", file=sys.stderr)
         return 2
+    switches: list[Target] = []
     try:
-        ctl = build(args)
+        for w in topology_warnings(read_file(args.topo)) if Path(args.topo).exists() else []:
+            print(f"warning: {args.topo}: {w}", file=sys.stderr)
+        if args.start_switches:
+            # uvicorn re-raises the SIGTERM it caught once it has shut down; with the
+            # default handler that would end the process before the switches are stopped
+            signal.signal(signal.SIGTERM, _exit_on_sigterm)
+            Path(args.db).parent.mkdir(parents=True, exist_ok=True)
+            switches = start_switches(args.topo, args.start_switches, Path(args.db).parent)
+        return serve(args, build(args))
     except EchelonError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        for sw in switches:
+            sw.stop()
+
+
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def start_switches(topo_path: str, kind: str, log_dir: Path) -> list[Target]:
+    """One switch per switch of the topology, at its gRPC address and Thrift port."""
+    out: list[Target] = []
+    try:
+        for sw in load(topo_path).switches.values():
+            log = log_dir / f"switch-{sw.name}.log"
+            print(f"starting {kind} switch {sw.name} at {sw.grpc} (log {log})", file=sys.stderr)
+            out.append(start_target(kind, {}, sw.grpc, sw.thrift_port, sw.device_id, log))  # type: ignore[arg-type]
+    except BaseException:
+        for t in out:
+            t.stop()
+        raise
+    return out
+
+
+def serve(args: argparse.Namespace, ctl: Controller) -> int:
+    """Serve the API until interrupted (SIGINT/SIGTERM), then stop the controller."""
     import uvicorn
 
     sock = ProgressSocket(args.progress_socket, ctl.report) if args.progress_socket else None

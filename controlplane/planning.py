@@ -1,7 +1,8 @@
 """From registered job descriptions to per-group plans: the one place that calls the core.
 
-A registration is either a *paradigm job description* (parsed by the core's
-``echelon.jobs.load_job``) or an *explicit EchelonFlow spec* (parsed here)::
+A registration is either a *paradigm job description* or an *explicit
+EchelonFlow spec*, both parsed by the core (``echelon.jobs.load_description``,
+typed models in ``echelon.jobs``)::
 
     {"job": "j1", "echelonflows": [
         {"group": "grads", "weight": 1.0,
@@ -29,9 +30,8 @@ from echelon import jobs as core_jobs
 from echelon import policies as core_policies
 from echelon import quantize as core_quantize
 from echelon.errors import SpecError
-from echelon.model import EchelonFlow, Flow
+from echelon.model import EchelonFlow
 from echelon.schedule import DeadlineRange, EchelonLevels
-from echelon.specfields import check_keys, count, mapping, path, seconds, text
 from echelon.topology import Topology, TopologyNetwork
 
 POLICIES = ("echelon", "coflow", "fifo")
@@ -49,6 +49,8 @@ class ParsedJob:
     job_id: str
     echelons: tuple[EchelonFlow, ...]
     groups: tuple[str, ...]
+    #: unit plausibility warnings (``field: message``), returned to the client
+    warnings: tuple[str, ...] = ()
 
     def of_group(self, group: str) -> tuple[tuple[EchelonFlow, ...], tuple[str, ...]]:
         """The group's EchelonFlows and source hosts (cached: re-planned on every change)."""
@@ -76,10 +78,20 @@ class ParsedJob:
 
 
 def parse_job(desc: Any, topo: Topology) -> ParsedJob:
-    """Validate a registration; raise ``SpecError`` (``UnknownHostError`` for hosts)."""
-    data = mapping(desc, "job")
-    efs = _parse_explicit(data) if "echelonflows" in data else _parse_paradigm(data, topo)
-    for ef in efs:
+    """Validate a registration through the core's one parser
+    (:func:`echelon.jobs.load_description`); raise ``SpecError``, and
+    ``UnknownHostError`` for a host the topology does not have (HTTP 422)."""
+    if not isinstance(desc, Mapping):
+        raise SpecError("job", f"must be a mapping, got {type(desc).__name__}")
+    raw_hosts = desc.get("hosts")
+    if "echelonflows" not in desc and isinstance(raw_hosts, list | tuple):
+        for i, h in enumerate(raw_hosts):
+            if isinstance(h, str) and h not in topo.hosts:
+                raise UnknownHostError(
+                    f"hosts[{i}]", f"unknown host {h!r} (topology has {sorted(topo.hosts)})"
+                )
+    parsed = core_jobs.load_description(desc)
+    for ef in parsed.echelons:
         for pos, f in enumerate(ef.flows):
             for end in ("src", "dst"):
                 host = getattr(f, end)
@@ -88,73 +100,13 @@ def parse_job(desc: Any, topo: Topology) -> ParsedJob:
                         f"{ef.group}.flows[{pos}].{end}",
                         f"unknown host {host!r} (topology has {sorted(topo.hosts)})",
                     )
-    groups = tuple(dict.fromkeys(ef.group for ef in efs))
-    return ParsedJob(efs[0].job, tuple(efs), groups)
-
-
-def _parse_explicit(data: Mapping[str, Any]) -> list[EchelonFlow]:
-    check_keys(data, ("job", "echelonflows"), "")
-    job = text(data.get("job"), "job")
-    if "/" in job:
-        raise SpecError("job", "must not contain '/'")
-    raw = data["echelonflows"]
-    if not isinstance(raw, list) or not raw:
-        raise SpecError("echelonflows", "must be a non-empty list")
-    out = []
-    seen: set[str] = set()
-    for i, item in enumerate(raw):
-        where = path("echelonflows", i)
-        m = mapping(item, where)
-        check_keys(m, ("group", "weight", "t_ref", "flows"), where)
-        group = text(m.get("group"), path(where, "group"))
-        if group in seen:
-            raise SpecError(path(where, "group"), f"group {group!r} appears twice")
-        seen.add(group)
-        weight = seconds(m.get("weight", 1.0), path(where, "weight"), positive=True)
-        t_ref = seconds(m.get("t_ref", 0.0), path(where, "t_ref"))
-        flows_raw = m.get("flows")
-        if not isinstance(flows_raw, list) or not flows_raw:
-            raise SpecError(path(where, "flows"), "must be a non-empty list")
-        flows = []
-        for j, fr in enumerate(flows_raw):
-            fw = path(path(where, "flows"), j)
-            f = mapping(fr, fw)
-            check_keys(f, ("src", "dst", "size", "offset"), fw)
-            flows.append(
-                Flow(
-                    j,
-                    text(f.get("src"), path(fw, "src")),
-                    text(f.get("dst"), path(fw, "dst")),
-                    count(f.get("size"), path(fw, "size"), minimum=1),
-                    seconds(f.get("offset", 0.0), path(fw, "offset")),
-                )
-            )
-        try:
-            ef = EchelonFlow(f"{job}/0/{group}", job, group, tuple(flows), t_ref, weight)
-        except SpecError as exc:  # name the field under echelonflows[i]
-            raise SpecError(f"{where}.{exc.field.split('.', 1)[-1]}", exc.message) from None
-        out.append(ef)
-    return out
-
-
-def _parse_paradigm(data: Mapping[str, Any], topo: Topology) -> list[EchelonFlow]:
-    """A paradigm description, through the core (``echelon.jobs``).
-
-    Hosts are checked here rather than by ``load_job(known_hosts=...)`` so an
-    unknown host is an :class:`UnknownHostError` (HTTP 422), not a generic error.
-    """
-    raw_hosts = data.get("hosts")
-    if isinstance(raw_hosts, list | tuple):
-        for i, h in enumerate(raw_hosts):
-            if isinstance(h, str) and h not in topo.hosts:
-                raise UnknownHostError(
-                    path("hosts", i), f"unknown host {h!r} (topology has {sorted(topo.hosts)})"
-                )
-    spec = core_jobs.load_job(dict(data))
-    efs = list(spec.echelonflows(iteration=0))
-    if not efs:
-        raise SpecError("job", "the description produces no EchelonFlow")
-    return efs
+    groups = tuple(dict.fromkeys(ef.group for ef in parsed.echelons))
+    return ParsedJob(
+        parsed.job_id,
+        parsed.echelons,
+        groups,
+        tuple(str(w) for w in parsed.warnings),
+    )
 
 
 # ---------------------------------------------------------------- planning

@@ -46,12 +46,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from controlplane.planning import UnknownHostError
 from controlplane.registry import UnknownJobError
 from echelon.errors import SpecError
-from echelon.specfields import check_keys, count, mapping, text
+from echelon.specs import Index, Name, SpecModel, Text, validate
 
 #: Default: a job silent for this long has nothing in flight (seconds).
 DEFAULT_TIMEOUT_S = 30.0
@@ -72,27 +74,27 @@ class Report:
     finished: frozenset[str]
 
 
+class ReportBody(SpecModel):
+    """``POST /progress``: one host's progress snapshot in one iteration of a job."""
+
+    job: Name
+    host: Name
+    iteration: Index
+    session: Text = ""
+    seq: Index
+    released: Annotated[tuple[Name, ...], Field(max_length=MAX_GROUPS_PER_REPORT)] = ()
+    finished: Annotated[tuple[Name, ...], Field(max_length=MAX_GROUPS_PER_REPORT)] = ()
+
+
 def parse_report(data: Any, hosts: Iterable[str] | None = None) -> Report:
     """Validate a report body; ``SpecError`` names the bad field."""
-    m = mapping(data, "report")
-    check_keys(m, ("job", "host", "iteration", "session", "seq", "released", "finished"), "")
-    host = text(m.get("host"), "host")
-    if hosts is not None and host not in set(hosts):
-        raise UnknownHostError("host", f"unknown host {host!r}")
-    lists = []
-    for name in ("released", "finished"):
-        raw = m.get(name, [])
-        if not isinstance(raw, list) or len(raw) > MAX_GROUPS_PER_REPORT:
-            raise SpecError(name, f"must be a list of at most {MAX_GROUPS_PER_REPORT} group names")
-        lists.append(frozenset(text(g, f"{name}[{i}]") for i, g in enumerate(raw)))
+    if not isinstance(data, Mapping):
+        raise SpecError("report", f"must be a mapping, got {type(data).__name__}")
+    m = validate(ReportBody, data)
+    if hosts is not None and m.host not in set(hosts):
+        raise UnknownHostError("host", f"unknown host {m.host!r}")
     return Report(
-        text(m.get("job"), "job"),
-        host,
-        count(m.get("iteration"), "iteration", minimum=0),
-        str(m.get("session", "")),
-        count(m.get("seq"), "seq", minimum=0),
-        lists[0],
-        lists[1],
+        m.job, m.host, m.iteration, m.session, m.seq, frozenset(m.released), frozenset(m.finished)
     )
 
 

@@ -1,11 +1,16 @@
 """``echelon`` command line: inspect job descriptions and what the switch would do.
 
-    echelon show JOB.yaml [--policy echelon] [--iteration 0] [--t0 0] [--gbps 10] [--json]
+    echelon show JOB.yaml [--topo topo/star.yaml | --gbps 10] [--policy echelon]
+                 [--iteration 0] [--t0 0] [--json]   # paradigm description or explicit spec
     echelon timeline JOB.yaml [--scale SECONDS_PER_CHAR]   # ideal timeline, ASCII
     echelon example PARADIGM        # print a shipped example description
     echelon list                    # paradigms and policies
 
-Bad input prints ``error: <field>: <message>`` and exits with status 2.
+Bad input prints ``error: <field>: <message>`` and exits with status 2; valid but
+implausible values (``fwd_s: 6``: seconds or ms?) print ``warning: <field>: ...``.
+With ``--topo`` the job is scheduled on that topology's links, as the controller
+does, so the levels shown are the ones ``echelonctl register`` installs (for a
+job registered alone).
 """
 
 from __future__ import annotations
@@ -14,18 +19,22 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 from echelon.errors import EchelonError, SpecError
-from echelon.jobs import load_job_file
+from echelon.jobs import load_description, load_job_file, read_file
 from echelon.network import BigSwitch
 from echelon.paradigms import PARADIGMS
 from echelon.policies import POLICIES, get_policy
 from echelon.quantize import flow_levels, quantize
+from echelon.schedule import Network
+from echelon.specs import SpecWarning
 from echelon.timeline import nice_scale
 from echelon.timeline import render as render_timeline
+from echelon.topology import TopologyNetwork, topology_warnings
+from echelon.topology import load as load_topology
 
 EXAMPLES = Path(__file__).parent / "examples"
 
@@ -39,16 +48,29 @@ def example_text(paradigm: str) -> str:
 
 def show(args: argparse.Namespace) -> dict[str, Any]:
     """Everything about one iteration of a job: flows, arrangement, ranks and levels."""
-    spec = load_job_file(args.job)
-    if not args.gbps > 0:
-        raise SpecError("--gbps", f"must be positive, got {args.gbps}")
-    plan = spec.plan(args.iteration, args.t0)
-    net = BigSwitch.uniform(spec.hosts, args.gbps * 1e9 / 8)
-    sched = get_policy(args.policy).schedule(plan.echelons, net, now=args.t0)
-    levels = flow_levels(sched, plan.echelons)
-    bands = quantize(sched, plan.echelons)
+    known: Collection[str] | None = None
+    net: Network
+    warnings: list[SpecWarning] = []
+    if args.topo:
+        topo = load_topology(args.topo)
+        warnings += topology_warnings(read_file(args.topo))
+        known = topo.hosts
+        net = TopologyNetwork(topo)
+    desc = load_description(read_file(args.job), known, args.iteration, args.t0)
+    warnings += desc.warnings
+    if not args.topo:
+        if not args.gbps > 0:
+            raise SpecError("--gbps", f"must be positive, got {args.gbps}")
+        hosts = sorted({h for ef in desc.echelons for f in ef.flows for h in (f.src, f.dst)})
+        net = BigSwitch.uniform(desc.spec.hosts if desc.spec else hosts, args.gbps * 1e9 / 8)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    efs = list(desc.echelons)
+    sched = get_policy(args.policy).schedule(efs, net, now=args.t0)
+    levels = flow_levels(sched, efs)
+    bands = quantize(sched, efs)
     echelons = []
-    for ef in plan.echelons:
+    for ef in efs:
         q = bands[ef.name]
         echelons.append(
             {
@@ -74,10 +96,12 @@ def show(args: argparse.Namespace) -> dict[str, Any]:
             }
         )
     return {
-        "job": spec.job_id,
-        "paradigm": spec.paradigm,
+        "job": desc.job_id,
+        "paradigm": desc.spec.paradigm if desc.spec else "explicit",
+        "network": f"topology {args.topo}" if args.topo else f"big switch, {args.gbps:g} Gbit/s",
+        "warnings": [str(w) for w in warnings],
         "iteration": args.iteration,
-        "ideal_iteration_s": spec.ideal_iteration_s,
+        "ideal_iteration_s": desc.ideal_iteration_s,
         "policy": args.policy,
         "echelon_order": list(sched.echelon_order),
         "echelons": echelons,
@@ -87,13 +111,16 @@ def show(args: argparse.Namespace) -> dict[str, Any]:
 def render(report: dict[str, Any]) -> str:
     lines = [
         f"job {report['job']} ({report['paradigm']}), iteration {report['iteration']}, "
-        f"ideal iteration {report['ideal_iteration_s'] * 1e3:.3f} ms, policy {report['policy']}"
+        f"ideal iteration {report['ideal_iteration_s'] * 1e3:.3f} ms, policy {report['policy']}, "
+        f"{report['network']}"
     ]
     for ef in report["echelons"]:
         kind = "coflow" if ef["coflow"] else "echelon"
         lines.append(
             f"\n{ef['name']}  [{kind}, t_ref {ef['t_ref'] * 1e3:.3f} ms, band top {ef['band']}]"
         )
+        ranges = " ".join(f"[{lo},{hi}]->{p}" for lo, hi, p in ef["ranges"])
+        lines.append(f"  deadline ranges (µs): {ranges or '-'}")
         lines.append(
             f"  {'j':>3} {'src':>6} {'dst':>6} {'bytes':>10} {'A(j) ms':>9} "
             f"{'ideal ms':>9} {'rank':>5} {'level':>5}"
@@ -111,11 +138,16 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="echelon", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("show", help="print a job's EchelonFlows, offsets and levels")
-    s.add_argument("job", help="job description (YAML or JSON)")
+    s.add_argument("job", help="job description or explicit EchelonFlow spec (YAML or JSON)")
+    s.add_argument(
+        "--topo", help="topology file: schedule on its links, as the controller does (topo/*.yaml)"
+    )
     s.add_argument("--policy", default="echelon", choices=POLICIES)
     s.add_argument("--iteration", type=int, default=0)
     s.add_argument("--t0", type=float, default=0.0, help="iteration start, seconds")
-    s.add_argument("--gbps", type=float, default=10.0, help="host link speed (big switch)")
+    s.add_argument(
+        "--gbps", type=float, default=10.0, help="host link speed of a big switch (no --topo)"
+    )
     s.add_argument("--json", action="store_true", help="machine-readable output")
     t = sub.add_parser("timeline", help="draw the ideal timeline and the arrangement")
     t.add_argument("job", help="job description (YAML or JSON)")

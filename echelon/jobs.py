@@ -20,19 +20,112 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import yaml
+from pydantic import Field, create_model, field_validator
 
 from echelon.errors import SpecError
-from echelon.model import EchelonFlow, IterationPlan
-from echelon.paradigms import get_paradigm
+from echelon.model import EchelonFlow, Flow, IterationPlan
+from echelon.paradigms import PARADIGMS, get_paradigm
 from echelon.paradigms.plan import PlanBuilder
-from echelon.specfields import check_keys, mapping, path, plain, text
+from echelon.specs import (
+    Name,
+    Positive,
+    PositiveBytes,
+    Seconds,
+    SpecModel,
+    SpecWarning,
+    Text,
+    dump,
+    fail,
+    unit_warnings,
+    validate,
+)
 
 COMMON_FIELDS = frozenset({"job", "paradigm", "hosts", "weight", "description"})
+
+
+def _job_name(value: str) -> str:
+    if "/" in value or value.strip() != value:
+        raise ValueError(f"must not contain '/' or surrounding spaces, got {value!r}")
+    return value
+
+
+class JobCommon(SpecModel):
+    """The fields every paradigm job description has."""
+
+    job: Name = Field(description="job ID, unique per deployment; no '/'")
+    paradigm: Name
+    hosts: Annotated[tuple[Name, ...], Field(min_length=1, max_length=4096)]
+    weight: Positive = 1.0
+    description: Text = ""
+
+    @field_validator("job")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _job_name(value)
+
+    @field_validator("hosts")
+    @classmethod
+    def _unique(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for i, name in enumerate(value):
+            if name in value[:i]:
+                raise fail(f"duplicate host {name!r}", at=i)
+        return value
+
+
+@cache
+def job_model(paradigm: str) -> type[SpecModel]:
+    """The full model of a ``paradigm`` job description: common fields + the paradigm's."""
+    par = get_paradigm(paradigm)
+    tag: Any = Literal.__getitem__(paradigm)  # Literal["gpipe"], built at run time
+    fields: dict[str, Any] = {"paradigm": (tag, ...)}
+    model: type[SpecModel] = create_model(
+        f"{paradigm.title().replace('_', '')}Job",
+        __base__=(JobCommon, par.model),
+        __doc__=f"A {paradigm} job: {par.summary}.",
+        **fields,
+    )
+    return model
+
+
+class FlowSpec(SpecModel):
+    """One flow of an explicit EchelonFlow: ``size`` bytes, arrangement ``offset`` (s)."""
+
+    src: Name
+    dst: Name
+    size: PositiveBytes
+    offset: Seconds = 0.0
+
+
+class EchelonFlowSpec(SpecModel):
+    """One group of an explicit spec: its flows in formation order."""
+
+    group: Name
+    weight: Positive = 1.0
+    t_ref: Seconds = 0.0
+    flows: Annotated[tuple[FlowSpec, ...], Field(min_length=1, max_length=4096)]
+
+
+class ExplicitJob(SpecModel):
+    """An explicit EchelonFlow spec: groups of flows with their offsets, no paradigm."""
+
+    job: Name
+    echelonflows: Annotated[tuple[EchelonFlowSpec, ...], Field(min_length=1, max_length=1024)]
+
+    @field_validator("job")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _job_name(value)
+
+
+def description_models() -> list[type[SpecModel]]:
+    """Every shape a registration may take: one model per paradigm, and the explicit spec
+    (the API's request schema is their union)."""
+    return [job_model(name) for name in sorted(PARADIGMS)] + [ExplicitJob]
 
 
 @dataclass(frozen=True)
@@ -81,57 +174,122 @@ class JobSpec:
         if self.description:
             out["description"] = self.description
         fields = get_paradigm(self.paradigm).fields
-        out.update((k, v) for k, v in plain(self.params).items() if k in fields)
+        out.update((k, v) for k, v in dump(self.params).items() if k in fields)
         return out
 
 
 def load_job(data: Mapping[str, Any], known_hosts: Collection[str] | None = None) -> JobSpec:
     """Validate a description; ``known_hosts`` (e.g. a topology's hosts) restricts ``hosts``."""
-    data = mapping(data, "")
+    if not isinstance(data, Mapping):
+        raise SpecError("job", f"must be a mapping, got {type(data).__name__}")
     for key in ("job", "paradigm", "hosts"):
         if key not in data:
             raise SpecError(key, "is required")
-    job = text(data["job"], "job")
-    if "/" in job or job.strip() != job:
-        raise SpecError("job", f"must not contain '/' or surrounding spaces, got {job!r}")
-    paradigm = get_paradigm(text(data["paradigm"], "paradigm"))
-    check_keys(data, COMMON_FIELDS | paradigm.fields, "")
-    hosts = _hosts(data["hosts"], known_hosts)
-    weight = data.get("weight", 1.0)
-    if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight > 0:
-        raise SpecError("weight", f"must be a positive number, got {weight!r}")
-    description = data.get("description", "")
-    if not isinstance(description, str):
-        raise SpecError("description", "must be a string")
-    params = paradigm.parse(data, hosts)
-    spec = JobSpec(job, paradigm.name, hosts, params, float(weight), description)
+    name = data["paradigm"]
+    if not isinstance(name, str) or not name:
+        raise SpecError("paradigm", f"must be a non-empty string, got {name!r}")
+    paradigm = get_paradigm(name)
+    raw_hosts = data["hosts"]
+    if known_hosts is not None and isinstance(raw_hosts, list | tuple):
+        # before the fields: a wrong host is the likelier mistake to report first
+        for i, h in enumerate(raw_hosts):
+            if isinstance(h, str) and h not in known_hosts:
+                raise SpecError(f"hosts[{i}]", f"unknown host {h!r} (known: {sorted(known_hosts)})")
+    m = validate(job_model(paradigm.name), data)
+    hosts = tuple(getattr(m, "hosts"))  # noqa: B009 (a dynamic model)
+    fields = paradigm.model.model_construct(**{k: getattr(m, k) for k in paradigm.fields})
+    params = paradigm.parse(fields, hosts)
+    spec = JobSpec(
+        getattr(m, "job"),  # noqa: B009
+        paradigm.name,
+        hosts,
+        params,
+        float(getattr(m, "weight")),  # noqa: B009
+        getattr(m, "description"),  # noqa: B009
+    )
     spec.plan()  # surfaces model errors (e.g. an empty iteration) at load time
     return spec
 
 
-def load_job_file(file: str | Path, known_hosts: Collection[str] | None = None) -> JobSpec:
-    """Read a YAML or JSON description; unreadable files are SpecErrors too."""
+def read_file(file: str | Path) -> Any:
+    """A YAML or JSON file's content; unreadable or unparsable files are SpecErrors."""
     where = str(file)
     try:
         raw = Path(file).read_text()
     except OSError as exc:
         raise SpecError(where, f"cannot read: {exc.strerror or exc}") from None
     try:
-        data = json.loads(raw) if where.endswith(".json") else yaml.safe_load(raw)
+        return json.loads(raw) if where.endswith(".json") else yaml.safe_load(raw)
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         raise SpecError(where, f"not valid YAML/JSON: {exc}") from None
-    return load_job(data, known_hosts)
 
 
-def _hosts(value: Any, known: Collection[str] | None) -> tuple[str, ...]:
-    if not isinstance(value, list | tuple) or not value:
-        raise SpecError("hosts", "must be a non-empty list of host names")
-    out: list[str] = []
-    for i, h in enumerate(value):
-        name = text(h, path("hosts", i))
-        if name in out:
-            raise SpecError(path("hosts", i), f"duplicate host {name!r}")
-        if known is not None and name not in known:
-            raise SpecError(path("hosts", i), f"unknown host {name!r} (known: {sorted(known)})")
-        out.append(name)
-    return tuple(out)
+def load_job_file(file: str | Path, known_hosts: Collection[str] | None = None) -> JobSpec:
+    """Read a YAML or JSON description; unreadable files are SpecErrors too."""
+    return load_job(read_file(file), known_hosts)
+
+
+@dataclass(frozen=True)
+class Description:
+    """Any registration (paradigm description or explicit spec), validated: the job
+    ID, the EchelonFlows of iteration 0, the paradigm spec if any, unit warnings."""
+
+    job_id: str
+    echelons: tuple[EchelonFlow, ...]
+    spec: JobSpec | None
+    warnings: tuple[SpecWarning, ...]
+
+    @property
+    def ideal_iteration_s(self) -> float:
+        """The paradigm's ideal iteration; for an explicit spec the last ideal finish."""
+        if self.spec is not None:
+            return self.spec.ideal_iteration_s
+        return max(ef.ideal_finish(f.index) for ef in self.echelons for f in ef.flows)
+
+
+def load_description(
+    data: Any, known_hosts: Collection[str] | None = None, iteration: int = 0, t0: float = 0.0
+) -> Description:
+    """The one parser of registrations: ``echelonflows`` present -> explicit spec, else a
+    paradigm description (:func:`load_job`). Used by the controller, ``echelon show``
+    and ``echelonctl``, so all three accept and refuse the same descriptions."""
+    if not isinstance(data, Mapping):
+        raise SpecError("job", f"must be a mapping, got {type(data).__name__}")
+    if "echelonflows" in data:
+        efs = _explicit(validate(ExplicitJob, data), t0)
+        job_id = efs[0].job
+        spec = None
+    else:
+        spec = load_job(data, known_hosts)
+        efs = list(spec.echelonflows(iteration, t0))
+        job_id = spec.job_id
+        if not efs:
+            raise SpecError("job", "the description produces no EchelonFlow")
+    if known_hosts is not None:
+        for ef in efs:
+            for pos, f in enumerate(ef.flows):
+                for end in ("src", "dst"):
+                    host = getattr(f, end)
+                    if host not in known_hosts:
+                        raise SpecError(
+                            f"{ef.group}.flows[{pos}].{end}",
+                            f"unknown host {host!r} (known: {sorted(known_hosts)})",
+                        )
+    return Description(job_id, tuple(efs), spec, tuple(unit_warnings(dict(data))))
+
+
+def _explicit(m: ExplicitJob, t0: float = 0.0) -> list[EchelonFlow]:
+    out = []
+    seen: set[str] = set()
+    for i, g in enumerate(m.echelonflows):
+        where = f"echelonflows[{i}]"
+        if g.group in seen:
+            raise SpecError(f"{where}.group", f"group {g.group!r} appears twice")
+        seen.add(g.group)
+        flows = tuple(Flow(j, f.src, f.dst, f.size, f.offset) for j, f in enumerate(g.flows))
+        try:
+            ef = EchelonFlow(f"{m.job}/0/{g.group}", m.job, g.group, flows, g.t_ref + t0, g.weight)
+        except SpecError as exc:  # name the field under echelonflows[i]
+            raise SpecError(f"{where}.{exc.field.split('.', 1)[-1]}", exc.message) from None
+        out.append(ef)
+    return out

@@ -29,11 +29,25 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import Field, WithJsonSchema
+from pydantic.functional_validators import PlainValidator
 
 from echelon.errors import SpecError
+from echelon.specs import (
+    Flag,
+    Name,
+    NonNegative,
+    Positive,
+    SpecModel,
+    SpecWarning,
+    Text,
+    bounded_int,
+    fail,
+    validate,
+)
 
 _MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,14}$")  # fits a Linux interface name prefix
@@ -187,20 +201,124 @@ def load(path: str | Path) -> Topology:
     return parse(data, default_name=p.stem)
 
 
+def _ipv4(value: Any) -> str:
+    text = value if isinstance(value, str) else ""
+    try:
+        ipaddress.IPv4Address(text)
+    except ValueError:
+        raise fail(f"not an IPv4 address: {value!r}") from None
+    return text
+
+
+def _mac(value: Any) -> str:
+    text = value.lower() if isinstance(value, str) else ""
+    if not _MAC.match(text):
+        raise fail(f"not a MAC address: {value!r}")
+    return text
+
+
+def _grpc(value: Any) -> str:
+    if not isinstance(value, str) or not re.match(r"^[\w.\-\[\]:]+:\d+$", value):
+        raise fail(f"must be host:port, got {value!r}")
+    return value
+
+
+def _node_name(value: Any) -> str:
+    if not isinstance(value, str) or not _NAME.match(value):
+        raise fail("names are 1-15 chars: a letter, then [A-Za-z0-9_-]")
+    return value
+
+
+IPv4 = Annotated[str, PlainValidator(_ipv4), WithJsonSchema({"type": "string", "format": "ipv4"})]
+MAC = Annotated[
+    str, PlainValidator(_mac), WithJsonSchema({"type": "string", "pattern": _MAC.pattern})
+]
+GrpcAddress = Annotated[
+    str, PlainValidator(_grpc), WithJsonSchema({"type": "string", "description": "host:port"})
+]
+NodeName = Annotated[
+    str, PlainValidator(_node_name), WithJsonSchema({"type": "string", "pattern": _NAME.pattern})
+]
+
+
+Port: Any = bounded_int(0, 65535, "switch port (1..510 on BMv2)")
+
+
+class HostModel(SpecModel):
+    """A host of the topology file: its one interface's address."""
+
+    ip: IPv4
+    mac: MAC
+
+
+class SwitchModel(SpecModel):
+    """A switch of the topology file: how the controller reaches it."""
+
+    device_id: bounded_int(0, 2**64 - 1, "P4Runtime device ID") = 0  # type: ignore[valid-type]
+    grpc: GrpcAddress
+    thrift_port: bounded_int(1, 65535, "BMv2 Thrift runtime port") = 9090  # type: ignore[valid-type]
+
+
+class LinkModel(SpecModel):
+    """A cable from node ``a`` to node ``b``; switch ends name their port."""
+
+    a: Name
+    b: Name
+    a_port: Port | None = None  # type: ignore[valid-type]
+    b_port: Port | None = None  # type: ignore[valid-type]
+    bw_mbit: Positive | None = Field(None, description="Mbit/s, both directions")
+    delay_ms: NonNegative = Field(0.0, description="milliseconds (where netem exists)")
+    bottleneck: Flag = False
+
+
+class TopologyFile(SpecModel):
+    """A topology file (``topo/*.yaml``)."""
+
+    name: Text | None = None
+    switches: Annotated[dict[NodeName, SwitchModel], Field(min_length=1)]
+    hosts: Annotated[dict[NodeName, HostModel], Field(min_length=1)]
+    links: Annotated[tuple[LinkModel, ...], Field(min_length=1)]
+
+
+def topology_warnings(data: Any) -> list[SpecWarning]:
+    """Plausible-unit checks of a valid topology file (``bw_mbit: 10000000`` is bit/s)."""
+    out = []
+    for i, lk in enumerate(validate(TopologyFile, data).links):
+        if lk.bw_mbit is not None and lk.bw_mbit > 1e6:
+            out.append(
+                SpecWarning(
+                    f"links[{i}].bw_mbit",
+                    f"{lk.bw_mbit:g} Mbit/s is {lk.bw_mbit / 1e6:g} Tbit/s: bw_mbit is in "
+                    f"Mbit/s (if you gave bit/s, write {lk.bw_mbit / 1e6:g})",
+                )
+            )
+        if lk.delay_ms >= 1000:
+            out.append(
+                SpecWarning(
+                    f"links[{i}].delay_ms",
+                    f"{lk.delay_ms:g} ms is {lk.delay_ms / 1000:g} s: delay_ms is in "
+                    "milliseconds (if you gave µs, divide by 1000)",
+                )
+            )
+    return out
+
+
 def parse(data: Any, default_name: str = "topology") -> Topology:
+    """Validate a topology (the typed :class:`TopologyFile`, then what spans fields)."""
     if not isinstance(data, dict):
         raise SpecError("topology", "must be a mapping with hosts, switches and links")
-    hosts = {n: _host(n, v) for n, v in _mapping(data, "hosts").items()}
-    switches = {n: _switch(n, v) for n, v in _mapping(data, "switches").items()}
+    for key in ("hosts", "switches"):
+        if not isinstance(data.get(key), dict) or not data[key]:
+            raise SpecError(key, "must be a non-empty mapping of name -> attributes")
+    m = validate(TopologyFile, data)
+    hosts = {n: Host(n, h.ip, h.mac) for n, h in m.hosts.items()}
+    switches = {n: Switch(n, s.device_id, s.grpc, s.thrift_port) for n, s in m.switches.items()}
     for n in hosts.keys() & switches.keys():
         raise SpecError(f"hosts.{n}", "name used by a switch too")
     _unique([h.ip for h in hosts.values()], "hosts.*.ip")
     _unique([h.mac for h in hosts.values()], "hosts.*.mac")
     _unique([s.grpc for s in switches.values()], "switches.*.grpc")
-    raw_links = data.get("links")
-    if not isinstance(raw_links, list) or not raw_links:
-        raise SpecError("links", "must be a non-empty list")
-    links = tuple(_link(i, v, hosts, switches) for i, v in enumerate(raw_links))
+    links = tuple(_link(i, v, hosts, switches) for i, v in enumerate(m.links))
     used: set[tuple[str, int]] = set()
     for i, lk in enumerate(links):
         for node, port in ((lk.a, lk.a_port), (lk.b, lk.b_port)):
@@ -208,7 +326,7 @@ def parse(data: Any, default_name: str = "topology") -> Topology:
                 if (node, port) in used:
                     raise SpecError(f"links[{i}]", f"port {port} of {node} used twice")
                 used.add((node, port))
-    topo = Topology(str(data.get("name", default_name)), hosts, switches, links)
+    topo = Topology(m.name or default_name, hosts, switches, links)
     for h in hosts:
         if len(topo.neighbours(h)) != 1:
             raise SpecError(f"hosts.{h}", "a host needs exactly one link")
@@ -217,76 +335,19 @@ def parse(data: Any, default_name: str = "topology") -> Topology:
     return topo
 
 
-def _mapping(data: dict[str, Any], key: str) -> dict[str, Any]:
-    v = data.get(key)
-    if not isinstance(v, dict) or not v:
-        raise SpecError(key, "must be a non-empty mapping of name -> attributes")
-    for name in v:
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise SpecError(f"{key}.{name}", "names are 1-15 chars: a letter, then [A-Za-z0-9_-]")
-    return v
-
-
-def _host(name: str, v: Any) -> Host:
-    if not isinstance(v, dict):
-        raise SpecError(f"hosts.{name}", "must be a mapping with ip and mac")
-    ip = str(v.get("ip", ""))
-    try:
-        ipaddress.IPv4Address(ip)
-    except ValueError as exc:
-        raise SpecError(f"hosts.{name}.ip", f"not an IPv4 address: {ip!r}") from exc
-    mac = str(v.get("mac", "")).lower()
-    if not _MAC.match(mac):
-        raise SpecError(f"hosts.{name}.mac", f"not a MAC address: {mac!r}")
-    return Host(name, ip, mac)
-
-
-def _switch(name: str, v: Any) -> Switch:
-    if not isinstance(v, dict):
-        raise SpecError(f"switches.{name}", "must be a mapping")
-    dev = v.get("device_id", 0)
-    if not isinstance(dev, int) or dev < 0:
-        raise SpecError(f"switches.{name}.device_id", f"must be a non-negative integer: {dev!r}")
-    grpc = str(v.get("grpc", ""))
-    if not re.match(r"^[\w.\-\[\]:]+:\d+$", grpc):
-        raise SpecError(f"switches.{name}.grpc", f"must be host:port, got {grpc!r}")
-    thrift = v.get("thrift_port", 9090)
-    if not isinstance(thrift, int) or not 0 < thrift < 65536:
-        raise SpecError(f"switches.{name}.thrift_port", f"not a TCP port: {thrift!r}")
-    return Switch(name, dev, grpc, thrift)
-
-
-def _link(i: int, v: Any, hosts: Mapping[str, Host], switches: Mapping[str, Switch]) -> Link:
+def _link(i: int, v: LinkModel, hosts: Mapping[str, Host], switches: Mapping[str, Switch]) -> Link:
     where = f"links[{i}]"
-    if not isinstance(v, dict):
-        raise SpecError(where, "must be a mapping with a, b and switch ports")
-    ends: list[Any] = []
     for end in ("a", "b"):
-        node = v.get(end)
+        node = getattr(v, end)
+        port = getattr(v, f"{end}_port")
         if node not in hosts and node not in switches:
             raise SpecError(f"{where}.{end}", f"unknown node {node!r}")
-        port = v.get(f"{end}_port")
         if node in switches:
-            if not isinstance(port, int) or not 0 < port < 511:
+            if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 511:
                 raise SpecError(f"{where}.{end}_port", f"switch port 1..510 required: {port!r}")
         elif port is not None:
             raise SpecError(f"{where}.{end}_port", "hosts have one interface: give no port")
-        ends += [node, port]
-    bw = v.get("bw_mbit")
-    if bw is not None and (not isinstance(bw, int | float) or bw <= 0):
-        raise SpecError(f"{where}.bw_mbit", f"must be a positive number: {bw!r}")
-    delay = v.get("delay_ms", 0)
-    if not isinstance(delay, int | float) or delay < 0:
-        raise SpecError(f"{where}.delay_ms", f"must be a non-negative number: {delay!r}")
-    return Link(
-        ends[0],
-        ends[2],
-        ends[1],
-        ends[3],
-        None if bw is None else float(bw),
-        float(delay),
-        bool(v.get("bottleneck", False)),
-    )
+    return Link(v.a, v.b, v.a_port, v.b_port, v.bw_mbit, v.delay_ms, v.bottleneck)
 
 
 def _unique(values: list[str], field: str) -> None:

@@ -25,9 +25,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from echelon.constants import MAX_DEADLINE_US, MAX_ECHELON_ID
+from echelon.constants import MAX_DEADLINE_US
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, Flow
+from echelon.scenario import ScenarioFile
+from echelon.specs import validate
 
 #: Bytes of the IPv4 + UDP headers in front of the echelon header.
 IP_UDP_OVERHEAD = 28
@@ -151,115 +153,60 @@ def load(path: str | Path) -> Scenario:
 
 
 def parse(data: Any) -> Scenario:
-    """Build and validate a :class:`Scenario`; :class:`SpecError` names the bad field."""
+    """Build and validate a :class:`Scenario`; :class:`SpecError` names the bad field.
+
+    Types and unknown keys: the core's :class:`echelon.scenario.ScenarioFile`;
+    here what spans fields (hosts of flows, ports, task placement)."""
     if not isinstance(data, dict):
         raise SpecError("scenario", "must be a JSON object")
-    hosts = data.get("hosts")
-    if not isinstance(hosts, dict) or not hosts:
-        raise SpecError("hosts", "must map host names to IPv4 addresses")
+    m = validate(ScenarioFile, data)
     echelons = []
-    for i, e in enumerate(_list(data, "echelons")):
-        where = f"echelons[{i}]"
-        if not isinstance(e, dict):
-            raise SpecError(where, "must be an object")
-        eid = _num(e, "echelon_id", where, int)
-        if not 1 <= eid <= MAX_ECHELON_ID:
-            raise SpecError(f"{where}.echelon_id", f"must be 1..{MAX_ECHELON_ID}, got {eid}")
-        flows = tuple(
-            _flow(f, f"{where}.flows[{j}]", hosts) for j, f in enumerate(_list(e, "flows"))
-        )
-        spec = EchelonSpec(
-            str(e.get("name", "")), str(e.get("job", "")), str(e.get("group", "")),
-            eid, float(_num(e, "t_ref", where, float)), flows,
-            int(_num(e, "iteration", where, int)) if "iteration" in e else 0,
-        )  # fmt: skip
+    for i, e in enumerate(m.echelons):
+        flows = []
+        for j, f in enumerate(e.flows):
+            for end in ("src", "dst"):
+                if getattr(f, end) not in m.hosts:
+                    where = f"echelons[{i}].flows[{j}].{end}"
+                    raise SpecError(where, f"unknown host {getattr(f, end)!r}")
+            flows.append(FlowSpec(f.index, f.src, f.dst, f.size, f.offset, f.release, f.sport))
+        spec = EchelonSpec(e.name, e.job, e.group, e.echelon_id, e.t_ref, tuple(flows), e.iteration)
         spec.echelonflow()  # the core validates the formation
         echelons.append(spec)
     sc = Scenario(
-        start_at=float(_num(data, "start_at", "scenario", float)),
-        hosts={str(k): str(v) for k, v in hosts.items()},
+        start_at=m.start_at,
+        hosts=dict(m.hosts),
         echelons=tuple(echelons),
-        packet_bytes=int(data.get("packet_bytes", 1000)),
-        rate_mbit={str(k): float(v) for k, v in dict(data.get("rate_mbit", {})).items()},
-        default_rate_mbit=float(data.get("default_rate_mbit", 20.0)),
-        timeout_s=float(data.get("timeout_s", 60.0)),
-        release=str(data.get("release", "closed")),
-        tasks=tuple(_task(t, f"tasks[{i}]") for i, t in enumerate(data.get("tasks", []))),
+        packet_bytes=m.packet_bytes,
+        rate_mbit=dict(m.rate_mbit),
+        default_rate_mbit=m.default_rate_mbit,
+        timeout_s=m.timeout_s,
+        release=m.release,
+        tasks=tuple(
+            TaskSpec(
+                t.id,
+                t.job,
+                t.iteration,
+                t.host,
+                t.duration,
+                t.after_tasks,
+                t.after_flows,
+                t.produces,
+            )
+            for t in m.tasks
+        ),
     )
-    if sc.release not in RELEASE_MODES:
-        raise SpecError("release", f"must be one of {list(RELEASE_MODES)}, got {sc.release!r}")
     _check_tasks(sc)
-    if not 64 <= sc.packet_bytes <= 1472:
-        raise SpecError(
-            "packet_bytes", f"must be 64..1472 (one Ethernet frame), got {sc.packet_bytes}"
-        )
     ports: set[tuple[str, int]] = set()
-    for e in sc.echelons:
-        for f in e.flows:
-            if (f.src, f.sport) in ports:
+    for es in sc.echelons:
+        for fs in es.flows:
+            if (fs.src, fs.sport) in ports:
                 raise SpecError(
-                    f"{e.name}.flows[{f.index}].sport", f"{f.sport} used twice by {f.src}"
+                    f"{es.name}.flows[{fs.index}].sport", f"{fs.sport} used twice by {fs.src}"
                 )
-            ports.add((f.src, f.sport))
-            if f.offset * 1e6 > MAX_DEADLINE_US:
-                raise SpecError(f"{e.name}.flows[{f.index}].offset", "does not fit 32 bits of µs")
+            ports.add((fs.src, fs.sport))
+            if fs.offset * 1e6 > MAX_DEADLINE_US:
+                raise SpecError(f"{es.name}.flows[{fs.index}].offset", "does not fit 32 bits of µs")
     return sc
-
-
-def _list(data: dict[str, Any], key: str) -> list[Any]:
-    v = data.get(key)
-    if not isinstance(v, list):
-        raise SpecError(key, "must be a list")
-    return v
-
-
-def _num(data: dict[str, Any], key: str, where: str, kind: type) -> Any:
-    v = data.get(key)
-    if (
-        isinstance(v, bool)
-        or not isinstance(v, int | float)
-        or (kind is int and not isinstance(v, int))
-    ):
-        raise SpecError(f"{where}.{key}", f"must be a {kind.__name__}, got {v!r}")
-    return v
-
-
-def _flow(f: Any, where: str, hosts: Mapping[str, Any]) -> FlowSpec:
-    if not isinstance(f, dict):
-        raise SpecError(where, "must be an object")
-    for end in ("src", "dst"):
-        if f.get(end) not in hosts:
-            raise SpecError(f"{where}.{end}", f"unknown host {f.get(end)!r}")
-    sport = _num(f, "sport", where, int)
-    if not 1024 <= sport < 65536 or sport == 0xEC00:
-        raise SpecError(f"{where}.sport", f"must be 1024..65535 and not 60416, got {sport}")
-    release = float(_num(f, "release", where, float))
-    if release < 0:
-        raise SpecError(f"{where}.release", f"must be >= 0, got {release}")
-    return FlowSpec(
-        index=_num(f, "index", where, int), src=str(f["src"]), dst=str(f["dst"]),
-        size=_num(f, "size", where, int), offset=float(_num(f, "offset", where, float)),
-        release=release, sport=sport,
-    )  # fmt: skip
-
-
-def _task(t: Any, where: str) -> TaskSpec:
-    if not isinstance(t, dict):
-        raise SpecError(where, "must be an object")
-    duration = float(_num(t, "duration", where, float))
-    if duration < 0:
-        raise SpecError(f"{where}.duration", f"must be >= 0, got {duration}")
-    lists = {}
-    for key in ("after_tasks", "after_flows", "produces"):
-        v = t.get(key, [])
-        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-            raise SpecError(f"{where}.{key}", "must be a list of strings")
-        lists[key] = tuple(v)
-    return TaskSpec(
-        str(t.get("id", "")), str(t.get("job", "")), int(_num(t, "iteration", where, int)),
-        str(t.get("host", "")), duration, lists["after_tasks"], lists["after_flows"],
-        lists["produces"],
-    )  # fmt: skip
 
 
 def _check_tasks(sc: Scenario) -> None:

@@ -16,8 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from controlplane.client import ApiClient
 from ptf_tests import packets as pk
 from ptf_tests.base import EchelonTest
 from ptf_tests.burst import burst
@@ -82,23 +81,22 @@ class ControllerDrivenOrdering(EchelonTest):
     def wait_synced(self, api: str, daemon: subprocess.Popen[bytes]) -> None:
         """Wait until the daemon reports switch s1 in sync (failing if it exits)."""
 
-        def in_sync() -> bool:
-            self.assertIsNone(daemon.poll(), "controller daemon exited")
-            try:
-                st = httpx.get(f"{api}/status", timeout=2).json()
-            except httpx.HTTPError:
-                return False
-            return bool(st["switches"]["s1"]["in_sync"])
+        with ApiClient(api, timeout=2) as client:
 
-        self.wait_for(in_sync, "the controller to sync the switch", timeout=20)
+            def in_sync() -> bool:
+                self.assertIsNone(daemon.poll(), "controller daemon exited")
+                return client.in_sync("s1")
+
+            self.wait_for(in_sync, "the controller to sync the switch", timeout=20)
 
     def drive(self, api: str, daemon: subprocess.Popen[bytes]) -> None:
         self.wait_synced(api, daemon)
-        res = httpx.post(f"{api}/jobs", json=JOB, timeout=10)
-        self.assertEqual(res.status_code, 201, res.text)
-        groups = {
-            g["group"]: g for g in httpx.get(f"{api}/jobs/ptfjob", timeout=5).json()["groups"]
-        }
+        with ApiClient(api, timeout=10) as client:
+            self.drive_with(client)
+
+    def drive_with(self, client: ApiClient) -> None:
+        client.register(JOB)
+        groups = {g.group: g.model_dump() for g in client.show("ptfjob").groups}
         hi, lo = sorted(groups.values(), key=lambda g: -level_for(g, 0))
         self.assertGreater(level_for(hi, 0), level_for(lo, 0), f"no order between {groups}")
         # Reads need no primary role: reconnect as a backup for the counters.
@@ -123,7 +121,7 @@ class ControllerDrivenOrdering(EchelonTest):
         self.assertEqual([pk.describe(f) for f in rest], [pk.describe(f) for f in want])
         self.assertEqual(rest, want)
         # Removing the job removes its priority: the same frame now leaves best-effort.
-        self.assertEqual(httpx.delete(f"{api}/jobs/ptfjob", timeout=10).status_code, 200)
+        self.assertEqual(client.remove("ptfjob").removed, "ptfjob")
         self.send(src[hi["group"]], frames[hi["group"]][0])
         self.expect(OUT, [pk.forwarded(frames[hi["group"]][0], OUT, 0)])
         self.expect_nothing_else()

@@ -16,8 +16,8 @@ import subprocess
 import threading
 from typing import Any
 
-import httpx
-
+from controlplane.client import ApiClient, plain
+from echelon.errors import EchelonError
 from ptf_tests import controller as controller_test
 from ptf_tests import packets as pk
 
@@ -53,27 +53,31 @@ class OnlineReplanKeepsPriority(controller_test.ControllerDrivenOrdering):
 
     def drive(self, api: str, daemon: subprocess.Popen[bytes]) -> None:
         self.wait_synced(api, daemon)
-        for job in JOBS:
-            r = httpx.post(f"{api}/jobs", json=job, timeout=10)
-            self.assertEqual(r.status_code, 201, r.text)
-        eid = int(httpx.get(f"{api}/jobs/big", timeout=5).json()["groups"][0]["echelon_id"])
+        with ApiClient(api, timeout=10) as client:
+            for job in JOBS:
+                client.register(job)
+            eid = client.show("big").groups[0].echelon_id
         stop = threading.Event()
         errors: list[str] = []
         replans = [0]
 
         def reporter() -> None:
             seq = 0
-            http = httpx.Client(base_url=api, timeout=10)
+            http = ApiClient(api, timeout=10)
 
             def report(job: str, host: str, it: int, rel: list[str], fin: list[str]) -> None:
                 nonlocal seq
                 seq += 1
                 body = {"job": job, "host": host, "iteration": it, "session": "ptf",
                         "seq": seq, "released": rel, "finished": fin}  # fmt: skip
-                out = http.post("/progress", json=body, params={"wait": "true"})
-                if out.status_code != 200 or out.json().get("error"):
-                    errors.append(out.text)
-                elif out.json().get("covered"):
+                try:
+                    out = plain(http.report(body, wait=True))
+                except EchelonError as exc:
+                    errors.append(str(exc))
+                    return
+                if out.get("error"):
+                    errors.append(str(out))
+                elif out.get("covered"):
                     replans[0] += 1
 
             it = 0
@@ -105,6 +109,7 @@ class OnlineReplanKeepsPriority(controller_test.ControllerDrivenOrdering):
         self.assertEqual(errors, [], "re-plans failed")
         self.assertGreaterEqual(replans[0], 8, "too few re-plans happened during the frames")
         self.assertGreaterEqual(len(seen), 2, f"the group's level never changed: {seen}")
-        view: dict[str, Any] = httpx.get(f"{api}/progress", timeout=5).json()
+        with ApiClient(api, timeout=5) as client:
+            view: dict[str, Any] = plain(client.progress())
         self.assertEqual(view["online"]["failures"], 0)
         self.expect_nothing_else()

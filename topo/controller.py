@@ -1,4 +1,5 @@
-"""Run the controller daemon for the demo as a child process, and talk to its HTTP API."""
+"""Run the controller daemon for the demo as a child process, and talk to its HTTP API
+(through the one API client, :class:`controlplane.client.ApiClient`)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-import httpx
-
+from controlplane.client import ApiClient, ApiError, ControllerUnreachable
 from echelon.errors import EchelonError
 from targets.process import stop_process, wait_until
 
@@ -26,6 +26,7 @@ class ControllerProcess:
         self.out = out_dir
         self.base = f"http://127.0.0.1:{port}"
         self.port = port
+        self.api = ApiClient(self.base, timeout=30)
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         #: where agents report progress (``echelon-online`` runs only; the daemon
@@ -49,32 +50,33 @@ class ControllerProcess:
         if self.proc is not None and self.proc.poll() is not None:
             raise ControllerError(f"controller exited with {self.proc.returncode}; "
                                   f"see {self.out / 'logs' / 'controller.log'}")  # fmt: skip
-        try:
-            st = httpx.get(self.base + "/status", timeout=2).json()
-        except (httpx.HTTPError, ValueError):
-            return False
-        sw = st.get("switches", {})
-        return bool(sw) and all(s.get("in_sync") for s in sw.values())
+        return self.api.in_sync()
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         try:
-            r = httpx.request(method, self.base + path, json=body, timeout=30)
-        except httpx.HTTPError as exc:
+            return self.api.call(method, path, body)
+        except (ApiError, ControllerUnreachable) as exc:
             raise ControllerError(f"{method} {path}: {exc}") from exc
-        if r.status_code >= 300:
-            raise ControllerError(f"{method} {path}: HTTP {r.status_code}: {r.text}")
-        return r.json()
 
     def get(self, path: str) -> Any:
+        """The JSON of ``GET path`` (the demo's report keeps the API's own shape)."""
         return self._call("GET", path)
 
     def register(self, desc: dict[str, Any]) -> dict[str, Any]:
-        reply: dict[str, Any] = self._call("POST", "/jobs", desc)
+        try:
+            reply = self.api.register(desc)
+        except (ApiError, ControllerUnreachable) as exc:
+            raise ControllerError(f"register {desc.get('job')!r}: {exc}") from exc
+        for w in reply.warnings:
+            print(f"warning: job {reply.job}: {w}")
         self.wait_in_sync()
-        return reply
+        return reply.model_dump(mode="json", exclude_unset=True)
 
     def set_policy(self, name: str) -> None:
-        self._call("PUT", "/policy", {"name": name})
+        try:
+            self.api.set_policy(name)
+        except (ApiError, ControllerUnreachable) as exc:
+            raise ControllerError(f"policy {name}: {exc}") from exc
         self.wait_in_sync()
 
     def wait_in_sync(self, timeout: float = 30.0) -> None:

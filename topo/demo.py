@@ -48,7 +48,7 @@ def scale_description(desc: Any, scale: float) -> Any:
     """``desc`` with every ``*_bytes`` (rounded, >= 1) and ``*_s`` value multiplied by ``scale``.
 
     Why by field name: the job format's convention is that sizes end in
-    ``_bytes`` and durations in ``_s`` (``echelon.specfields``), in every
+    ``_bytes`` and durations in ``_s`` (``echelon.specs``), in every
     paradigm, so one rule scales any of them without knowing its schema.
     """
     if isinstance(desc, Mapping):

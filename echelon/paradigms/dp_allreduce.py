@@ -10,39 +10,30 @@ one has none.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
-
 from echelon.errors import SpecError
 from echelon.paradigms.base import Paradigm
 from echelon.paradigms.collectives import ring_allreduce
 from echelon.paradigms.plan import PlanBuilder
-from echelon.specfields import count, records, seconds
+from echelon.specs import Bytes, Records, Seconds, SpecModel
 
 
-@dataclass(frozen=True)
-class Layer:
-    fwd_s: float
-    bwd_s: float
-    grad_bytes: int
+class AllreduceLayer(SpecModel):
+    fwd_s: Seconds
+    bwd_s: Seconds
+    grad_bytes: Bytes
 
 
-@dataclass(frozen=True)
-class AllreduceParams:
-    layers: tuple[Layer, ...]
-    bucket_bytes: int = 0
-    optimizer_s: float = 0.0
+class AllreduceParams(SpecModel):
+    layers: Records[AllreduceLayer]
+    bucket_bytes: Bytes = 0
+    optimizer_s: Seconds = 0.0
 
 
-def parse(data: Mapping[str, Any], hosts: tuple[str, ...]) -> AllreduceParams:
+def parse(p: AllreduceParams, hosts: tuple[str, ...]) -> AllreduceParams:
+    """Checks that span fields: the fields themselves are typed (:class:`AllreduceParams`)."""
     if len(hosts) < 2:
         raise SpecError("hosts", "a ring all-reduce needs at least two hosts")
-    return AllreduceParams(
-        records(data, "layers", Layer),
-        count(data.get("bucket_bytes", 0), "bucket_bytes"),
-        seconds(data.get("optimizer_s", 0.0), "optimizer_s"),
-    )
+    return p
 
 
 def buckets(p: AllreduceParams) -> list[list[int]]:
@@ -76,7 +67,7 @@ def build(b: PlanBuilder, hosts: tuple[str, ...], p: AllreduceParams) -> None:
 PARADIGM = Paradigm(
     "dp_allreduce",
     "data parallel with ring all-reduce per gradient bucket (DDP)",
-    frozenset({"layers", "bucket_bytes", "optimizer_s"}),
+    AllreduceParams,
     parse,
     build,
 )

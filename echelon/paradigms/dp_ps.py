@@ -12,38 +12,31 @@ updates once it has all of them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
-
 from echelon.errors import SpecError
 from echelon.paradigms.base import Paradigm
 from echelon.paradigms.plan import PlanBuilder
-from echelon.specfields import host, records, seconds
+from echelon.specs import Bytes, Name, Records, Seconds, SpecModel
 
 
-@dataclass(frozen=True)
-class Layer:
-    fwd_s: float
-    bwd_s: float
-    param_bytes: int
+class PsLayer(SpecModel):
+    fwd_s: Seconds
+    bwd_s: Seconds
+    param_bytes: Bytes
 
 
-@dataclass(frozen=True)
-class PsParams:
-    ps: str
-    layers: tuple[Layer, ...]
-    update_s: float = 0.0
+class PsParams(SpecModel):
+    ps: Name
+    layers: Records[PsLayer]
+    update_s: Seconds = 0.0
 
 
-def parse(data: Mapping[str, Any], hosts: tuple[str, ...]) -> PsParams:
-    if "ps" not in data:
-        raise SpecError("ps", "is required (the parameter-server host)")
-    ps = host(data["ps"], "ps", hosts)
+def parse(p: PsParams, hosts: tuple[str, ...]) -> PsParams:
+    """Checks that span fields: the fields themselves are typed (:class:`PsParams`)."""
+    if p.ps not in hosts:
+        raise SpecError("ps", f"host {p.ps!r} is not one of the job's hosts {sorted(hosts)}")
     if len(hosts) < 2:
         raise SpecError("hosts", "needs the parameter server and at least one worker")
-    layers = records(data, "layers", Layer)
-    return PsParams(ps, layers, seconds(data.get("update_s", 0.0), "update_s"))
+    return p
 
 
 def build(b: PlanBuilder, hosts: tuple[str, ...], p: PsParams) -> None:
@@ -66,7 +59,7 @@ def build(b: PlanBuilder, hosts: tuple[str, ...], p: PsParams) -> None:
 PARADIGM = Paradigm(
     "dp_ps",
     "data parallel with a parameter server (push = coflow, pull = echelon)",
-    frozenset({"ps", "layers", "update_s"}),
+    PsParams,
     parse,
     build,
 )

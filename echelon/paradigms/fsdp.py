@@ -13,36 +13,29 @@ parameters are all-gathered; after backward, its gradients are reduce-scattered.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
-
 from echelon.errors import SpecError
 from echelon.paradigms.base import Paradigm
 from echelon.paradigms.collectives import ring_allgather, ring_reducescatter
 from echelon.paradigms.plan import PlanBuilder
-from echelon.specfields import records, seconds
+from echelon.specs import Bytes, Records, Seconds, SpecModel
 
 
-@dataclass(frozen=True)
-class Layer:
-    fwd_s: float
-    bwd_s: float
-    param_bytes: int
+class FsdpLayer(SpecModel):
+    fwd_s: Seconds
+    bwd_s: Seconds
+    param_bytes: Bytes
 
 
-@dataclass(frozen=True)
-class FsdpParams:
-    layers: tuple[Layer, ...]
-    optimizer_s: float = 0.0
+class FsdpParams(SpecModel):
+    layers: Records[FsdpLayer]
+    optimizer_s: Seconds = 0.0
 
 
-def parse(data: Mapping[str, Any], hosts: tuple[str, ...]) -> FsdpParams:
+def parse(p: FsdpParams, hosts: tuple[str, ...]) -> FsdpParams:
+    """Checks that span fields: the fields themselves are typed (:class:`FsdpParams`)."""
     if len(hosts) < 2:
         raise SpecError("hosts", "sharding needs at least two hosts")
-    return FsdpParams(
-        records(data, "layers", Layer), seconds(data.get("optimizer_s", 0.0), "optimizer_s")
-    )
+    return p
 
 
 def build(b: PlanBuilder, hosts: tuple[str, ...], p: FsdpParams) -> None:
@@ -69,7 +62,7 @@ def build(b: PlanBuilder, hosts: tuple[str, ...], p: FsdpParams) -> None:
 PARADIGM = Paradigm(
     "fsdp",
     "fully sharded data parallel: all-gather per layer, reduce-scatter of gradients",
-    frozenset({"layers", "optimizer_s"}),
+    FsdpParams,
     parse,
     build,
 )

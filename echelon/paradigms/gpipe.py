@@ -8,16 +8,18 @@ stage's forward time. See docs/model.md for the timeline.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from echelon.paradigms.base import Paradigm
-from echelon.paradigms.pipeline import PipelineParams, build_pipeline, parse_pipeline
+from echelon.paradigms.pipeline import (
+    PipelineFields,
+    PipelineParams,
+    build_pipeline,
+    parse_pipeline,
+)
 from echelon.paradigms.plan import PlanBuilder
 
 
-def parse(data: Mapping[str, Any], hosts: tuple[str, ...]) -> PipelineParams:
-    return parse_pipeline(data, hosts, schedule="gpipe")
+def parse(f: PipelineFields, hosts: tuple[str, ...]) -> PipelineParams:
+    return parse_pipeline(f, hosts, schedule="gpipe")
 
 
 def build(b: PlanBuilder, hosts: tuple[str, ...], params: PipelineParams) -> None:
@@ -27,7 +29,7 @@ def build(b: PlanBuilder, hosts: tuple[str, ...], params: PipelineParams) -> Non
 PARADIGM = Paradigm(
     "gpipe",
     "pipeline parallel, all forwards then all backwards (GPipe)",
-    frozenset({"stages", "micro_batches", "optimizer_s"}),
+    PipelineFields,
     parse,
     build,
 )

@@ -8,16 +8,18 @@ parameters across replicas before the optimizer step.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from echelon.paradigms.base import Paradigm
-from echelon.paradigms.pipeline import PipelineParams, build_pipeline, parse_pipeline
+from echelon.paradigms.pipeline import (
+    HybridFields,
+    PipelineParams,
+    build_pipeline,
+    parse_pipeline,
+)
 from echelon.paradigms.plan import PlanBuilder
 
 
-def parse(data: Mapping[str, Any], hosts: tuple[str, ...]) -> PipelineParams:
-    return parse_pipeline(data, hosts, schedule=None)
+def parse(f: HybridFields, hosts: tuple[str, ...]) -> PipelineParams:
+    return parse_pipeline(f, hosts, schedule=None)
 
 
 def build(b: PlanBuilder, hosts: tuple[str, ...], params: PipelineParams) -> None:
@@ -27,7 +29,7 @@ def build(b: PlanBuilder, hosts: tuple[str, ...], params: PipelineParams) -> Non
 PARADIGM = Paradigm(
     "hybrid",
     "3D: data x pipeline x tensor parallel",
-    frozenset({"stages", "micro_batches", "schedule", "dp", "tp", "optimizer_s"}),
+    HybridFields,
     parse,
     build,
 )

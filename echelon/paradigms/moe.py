@@ -10,41 +10,32 @@ all-to-alls of one pass form one EchelonFlow (``alltoall/fwd``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
-
 from echelon.errors import SpecError
 from echelon.paradigms.base import Paradigm
 from echelon.paradigms.collectives import all_to_all
 from echelon.paradigms.plan import PlanBuilder
-from echelon.specfields import records, seconds
+from echelon.specs import Bytes, Records, Seconds, SpecModel
 
 
-@dataclass(frozen=True)
-class Layer:
-    fwd_s: float
-    bwd_s: float
-    expert_fwd_s: float
-    expert_bwd_s: float
-    a2a_bytes: int
+class MoeLayer(SpecModel):
+    fwd_s: Seconds
+    bwd_s: Seconds
+    expert_fwd_s: Seconds
+    expert_bwd_s: Seconds
+    a2a_bytes: Bytes
 
 
-@dataclass(frozen=True)
-class MoeParams:
-    layers: tuple[Layer, ...]
-    loss_s: float = 0.0
-    optimizer_s: float = 0.0
+class MoeParams(SpecModel):
+    layers: Records[MoeLayer]
+    loss_s: Seconds = 0.0
+    optimizer_s: Seconds = 0.0
 
 
-def parse(data: Mapping[str, Any], hosts: tuple[str, ...]) -> MoeParams:
+def parse(p: MoeParams, hosts: tuple[str, ...]) -> MoeParams:
+    """Checks that span fields: the fields themselves are typed (:class:`MoeParams`)."""
     if len(hosts) < 2:
         raise SpecError("hosts", "expert parallelism needs at least two hosts")
-    return MoeParams(
-        records(data, "layers", Layer),
-        seconds(data.get("loss_s", 0.0), "loss_s"),
-        seconds(data.get("optimizer_s", 0.0), "optimizer_s"),
-    )
+    return p
 
 
 def build(b: PlanBuilder, hosts: tuple[str, ...], p: MoeParams) -> None:
@@ -78,7 +69,7 @@ def build(b: PlanBuilder, hosts: tuple[str, ...], p: MoeParams) -> None:
 PARADIGM = Paradigm(
     "moe",
     "mixture of experts, all-to-all dispatch and combine around every expert layer",
-    frozenset({"layers", "loss_s", "optimizer_s"}),
+    MoeParams,
     parse,
     build,
 )

@@ -8,16 +8,18 @@ ideal finish matters.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from echelon.paradigms.base import Paradigm
-from echelon.paradigms.pipeline import PipelineParams, build_pipeline, parse_pipeline
+from echelon.paradigms.pipeline import (
+    PipelineFields,
+    PipelineParams,
+    build_pipeline,
+    parse_pipeline,
+)
 from echelon.paradigms.plan import PlanBuilder
 
 
-def parse(data: Mapping[str, Any], hosts: tuple[str, ...]) -> PipelineParams:
-    return parse_pipeline(data, hosts, schedule="1f1b")
+def parse(f: PipelineFields, hosts: tuple[str, ...]) -> PipelineParams:
+    return parse_pipeline(f, hosts, schedule="1f1b")
 
 
 def build(b: PlanBuilder, hosts: tuple[str, ...], params: PipelineParams) -> None:
@@ -27,7 +29,7 @@ def build(b: PlanBuilder, hosts: tuple[str, ...], params: PipelineParams) -> Non
 PARADIGM = Paradigm(
     "pipedream_1f1b",
     "pipeline parallel, one-forward-one-backward (PipeDream-Flush)",
-    frozenset({"stages", "micro_batches", "optimizer_s"}),
+    PipelineFields,
     parse,
     build,
 )

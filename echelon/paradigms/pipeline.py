@@ -16,25 +16,39 @@ the optimizer step consumes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
 from echelon.errors import SpecError
 from echelon.paradigms.collectives import ring_allreduce
 from echelon.paradigms.plan import PlanBuilder
-from echelon.specfields import count, path, records, seconds, text
+from echelon.specs import Bytes, Count, Records, Seconds, SpecModel, field_path
 
 SCHEDULES = ("gpipe", "1f1b")
 
 
-@dataclass(frozen=True)
-class Stage:
-    fwd_s: float
-    bwd_s: float
-    activation_bytes: int = 0
-    param_bytes: int = 0
-    tp_allreduce_bytes: int = 0
+class Stage(SpecModel):
+    fwd_s: Seconds
+    bwd_s: Seconds
+    activation_bytes: Bytes = 0
+    param_bytes: Bytes = 0
+    tp_allreduce_bytes: Bytes = 0
+
+
+class PipelineFields(SpecModel):
+    """What a user writes for ``gpipe`` and ``pipedream_1f1b`` (one host per stage)."""
+
+    stages: Records[Stage]
+    micro_batches: Count = 1
+    optimizer_s: Seconds = 0.0
+
+
+class HybridFields(PipelineFields):
+    """``hybrid``: the pipeline's fields plus the schedule and the dp/tp degrees."""
+
+    schedule: Literal["gpipe", "1f1b"] = "gpipe"
+    dp: Count = 1
+    tp: Count = 1
 
 
 @dataclass(frozen=True)
@@ -65,20 +79,16 @@ def task_order(schedule: str, stage: int, stages: int, micro: int) -> list[tuple
 
 
 def parse_pipeline(
-    data: Mapping[str, Any], hosts: tuple[str, ...], *, schedule: str | None
+    f: PipelineFields, hosts: tuple[str, ...], *, schedule: str | None
 ) -> PipelineParams:
-    """Parse stages and degrees; ``schedule`` fixes the order (None: the hybrid
+    """Checks across fields; ``schedule`` fixes the order (None: the hybrid
     paradigm reads it from the ``schedule`` field)."""
     hybrid = schedule is None
-    stages = records(data, "stages", Stage)
-    micro = count(data.get("micro_batches", 1), "micro_batches", minimum=1)
-    if schedule is None:
-        schedule = text(data.get("schedule", "gpipe"), "schedule")
-    if schedule not in SCHEDULES:
-        raise SpecError("schedule", f"unknown pipeline schedule {schedule!r} (use {SCHEDULES})")
-    dp = count(data.get("dp", 1), "dp", minimum=1)
-    tp = count(data.get("tp", 1), "tp", minimum=1)
-    opt = seconds(data.get("optimizer_s", 0.0), "optimizer_s")
+    dp = tp = 1
+    if isinstance(f, HybridFields):
+        schedule, dp, tp = f.schedule, f.dp, f.tp
+    assert schedule is not None
+    stages = f.stages
     need = len(stages) * dp * tp
     if len(hosts) != need:
         what = "stages x dp x tp" if hybrid else "stages (one host per stage)"
@@ -86,7 +96,7 @@ def parse_pipeline(
     for s, st in enumerate(stages[:-1]):
         if st.activation_bytes <= 0:
             raise SpecError(
-                path(path("stages", s), "activation_bytes"),
+                field_path(("stages", s, "activation_bytes")),
                 "must be positive: the stage sends its output to the next stage",
             )
     if not hybrid:
@@ -94,9 +104,9 @@ def parse_pipeline(
             for name in ("param_bytes", "tp_allreduce_bytes"):
                 if getattr(st, name):
                     raise SpecError(
-                        path(path("stages", s), name), "only the hybrid paradigm uses it"
+                        field_path(("stages", s, name)), "only the hybrid paradigm uses it"
                     )
-    return PipelineParams(stages, micro, schedule, dp, tp, opt)
+    return PipelineParams(stages, f.micro_batches, schedule, dp, tp, f.optimizer_s)
 
 
 def build_pipeline(b: PlanBuilder, hosts: tuple[str, ...], p: PipelineParams) -> None:

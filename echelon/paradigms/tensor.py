@@ -10,36 +10,29 @@ time of the layers in between.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
-
 from echelon.errors import SpecError
 from echelon.paradigms.base import Paradigm
 from echelon.paradigms.collectives import ring_allreduce
 from echelon.paradigms.plan import PlanBuilder
-from echelon.specfields import records, seconds
+from echelon.specs import Bytes, Records, Seconds, SpecModel
 
 
-@dataclass(frozen=True)
-class Layer:
-    fwd_s: float
-    bwd_s: float
-    allreduce_bytes: int
+class TensorLayer(SpecModel):
+    fwd_s: Seconds
+    bwd_s: Seconds
+    allreduce_bytes: Bytes
 
 
-@dataclass(frozen=True)
-class TensorParams:
-    layers: tuple[Layer, ...]
-    optimizer_s: float = 0.0
+class TensorParams(SpecModel):
+    layers: Records[TensorLayer]
+    optimizer_s: Seconds = 0.0
 
 
-def parse(data: Mapping[str, Any], hosts: tuple[str, ...]) -> TensorParams:
+def parse(p: TensorParams, hosts: tuple[str, ...]) -> TensorParams:
+    """Checks that span fields: the fields themselves are typed (:class:`TensorParams`)."""
     if len(hosts) < 2:
         raise SpecError("hosts", "tensor parallelism needs at least two hosts")
-    return TensorParams(
-        records(data, "layers", Layer), seconds(data.get("optimizer_s", 0.0), "optimizer_s")
-    )
+    return p
 
 
 def build(b: PlanBuilder, hosts: tuple[str, ...], p: TensorParams) -> None:
@@ -61,7 +54,7 @@ def build(b: PlanBuilder, hosts: tuple[str, ...], p: TensorParams) -> None:
 PARADIGM = Paradigm(
     "tensor",
     "tensor parallel, all-reduce after every layer (Megatron)",
-    frozenset({"layers", "optimizer_s"}),
+    TensorParams,
     parse,
     build,
 )

@@ -73,3 +73,25 @@ def running_controller(tmp_path: Path) -> Iterator[Controller]:
     finally:
         c.stop()
         srv.stop()
+
+
+@contextlib.contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """``app`` served over real HTTP on a free loopback port (uvicorn in a thread), for
+    tests that run ``echelonctl`` as a process; the server is stopped on exit."""
+    import threading
+
+    import uvicorn
+
+    from targets.process import free_port, wait_until
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, name="api", daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: server.started, 10, "the API server to listen")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)

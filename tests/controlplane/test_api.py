@@ -6,15 +6,14 @@ import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 import yaml
 from fastapi.testclient import TestClient
 
 from controlplane import cli, daemon
 from controlplane.api import make_app
+from controlplane.client import ApiClient
 from controlplane.controller import Controller
 from controlplane.openapi import DEFAULT as OPENAPI_FILE
 from controlplane.openapi import render
@@ -99,14 +98,11 @@ def test_daemon_bad_topology_is_error_exit_2(
 
 @pytest.fixture
 def cli_env(ctl: Controller, monkeypatch: pytest.MonkeyPatch) -> TestClient:
-    """Route the CLI's httpx calls into the in-process app."""
+    """Route the CLI's API client into the in-process app (TestClient is an httpx.Client)."""
     client = TestClient(make_app(ctl))
-
-    def request(method: str, url: str, json: Any = None, **_: Any) -> httpx.Response:
-        resp: httpx.Response = client.request(method, url.replace("http://ctl", ""), json=json)
-        return resp
-
-    monkeypatch.setattr(httpx, "request", request)
+    monkeypatch.setattr(  # a fresh TestClient per command: the CLI closes its client
+        cli, "make_client", lambda args: ApiClient(args.api, http=TestClient(make_app(ctl)))
+    )
     return client
 
 

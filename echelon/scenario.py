@@ -1,0 +1,96 @@
+"""Typed model of the host agents' scenario file (``hostagent.scenario``).
+
+The scenario is written by the demo and read by every emulated host; its shape
+lives here with the other user-facing models (:mod:`echelon.specs`) so unknown
+keys and wrong types are refused the same way, naming the field
+(``echelons[0].flows[2].sport``). What spans fields (ports used twice, tasks on
+the right host) is checked by :func:`hostagent.scenario.parse`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, WithJsonSchema
+from pydantic.functional_validators import PlainValidator
+
+from echelon.constants import MAX_ECHELON_ID
+from echelon.specs import (
+    Bytes,
+    Index,
+    NonNegative,
+    Positive,
+    Seconds,
+    SpecModel,
+    Text,
+    bounded_int,
+    fail,
+)
+
+EchelonId: Any = bounded_int(1, MAX_ECHELON_ID, "echelon ID given by the controller")
+
+
+def _sport(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise fail(f"must be an int, got {value!r}")
+    if not 1024 <= value < 65536 or value == 0xEC00:
+        raise fail(f"must be 1024..65535 and not 60416, got {value}")
+    return value
+
+
+SourcePort = Annotated[
+    int,
+    PlainValidator(_sport),
+    WithJsonSchema({"type": "integer", "minimum": 1024, "maximum": 65535}),
+]
+
+
+class FlowEntry(SpecModel):
+    """One flow instance: its place in the formation and how the sender plays it."""
+
+    index: Index
+    src: Text
+    dst: Text
+    size: Bytes
+    offset: Seconds
+    release: Seconds
+    sport: SourcePort
+
+
+class EchelonEntry(SpecModel):
+    """One EchelonFlow instance with the echelon ID the controller gave its group."""
+
+    name: Text = ""
+    job: Text = ""
+    group: Text = ""
+    echelon_id: EchelonId
+    t_ref: Seconds
+    flows: tuple[FlowEntry, ...]
+    iteration: Index = 0
+
+
+class TaskEntry(SpecModel):
+    """One compute task a host runs in closed loop."""
+
+    id: Text = ""
+    job: Text = ""
+    iteration: Index
+    host: Text = ""
+    duration: Seconds
+    after_tasks: tuple[Text, ...] = ()
+    after_flows: tuple[Text, ...] = ()
+    produces: tuple[Text, ...] = ()
+
+
+class ScenarioFile(SpecModel):
+    """What every agent of one run reads."""
+
+    start_at: NonNegative
+    hosts: Annotated[dict[str, Text], Field(min_length=1)]
+    echelons: tuple[EchelonEntry, ...]
+    packet_bytes: bounded_int(64, 1472, "one Ethernet frame") = 1000  # type: ignore[valid-type]
+    rate_mbit: dict[str, Positive] = Field(default_factory=dict)
+    default_rate_mbit: Positive = 20.0
+    timeout_s: Positive = 60.0
+    release: Literal["closed", "open"] = "closed"
+    tasks: tuple[TaskEntry, ...] = ()
