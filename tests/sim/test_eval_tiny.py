@@ -20,7 +20,8 @@ def test_tiny_eval_writes_report_and_figures(tmp_path: Path) -> None:
                     "## 4. Network-bound regime", "## 6. The cost of 8 queues",
                     "## 7. Where EchelonFlow is not ahead", "## 8. The Coflow special case",
                     "## 9. Against the exact optimum", "## 10. Simulator speed",
-                    "## 3b. Ablation", "every policy on 8 queues", "## 3c. Held-out seeds"):  # fmt: skip
+                    "## 3b. Ablation", "every policy on 8 queues",
+                    "## 3c. Held-out seeds"):  # fmt: skip
         assert section in text, section
     assert "identical: **True**" in text
     assert "| echelon-noslack |" in text and "| **echelon** |" in text
