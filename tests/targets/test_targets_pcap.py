@@ -19,6 +19,7 @@ from echelon.pcap import count_records, pcap_names, read_records
 from echelon.wire import Echelon, unpack_header
 from targets.process import free_port, wait_until
 from targets.switch import command_line, start_target
+from tests.core.test_wireshark_dissector import tshark_fields
 from tests.softswitch.helpers import in_netns, raw_socket, veth_hosts
 from tests.softswitch.p4json import bmv2_json
 
@@ -127,5 +128,8 @@ def test_per_port_pcaps(kind: str, tmp_path: Path) -> None:
         assert r.orig_len == len(r.data)
         seqs.append(unpack_header(bytes(pkt[UDP].payload))[4])
     assert seqs == list(range(n))
+    if shutil.which("tshark"):  # the dissector on the switch's own capture
+        rows = tshark_fields(pcaps / name_out, ("echelon.id", "echelon.seq"), "echelon")
+        assert rows == [["9", str(i)] for i in range(n)]
     back = [r.data for r in read_records(pcaps / pcap_names(p2)[0])]
     assert not [f for f in back if f in sent]  # in and out are not mixed up
