@@ -17,7 +17,8 @@ P4C     := $(shell command -v p4c-bm2-ss 2>/dev/null)
 .PHONY: help deps venv venv-ray p4 run test test-unit test-ptf test-e2e lint typecheck fmt bench eval ptf clean p4rt-shell p4rt-shell-venv
 
 help:
-	@echo "make run      end-to-end demo on the emulated network (TARGET=auto|soft|bmv2, TOPO=...)"
+	@echo "make run      end-to-end demo on the emulated network (TARGET=auto|soft|bmv2, TOPO=...,"
+	@echo "              PCAP=1 per-port pcaps, CLI=1|during|after Mininet CLI before/during/after traffic)"
 	@echo "make test     lint, type check and every test (what CI runs)"
 	@echo "make ptf      PTF suite (TARGET=soft|bmv2)"
 	@echo "make bench    scheduler, soft switch and controller benchmarks"
@@ -82,8 +83,12 @@ else
 	$(P4C) $(P4C_FLAGS) --p4runtime-files tests/p4/programs/build/l3acl.p4info.txtpb -o tests/p4/programs/build/l3acl.json tests/p4/programs/l3acl.p4
 endif
 
+# PCAP=1: per-port pcaps of every switch in run/pcap/<switch>/ and per-port counts while it runs;
+# CLI=1 (= before) | during | after: when the Mininet CLI opens (docs/demo.md).
+RUN_FLAGS := $(if $(filter-out 0,$(PCAP)),--pcap) \
+  $(if $(filter-out 0,$(CLI)),--cli $(if $(filter 1,$(CLI)),before,$(CLI)))
 run: deps venv p4
-	$(PY) -m topo.run --topo $(TOPO) --target $(TARGET) $(RUN_ARGS)
+	$(PY) -m topo.run --topo $(TOPO) --target $(TARGET) $(RUN_FLAGS) $(RUN_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

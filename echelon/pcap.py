@@ -133,3 +133,42 @@ def count_records(path: str | Path) -> int:
             return n
     except FileNotFoundError:
         return 0
+
+
+class PcapTail:
+    """Reads the records appended to a pcap file since the last call, as ``tail -f`` would.
+
+    Why: the demo's per-port view polls the captures of a running switch every
+    few seconds; re-reading whole files would grow with the run. A record the
+    writer has not finished is left for the next call. A missing file (the
+    switch has not created it yet) reads as empty.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._rec: struct.Struct | None = None
+        self._off = _GLOBAL.size
+
+    def read_new(self) -> list[PcapRecord]:
+        try:
+            with self.path.open("rb") as f:
+                if self._rec is None:
+                    head = f.read(_GLOBAL.size)
+                    if len(head) < _GLOBAL.size:
+                        return []
+                    self._rec = struct.Struct(_byte_order(head, self.path) + "IIII")
+                f.seek(self._off)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        out: list[PcapRecord] = []
+        rec, off = self._rec, 0
+        while off + rec.size <= len(data):
+            sec, usec, caplen, orig = rec.unpack_from(data, off)
+            end = off + rec.size + caplen
+            if end > len(data):
+                break
+            out.append(PcapRecord(sec + usec / 1e6, data[off + rec.size : end], orig))
+            off = end
+        self._off += off
+        return out
