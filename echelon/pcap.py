@@ -93,9 +93,16 @@ def _byte_order(head: bytes, path: Path) -> str:
 
 
 def read_records(path: str | Path) -> Iterator[PcapRecord]:
-    """Every complete record of a pcap file (a partly written last record is left out)."""
+    """Every complete record of a pcap file (a partly written last record is left out).
+
+    A file shorter than the global header holds no records: BMv2 (libpcap) writes the
+    header through a buffer flushed with the first frame, so a port that captured
+    nothing leaves an empty file.
+    """
     p = Path(path)
     data = p.read_bytes()
+    if len(data) < _GLOBAL.size:
+        return
     order = _byte_order(data, p)
     rec = struct.Struct(order + "IIII")
     off = _GLOBAL.size

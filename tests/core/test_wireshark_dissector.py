@@ -118,6 +118,8 @@ def test_pcap_reader_sees_records_as_they_are_flushed(tmp_path: Path) -> None:
     full, path = tmp_path / "full.pcap", tmp_path / "p.pcap"
     tail = PcapTail(path)
     assert tail.read_new() == [] and count_records(path) == 0  # not created yet
+    path.write_bytes(b"")  # BMv2's file of a port that captured nothing
+    assert list(read_records(path)) == [] and count_records(path) == 0
     w = PcapWriter(full)
     frames = [frame(bytes(Echelon(seq=i))) for i in range(5)]
     for f in frames:
