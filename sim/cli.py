@@ -155,14 +155,19 @@ def _cmd_coflow(args: argparse.Namespace) -> None:
 
         res = simulate_compat(trace, args.policy, port)
     else:
-        res = CoflowSimulator(
+        sim = CoflowSimulator(
             flow_arrays(trace),
             args.policy,
             port,
             model=args.arrangement,
             levels=_levels(args.levels),
             rerank=args.rerank,
-        ).run()
+        )
+        bar = Progress("simulating", len(sim.fa.names), "coflows", quiet=args.quiet)
+        try:
+            res = sim.run(progress=lambda done, _n, now: bar.update(done, f"simulated {now:.1f} s"))
+        finally:
+            bar.close()
     context = [
         ("simulated", f"coflow trace {args.coflow_trace}, ports {args.port_gbit:g} x 2^30 bit/s")
     ]

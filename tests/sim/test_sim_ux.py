@@ -169,3 +169,24 @@ def test_describe_network_uses_make_network_defaults() -> None:
     assert describe_network({"kind": "fattree", "k": 8, "gbit": 25, "oversubscription": 2}) == (
         "fattree, k=8, 25 Gbit/s host links, 2:1 uplinks"
     )
+
+
+def test_coflow_trace_run_shows_progress_and_a_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sim.coflow_engine import CoflowSimulator
+    from sim.coflow_trace import flow_arrays, load_coflow_trace
+    from tests.sim.test_coflow_trace import SMALL
+
+    path = tmp_path / "t.txt"
+    path.write_text(SMALL)
+    assert main(["run", "--coflow-trace", str(path), "--policy", "varys"]) == 0
+    cap = capsys.readouterr()
+    assert "simulating: 3/3 coflows (100%)" in cap.err
+    assert re.search(r"^coflow completion mean / p50 / p95 +[\d.]+ ms / ", cap.out, re.M)
+    fa = flow_arrays(load_coflow_trace(path))
+    calls: list[tuple[int, int, float]] = []
+    watched = CoflowSimulator(fa, "varys", 2**27).run(progress=lambda *a: calls.append(a))
+    plain = CoflowSimulator(fa, "varys", 2**27).run()
+    assert calls[-1] == (3, 3, pytest.approx(float(watched.finish.max())))
+    assert watched.finish.tolist() == plain.finish.tolist()
