@@ -10,13 +10,16 @@ STAMP   := $(VENV)/.installed
 RAY_STAMP := $(VENV)/.installed-ray
 TARGET  ?= auto
 TOPO    ?= topo/star.yaml
-APT_PKGS := mininet iproute2 ethtool tcpdump
+# tshark: the echelon dissector's test (tools/wireshark/); iputils-ping: `ping` in the Mininet CLI.
+APT_PKGS := mininet iproute2 ethtool tcpdump tshark iputils-ping
 P4C     := $(shell command -v p4c-bm2-ss 2>/dev/null)
 
 .PHONY: help deps venv venv-ray p4 run test test-unit test-ptf test-e2e lint typecheck fmt bench eval ptf clean p4rt-shell p4rt-shell-venv
 
 help:
-	@echo "make run      end-to-end demo on the emulated network (TARGET=auto|soft|bmv2, TOPO=..., JOBS=\"a.yaml b.yaml\")"
+	@echo "make run      end-to-end demo on the emulated network (TARGET=auto|soft|bmv2, TOPO=...,"
+	@echo "              JOBS=\"a.yaml b.yaml\" your own job files, PCAP=1 per-port pcaps,"
+	@echo "              CLI=1|during|after Mininet CLI before/during/after traffic)"
 	@echo "make test     lint, type check and every test (what CI runs)"
 	@echo "make ptf      PTF suite (TARGET=soft|bmv2)"
 	@echo "make bench    scheduler, soft switch and controller benchmarks"
@@ -25,13 +28,16 @@ help:
 	@echo "make p4       compile p4src/ with p4c (or use the committed build outputs)"
 	@echo "make p4rt-shell  p4runtime-shell attached to a running switch (GRPC=127.0.0.1:9559)"
 
-# System packages: Mininet's mnexec, iproute2/tc, ethtool. Installed only when missing.
+# System packages: Mininet's mnexec, iproute2/tc, ethtool, tshark, ping. Installed only when
+# missing, without questions: wireshark-common's "non-root capture?" is preseeded to no.
 deps:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "error: need root to apt-get install$$missing" >&2; exit 2; fi; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    -o DPkg::Lock::Timeout=120 --no-install-recommends $$missing; \
 	fi
 
 venv: $(STAMP)
@@ -79,11 +85,16 @@ else
 endif
 
 # JOBS="a.yaml b.yaml": play your own job files instead of the demo's two (topo.run --jobs)
+# PCAP=1: per-port pcaps of every switch in run/pcap/<switch>/ and per-port counts while it runs;
+# CLI=1 (= before) | during | after: when the Mininet CLI opens (docs/demo.md).
 EMPTY :=
 SPACE := $(EMPTY) $(EMPTY)
 COMMA := ,
+RUN_FLAGS := $(if $(filter-out 0,$(PCAP)),--pcap) \
+  $(if $(filter-out 0,$(CLI)),--cli $(if $(filter 1,$(CLI)),before,$(CLI))) \
+  $(if $(strip $(JOBS)),--jobs "$(subst $(SPACE),$(COMMA),$(strip $(JOBS)))")
 run: deps venv p4
-	$(PY) -m topo.run --topo $(TOPO) --target $(TARGET) $(if $(strip $(JOBS)),--jobs "$(subst $(SPACE),$(COMMA),$(strip $(JOBS)))") $(RUN_ARGS)
+	$(PY) -m topo.run --topo $(TOPO) --target $(TARGET) $(RUN_FLAGS) $(RUN_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -5,9 +5,14 @@ Examples::
     python -m sim run --mix hybrid --jobs 6 --policy echelon --levels 8 --out run/sim
     python -m sim gen --mix pipeline --jobs 4 --load 0.5 --out trace.json
     python -m sim run --trace trace.json --policy varys --json result.json
+    python -m sim run --mix hybrid --jobs 4 --json        # the summary dict on stdout
     python -m sim sweep --mix pipeline,hybrid --policy echelon,fair,varys \\
         --levels ideal,8 --seed 0,1 --out sweep.csv [--workers 2] [--ray-address auto]
 
+``run`` prints a summary table (what was simulated, then the results with
+units); ``--json`` alone prints the summary as JSON instead, ``--json FILE``
+writes every record to FILE. Long work shows progress on stderr (a bar on a
+terminal, periodic lines otherwise; :mod:`sim.progress`); ``--quiet`` hides it.
 Bad input prints ``error: <field>: <message>`` and exits 2.
 """
 
@@ -20,6 +25,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from echelon.errors import EchelonError, SpecError
+from sim.progress import Progress
+from sim.summary import describe_network, summary_table
 
 
 def _levels(text: str) -> int | None:
@@ -74,6 +81,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gbit", type=float, default=100.0, help="host link speed")
     p.add_argument("--oversub", type=float, default=2.0, help="leaf-spine oversubscription")
     p.add_argument("--network", help="network as JSON (overrides --net/--gbit/--oversub)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,7 +113,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--levels", default="ideal", help="'ideal' or K switch queues (e.g. 8)")
     run.add_argument("--rerank", default="group", choices=("group", "flow"))
     run.add_argument("--out", help="directory for CSV results")
-    run.add_argument("--json", help="file for JSON results")
+    run.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="FILE",
+        help="every record as JSON to FILE; without FILE: the summary as JSON on stdout",
+    )
     gen = sub.add_parser("gen", help="write a trace generated from a mix")
     _add_common(gen)
     gen.add_argument("--out", required=True, help="trace file (.json or .yaml)")
@@ -141,15 +155,23 @@ def _cmd_coflow(args: argparse.Namespace) -> None:
 
         res = simulate_compat(trace, args.policy, port)
     else:
-        res = CoflowSimulator(
+        sim = CoflowSimulator(
             flow_arrays(trace),
             args.policy,
             port,
             model=args.arrangement,
             levels=_levels(args.levels),
             rerank=args.rerank,
-        ).run()
-    print(json.dumps(res.summary(), indent=1))
+        )
+        bar = Progress("simulating", len(sim.fa.names), "coflows", quiet=args.quiet)
+        try:
+            res = sim.run(progress=lambda done, _n, now: bar.update(done, f"simulated {now:.1f} s"))
+        finally:
+            bar.close()
+    context = [
+        ("simulated", f"coflow trace {args.coflow_trace}, ports {args.port_gbit:g} x 2^30 bit/s")
+    ]
+    _print_summary(res.summary(), context, args.json == "-")
     rows = res.rows()
     if args.out:
         import csv
@@ -161,7 +183,7 @@ def _cmd_coflow(args: argparse.Namespace) -> None:
             w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["coflow"])
             w.writeheader()
             w.writerows(rows)
-    if args.json:
+    if args.json and args.json != "-":
         from pathlib import Path
 
         Path(args.json).write_text(json.dumps({"summary": res.summary(), "coflows": rows}))
@@ -197,14 +219,35 @@ def _cmd_run(args: argparse.Namespace) -> None:
         policy=args.policy,
         levels=_levels(args.levels),
         rerank=args.rerank,
-        record_tasks=bool(args.out or args.json),
+        record_tasks=bool(args.out or (args.json and args.json != "-")),
     )
-    res = Simulator(net, runs, cfg).run()
-    print(json.dumps(res.summary(), indent=1))
+    bar = Progress("simulating", sum(r.iterations for r in runs), "iterations", quiet=args.quiet)
+
+    def progress(done: int, total: int, now: float) -> None:
+        bar.update(done, f"simulated {now:.3f} s")
+
+    try:
+        res = Simulator(net, runs, cfg, progress=progress).run()
+    finally:
+        bar.close()
+    if args.trace:
+        what = f"{len(jobs)} jobs from {args.trace}"
+    else:
+        load = "closed batch" if _load(args.load) is None else f"offered load {args.load}"
+        what = f"{len(jobs)} jobs of mix {args.mix}, seed {args.seed}, {load}"
+    context = [("simulated", describe_network(net_spec)), ("jobs", what)]
+    _print_summary(res.summary(), context, args.json == "-")
     if args.out:
         res.write_csv(args.out)
-    if args.json:
+    if args.json and args.json != "-":
         res.write_json(args.json)
+
+
+def _print_summary(summary: dict[str, Any], context: list[tuple[str, str]], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(summary, indent=1))
+    else:
+        print(summary_table(summary, context))
 
 
 def _cmd_gen(args: argparse.Namespace) -> None:
@@ -227,7 +270,8 @@ def _split(text: str) -> list[str]:
 
 def _cmd_sweep(args: argparse.Namespace) -> None:
     from echelon.policies import get_policy
-    from sim.sweep import grid, print_progress, run_sweep, write_rows
+    from sim.progress import sweep_progress
+    from sim.sweep import grid, run_sweep, write_rows
 
     policies = _split(args.policy)
     for p in policies:
@@ -243,7 +287,8 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
         network=[json.dumps(_network(args))],
         trace=[args.trace],
     )
-    rows = run_sweep(points, args.workers or None, args.ray_address, progress=print_progress)
+    progress = sweep_progress(len(points), args.quiet)
+    rows = run_sweep(points, args.workers or None, args.ray_address, progress=progress)
     write_rows(args.out, rows)
     for r in rows:
         print(

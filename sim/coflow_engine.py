@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -182,7 +182,13 @@ class CoflowSimulator:
 
     # ------------------------------------------------------------------ loop
 
-    def run(self, max_events: int | None = None) -> CoflowResult:
+    def run(
+        self,
+        max_events: int | None = None,
+        progress: Callable[[int, int, float], None] | None = None,
+    ) -> CoflowResult:
+        """Simulate to the end. ``progress(coflows finished, coflows, simulated time)``
+        is called every 2,048 events and at the end (a CLI's progress bar; it only reads)."""
         wall = time.perf_counter()
         fa = self.fa
         arrival = fa.arrival
@@ -215,8 +221,12 @@ class CoflowSimulator:
                 t_rel = self._time_to_next()
             t_fin = now + t_rel
             events += 1
+            if progress is not None and not events % 2048:
+                progress(int(np.count_nonzero(~np.isnan(self.finish))), n_cf, now)
             if max_events is not None and events > max_events:
                 raise SimError(f"more than {max_events} events")
+        if progress is not None:
+            progress(int(np.count_nonzero(~np.isnan(self.finish))), n_cf, now)
         return CoflowResult(
             policy=str(getattr(self.policy, "name", "?")),
             model=self.model,

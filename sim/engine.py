@@ -29,7 +29,7 @@ import heapq
 import math
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -52,6 +52,8 @@ __all__ = ["JobRun", "Plannable", "SimConfig", "SimError", "Simulator", "simulat
 
 #: A flow whose remaining transfer time is below this is finished (seconds).
 _TIME_EPS = 1e-9
+#: Events between two progress calls (cheap enough not to show in a run's wall time).
+PROGRESS_EVERY = 2048
 
 
 class _Job:
@@ -79,12 +81,22 @@ class _Job:
 class Simulator:
     """One simulation: ``Simulator(network, jobs, config).run() -> SimResult``."""
 
-    def __init__(self, network: Network, jobs: Sequence[JobRun], config: SimConfig) -> None:
+    def __init__(
+        self,
+        network: Network,
+        jobs: Sequence[JobRun],
+        config: SimConfig,
+        progress: Callable[[int, int, float], None] | None = None,
+    ) -> None:
+        """``progress(iterations finished, iterations in all, simulated time)`` is called
+        every :data:`PROGRESS_EVERY` events and at the end (a CLI's progress bar);
+        it only reads, so results do not depend on it."""
         names = [j.spec.job_id for j in jobs]
         if len(set(names)) != len(names):
             raise SpecError("jobs", "job ids must be unique in one simulation")
         self.net = network
         self.cfg = config
+        self.progress = progress
         self.policy = resolve_policy(config.policy)
         self.link_ix = {name: i for i, name in enumerate(network.links)}
         self.capacity = np.array([network.links[n] for n in network.links], dtype=np.float64)
@@ -161,6 +173,8 @@ class Simulator:
                     self._task_done(self.jobs[jidx], task)
             self._apply_changes()
             events += 1
+            if self.progress is not None and not events % PROGRESS_EVERY:
+                self.progress(len(self.result.iterations), self._total_iterations(), self.now)
             if self.cfg.max_events is not None and events > self.cfg.max_events:
                 raise SimError(f"more than {self.cfg.max_events} events")
         unfinished = [j.name for j in self.jobs if j.iteration < j.run.iterations]
@@ -170,7 +184,12 @@ class Simulator:
         self.result.n_flows = len(self.f_key)
         self.result.end_time = self.now
         self.result.wall_s = time.perf_counter() - wall
+        if self.progress is not None:
+            self.progress(len(self.result.iterations), self._total_iterations(), self.now)
         return self.result
+
+    def _total_iterations(self) -> int:
+        return sum(j.run.iterations for j in self.jobs)
 
     def _push(self, t: float, kind: str, jidx: int, task: str) -> None:
         self._seq += 1

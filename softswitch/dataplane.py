@@ -24,7 +24,9 @@ import struct
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
+from echelon.pcap import PcapWriter, pcap_names
 from softswitch.bm.pipeline import Pipeline
 from softswitch.errors import UsageError
 from softswitch.queueing import PriorityRateQueues
@@ -105,16 +107,26 @@ def open_port(ifname: str) -> socket.socket:
 class DataPlane:
     """Ports, queues and the thread that moves frames between them."""
 
-    def __init__(self, ports: dict[int, str], queues: PriorityRateQueues[bytearray]) -> None:
+    def __init__(
+        self,
+        ports: dict[int, str],
+        queues: PriorityRateQueues[bytearray],
+        pcap_dir: str | None = None,
+    ) -> None:
         self.queues = queues
         self.pipeline: Pipeline | None = None
         self.stats = DataPlaneStats()
         self.lock = threading.Lock()
         self.start_time = time.monotonic()
         self.socks: dict[int, socket.socket] = {}
+        #: ``--pcap DIR``: per port the writers of ``IFACE_in.pcap`` and ``IFACE_out.pcap``.
+        self.pcap_in: dict[int, PcapWriter] = {}
+        self.pcap_out: dict[int, PcapWriter] = {}
         try:
             for number, ifname in ports.items():
                 self.socks[number] = open_port(ifname)
+            if pcap_dir is not None:
+                self._open_pcaps(ports, Path(pcap_dir))
         except BaseException:
             self.close()
             raise
@@ -138,7 +150,20 @@ class DataPlane:
             self._thread = None
         self.close()
 
+    def _open_pcaps(self, ports: dict[int, str], where: Path) -> None:
+        """BMv2's ``--pcap DIR`` files, so a capture of either target reads the same."""
+        try:
+            where.mkdir(parents=True, exist_ok=True)
+            for number, ifname in ports.items():
+                name_in, name_out = pcap_names(ifname)
+                self.pcap_in[number] = PcapWriter(where / name_in)
+                self.pcap_out[number] = PcapWriter(where / name_out)
+        except OSError as exc:
+            raise UsageError("pcap", f"{where}: {exc.strerror or exc}") from None
+
     def close(self) -> None:
+        for w in [*self.pcap_in.values(), *self.pcap_out.values()]:
+            w.close()
         for s in self.socks.values():
             s.close()
         self.socks = {}
@@ -170,6 +195,9 @@ class DataPlane:
                             ep.unregister(fd)
                             log.error("port %d: receive failed, port disabled", port)
                     self._transmit(time.monotonic())
+                    if self.pcap_in:  # what this batch captured is readable now
+                        for w in (*self.pcap_in.values(), *self.pcap_out.values()):
+                            w.flush()
         except Exception:  # the thread must never die silently
             log.exception("data plane thread failed")
             raise
@@ -182,6 +210,7 @@ class DataPlane:
         queues = self.queues
         trace = log.isEnabledFor(logging.DEBUG)
         dump = log.isEnabledFor(TRACE)
+        capture = self.pcap_in.get(port)
         for _ in range(BATCH):
             try:
                 data, anc, _flags, addr = sock.recvmsg(65536, ANC_SIZE)
@@ -196,6 +225,8 @@ class DataPlane:
             if anc and anc[0][2][0] & TP_STATUS_VLAN_VALID:  # status, little-endian
                 data = frame_with_vlan(data, anc)
             stats.rx += 1
+            if capture is not None:
+                capture.write(data)
             if dump:
                 log.log(TRACE, "port %d in: %s", port, data.hex())
             pipeline = self.pipeline
@@ -241,6 +272,8 @@ class DataPlane:
             try:
                 self.socks[port].send(frame)
                 self.stats.tx += 1
+                if self.pcap_out:
+                    self.pcap_out[port].write(frame)
             except OSError as exc:
                 self.stats.errors += 1
                 log.debug("port %d: send failed: %s", port, exc)

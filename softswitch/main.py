@@ -1,7 +1,8 @@
 """``python -m softswitch``: the switch process, started like simple_switch_grpc.
 
     python -m softswitch --device-id 0 -i 1@veth1 -i 2@veth2 --thrift-port 9090 \\
-        [--log-console] [-L info] [--log-file F] [--p4info FILE] (--no-p4 | JSON) \\
+        [--log-console] [-L info] [--log-file F] [--pcap[=DIR]] \\
+        [--p4info FILE] (--no-p4 | JSON) \\
         -- --grpc-server-addr 127.0.0.1:9559 --priority-queues 8 [--cpu-port N]
 
 The program is p4c's BMv2 JSON, as for simple_switch_grpc: normally pushed with
@@ -11,6 +12,9 @@ unused, since P4Runtime needs the P4Info to address the program.
 Logging goes nowhere unless ``--log-console`` (stdout, like BMv2) or
 ``--log-file``; the default level is ``info`` (BMv2's is trace, which would
 log every packet). When serving, the log gets ``ready grpc=... ports=...``.
+``--pcap DIR`` (or ``--pcap=DIR``) captures every port's received and sent
+frames in ``DIR/IFACE_in.pcap`` and ``DIR/IFACE_out.pcap`` (BMv2's names;
+:mod:`echelon.pcap`), flushed after every batch of frames.
 SIGTERM/SIGINT stop gRPC, the runtime port and the ports, then exit 0.
 """
 
@@ -57,6 +61,7 @@ class Options:
     priority_queues: int
     cpu_port: int | None
     json: str | None = None
+    pcap: str | None = None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -79,6 +84,13 @@ def parse_args(argv: list[str]) -> Options:
     ap.add_argument("-L", "--log-level", choices=sorted(LEVELS), default="info")
     ap.add_argument("--log-file")
     ap.add_argument("--no-p4", action="store_true")
+    ap.add_argument(
+        "--pcap",
+        nargs="?",
+        const=".",
+        metavar="DIR",
+        help="write IFACE_in.pcap and IFACE_out.pcap per interface in DIR (default .), as BMv2",
+    )
     ap.add_argument("--p4info", help="P4Info (text) to load at start")
     ap.add_argument("json", nargs="?", help="BMv2 JSON (used with --p4info)")
     ns = ap.parse_args(main_argv)
@@ -112,6 +124,7 @@ def parse_args(argv: list[str]) -> Options:
         ts.priority_queues,
         ts.cpu_port,
         ns.json,
+        ns.pcap,
     )
 
 
@@ -155,7 +168,7 @@ def run(opts: Options, stop: threading.Event) -> None:
     from softswitch.runtime import RuntimeServer
 
     queues: PriorityRateQueues[bytearray] = PriorityRateQueues(opts.priority_queues)
-    dataplane = DataPlane(opts.ports, queues)
+    dataplane = DataPlane(opts.ports, queues, opts.pcap)
     runtime: RuntimeServer | None = None
     server = None
     try:

@@ -50,6 +50,7 @@ class Target:
     device_id: int
     ports: Mapping[int, str]
     log_path: Path | None
+    pcap_dir: Path | None = None
     _log_file: IO[bytes] | None = field(default=None, repr=False)
 
     @property
@@ -124,12 +125,20 @@ def command_line(
     device_id: int = 0,
     priority_queues: int = 8,
     log_level: str = "info",
+    pcap_dir: str | Path | None = None,
 ) -> list[str]:
-    """simple_switch_grpc's argv; the soft switch takes the same after ``-m softswitch``."""
+    """simple_switch_grpc's argv; the soft switch takes the same after ``-m softswitch``.
+
+    ``pcap_dir``: ``--pcap=DIR``, one ``IFACE_in.pcap``/``IFACE_out.pcap`` pair per
+    port. With ``=``: BMv2's option has an optional value (boost's implicit value),
+    which it takes only in that form.
+    """
     head = [BMV2_BINARY] if kind == "bmv2" else [sys.executable, "-m", "softswitch"]
     argv = [*head, "--device-id", str(device_id), "--thrift-port", str(thrift_port)]
     for port, iface in sorted(ports.items()):
         argv += ["-i", f"{port}@{iface}"]
+    if pcap_dir is not None:
+        argv.append(f"--pcap={pcap_dir}")
     argv += ["--log-console", "-L", log_level, "--no-p4", "--"]
     argv += ["--grpc-server-addr", grpc_addr, "--priority-queues", str(priority_queues)]
     return argv
@@ -147,15 +156,23 @@ def start_target(
     log_level: str = "info",
     ready_timeout: float = 30.0,
     cpus: str | None = None,
+    pcap_dir: str | Path | None = None,
 ) -> Target:
     """Start a switch on ``ports`` ({port number: interface}) and wait until it serves.
 
     The process's console log goes to ``log_path`` (or is discarded). In
     ``netns`` the process runs inside that network namespace; ``cpus`` (a
-    ``taskset`` list such as ``"1"``) pins it, as the benchmarks do.
+    ``taskset`` list such as ``"1"``) pins it, as the benchmarks do. With
+    ``pcap_dir`` the switch captures every port into that directory (created
+    here; ``IFACE_in.pcap``/``IFACE_out.pcap``, BMv2's names, on both targets).
     """
     real = resolve_kind(kind)
-    argv = command_line(real, ports, grpc_addr, thrift_port, device_id, priority_queues, log_level)
+    if pcap_dir is not None:
+        pcap_dir = Path(pcap_dir).resolve()  # the switch may run in another cwd/netns
+        pcap_dir.mkdir(parents=True, exist_ok=True)
+    argv = command_line(
+        real, ports, grpc_addr, thrift_port, device_id, priority_queues, log_level, pcap_dir
+    )
     if cpus:
         argv = ["taskset", "-c", cpus, *argv]
     if netns:
@@ -173,7 +190,8 @@ def start_target(
         stderr=subprocess.STDOUT,
         start_new_session=True,  # Ctrl-C in the terminal reaches us, not the switch
     )
-    target = Target(real, proc, grpc_addr, thrift_port, device_id, dict(ports), path, sink)
+    pcap = Path(pcap_dir) if pcap_dir is not None else None
+    target = Target(real, proc, grpc_addr, thrift_port, device_id, dict(ports), path, pcap, sink)
     try:
         target.wait_ready(ready_timeout)
     except BaseException:

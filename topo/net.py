@@ -12,8 +12,9 @@
   carry no checksum).
 * Switches: :class:`P4Switch` starts the chosen target through
   :func:`targets.switch.start_target` on its interfaces (``-i port@intf``), logs to
-  ``run/logs/<switch>.log`` and is stopped by PID. No OpenFlow controller: the
-  controller daemon programs the switches over P4Runtime.
+  ``run/logs/<switch>.log`` and is stopped by PID. With ``pcap_dir`` each switch
+  writes BMv2's per-port captures into ``pcap_dir/<switch>/`` (``--pcap``).
+  No OpenFlow controller: the controller daemon programs the switches over P4Runtime.
 * Links: ``bw_mbit`` via Mininet's ``TCLink``; ``delay_ms`` only where the
   kernel has ``netem`` (warned once and ignored otherwise). A ``bottleneck``
   link gets a "wire" namespace between the switch and its neighbour carrying
@@ -70,6 +71,7 @@ class P4Switch(Switch):  # type: ignore[misc]
         thrift_port: int = 9090,
         device_id: int = 0,
         log_dir: str = "run/logs",
+        pcap_dir: str | None = None,
         **params: Any,
     ) -> None:
         super().__init__(name, dpid="1", **params)
@@ -78,6 +80,7 @@ class P4Switch(Switch):  # type: ignore[misc]
         self.thrift_port = thrift_port
         self.device_id = device_id
         self.log_dir = Path(log_dir)
+        self.pcap_dir = pcap_dir
         self.port_map: dict[int, str] = {}
         self.target: Target | None = None
 
@@ -89,6 +92,7 @@ class P4Switch(Switch):  # type: ignore[misc]
             self.thrift_port,
             device_id=self.device_id,
             log_path=self.log_dir / f"{self.name}.log",
+            pcap_dir=self.pcap_dir,
         )
 
     def stop(self, deleteIntfs: bool = True) -> None:
@@ -123,8 +127,11 @@ class EchelonNet:
         prefix: str = DEFAULT_PREFIX,
         log_dir: str | Path = "run/logs",
         queue_depth: int | None = 10000,
+        pcap_dir: str | Path | None = None,
     ) -> None:
         self.topo = topo
+        #: ``--pcap``: each switch captures its ports into ``pcap_dir/<switch>/``.
+        self.pcap_dir = Path(pcap_dir) if pcap_dir is not None else None
         self.kind = resolve_kind(kind)
         self.prefix = prefix
         self.log_dir = str(log_dir)
@@ -172,9 +179,10 @@ class EchelonNet:
         for h in self.topo.hosts.values():
             mn.addHost(h.name, ip=None, mac=h.mac)
         for s in self.topo.switches.values():
+            pcap = str(self.pcap_dir / s.name) if self.pcap_dir else None
             mn.addSwitch(s.name, cls=P4Switch, kind=self.kind, grpc=s.grpc,
                          thrift_port=s.thrift_port, device_id=s.device_id,
-                         log_dir=self.log_dir)  # fmt: skip
+                         log_dir=self.log_dir, pcap_dir=pcap)  # fmt: skip
         delay_ok = any(lk.delay_ms for lk in self.topo.links) and netem_ok()
         for i, lk in enumerate(self.topo.links):
             self._add_link(mn, i, lk, delay_ok)
@@ -321,6 +329,10 @@ class EchelonNet:
         out = host.cmd("; ".join(cmds))
         if "rror" in out:
             raise NetError(f"configuring {host.name}: {out.strip()}")
+        # Tell Mininet the address too: its CLI substitutes host names by IP()
+        # (``h1 ping h4``), which is None for a host added with ip=None.
+        with suppress(AttributeError):
+            host.defaultIntf().ip, host.defaultIntf().prefixLen = me.ip, 32
 
     def switches(self) -> Iterator[P4Switch]:
         if self.mn is not None:

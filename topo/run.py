@@ -4,7 +4,8 @@
                        [--policies echelon,coflow,fifo[,echelon-online]] [--iterations 3]
                        [--out-dir run]
                        [--jobs topo/jobs/pipe.yaml,topo/jobs/dp.yaml] [--scale 0.1]
-                       [--release closed|open]
+                       [--release closed|open] [--pcap [DIR]] [--port-view SECONDS]
+                       [--cli auto|before|during|after|never]
 
 Starts the topology (BMv2 if installed, else the soft switch), the controller
 daemon on it, registers the demo jobs -- paradigm job descriptions, scaled by
@@ -17,8 +18,18 @@ the agents run the compute tasks, see :mod:`hostagent.closedloop`) and writes
 the controller's ``--progress-socket``, which re-plans the groups in flight
 (docs/controller.md, "Online re-planning"); the other policies send no reports.
 Every process, namespace and interface it made is removed on exit, Ctrl-C or
-failure. With a terminal on stdin and no ``--headless`` it first drops into the
-Mininet CLI.
+failure.
+
+``--pcap [DIR]`` (``make run PCAP=1``): every switch writes BMv2's per-port
+captures into ``DIR/<switch>/IFACE_{in,out}.pcap`` (default ``<out-dir>/pcap``);
+the run then prints per-port packets in/out every ``--port-view`` seconds and,
+per policy, a table of packets per port and per egress priority
+(:mod:`topo.portview`; also in ``demo-results.json``). ``--cli`` opens the
+Mininet CLI ``before`` the traffic (``make run CLI=1``: ping the hosts, look
+around; exiting starts the traffic), ``during`` it (traffic runs in the
+background; the CLI's ``ports`` command shows the counts) or ``after`` it; the
+default ``auto`` is ``after`` when stdin is a terminal, and ``--headless``
+never opens it.
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ import logging
 import signal
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -37,10 +49,12 @@ from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
 from echelon.topology import load
 from hostagent.scenario import RELEASE_MODES
-from topo import demo
+from topo import demo, portview
 from topo.agents import PACKET_BYTES, play_scenario
 from topo.controller import ControllerProcess
+from topo.interactive import CLI_MODES, Ticker, open_cli, resolve_cli, run_with_cli
 from topo.net import EchelonNet
+from topo.portview import PortView
 from topo.report import plot_finish_times, table
 
 log = logging.getLogger("topo.run")
@@ -61,6 +75,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--topo", default="topo/star.yaml")
     p.add_argument("--target", default="auto", choices=("auto", "soft", "bmv2"))
     p.add_argument("--headless", action="store_true", help="never enter the Mininet CLI")
+    p.add_argument("--cli", choices=CLI_MODES, default="auto",
+                   help="when to open the Mininet CLI: before, during or after the traffic "
+                        "(auto: after, if stdin is a terminal)")  # fmt: skip
+    p.add_argument("--pcap", nargs="?", const="", default=None, metavar="DIR",
+                   help="per-port pcaps of every switch in DIR/<switch>/ "
+                        "(default <out-dir>/pcap)")  # fmt: skip
+    p.add_argument(
+        "--port-view",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="with --pcap: print per-port packet counts this often (0: off)",
+    )
     p.add_argument("--policies", default="echelon,coflow,fifo")
     p.add_argument(
         "--idle-level",
@@ -114,7 +141,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise EchelonError(f"policies: {unknown or 'none'} not among {list(POLICIES)}")
     out = Path(args.out_dir)
     (out / "logs").mkdir(parents=True, exist_ok=True)
-    net = EchelonNet(topo, kind=args.target, prefix=args.prefix, log_dir=out / "logs")
+    pcap = None if args.pcap is None else Path(args.pcap or out / "pcap")
+    cli = resolve_cli(args.cli, args.headless, sys.stdin.isatty())
+    net = EchelonNet(topo, kind=args.target, prefix=args.prefix, log_dir=out / "logs",
+                     pcap_dir=pcap)  # fmt: skip
     why = "simple_switch_grpc" if net.kind == "bmv2" else "embedded soft switch"
     if net.kind == "soft" and args.target == "auto":
         why += "; BMv2 is not installed"
@@ -135,12 +165,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "packet_bytes": PACKET_BYTES,
         "rate_mbit": args.rate_mbit,
         "idle_level": args.idle_level,
+        "pcap_dir": str(pcap) if pcap else None,
         "policies": {},
     }
     try:
         net.start()
         print(f"*** network up: {len(topo.hosts)} hosts, {len(topo.switches)} switches, "
               f"bottleneck shaper: {net.shaper_mode}")  # fmt: skip
+        view = None
+        if pcap is not None:
+            view = PortView(pcap, {s.name: dict(s.port_map) for s in net.switches()})
+            print(f"*** per-port pcaps in {pcap}/<switch>/ (IFACE_in.pcap, IFACE_out.pcap)")
         ctl.start()
         for job in jobs:
             ctl.register(job.description)  # what `echelonctl register FILE` posts
@@ -148,18 +183,35 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ids = read_echelon_ids(ctl, specs)
         print(f"*** registered jobs {[s.job_id for s in specs]} (scale {args.scale}), "
               f"echelon IDs {ids}")  # fmt: skip
-        for policy in policies:
-            ctl.set_policy("echelon" if policy == ONLINE else policy)  # drops online plans
-            reports = f"unix:{ctl.progress_socket}" if policy == ONLINE else None
-            t0 = time.monotonic()
-            report = play_scenario(net, specs, args.iterations, ids, out / policy,
-                                   rate_mbit=args.rate_mbit, release=args.release,
-                                   controller=reports)  # fmt: skip
-            report["wall_s"] = time.monotonic() - t0
-            if policy == ONLINE:  # re-plans, updates, reaction times during this run
-                report["online"] = ctl.get("/progress").get("online")
-            results["policies"][policy] = report
-            print(f"*** {policy}: done in {report['wall_s']:.1f} s")
+        if cli == "before":
+            open_cli(net.mn, view, "before")
+
+        def traffic() -> None:
+            for policy in policies:
+                ctl.set_policy("echelon" if policy == ONLINE else policy)  # drops online plans
+                reports = f"unix:{ctl.progress_socket}" if policy == ONLINE else None
+                t0 = time.monotonic()
+                before = view.poll() if view else {}
+                ticking = view is not None and cli != "during"
+                with Ticker(view, args.port_view if ticking else 0) if view else nullcontext():
+                    report = play_scenario(net, specs, args.iterations, ids, out / policy,
+                                           rate_mbit=args.rate_mbit, release=args.release,
+                                           controller=reports)  # fmt: skip
+                report["wall_s"] = time.monotonic() - t0
+                if policy == ONLINE:  # re-plans, updates, reaction times during this run
+                    report["online"] = ctl.get("/progress").get("online")
+                results["policies"][policy] = report
+                print(f"*** {policy}: done in {report['wall_s']:.1f} s", flush=True)
+                if view is not None:
+                    ports = portview.delta(view.poll(), before)
+                    report["ports"] = portview.as_json(ports)
+                    print(f"*** {policy}: packets per switch port (out pN: sent at priority N)")
+                    print(portview.table(ports), flush=True)
+
+        if cli == "during":
+            run_with_cli(net.mn, view, traffic)
+        else:
+            traffic()
         results["stats"] = ctl.get("/stats")
         (out / "demo-results.json").write_text(json.dumps(results, indent=1))
         print(table(results))
@@ -167,12 +219,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(demo.group_table(results))
         plot_finish_times(results, out / "demo-finish-times.png")
         print(f"*** wrote {out / 'demo-results.json'} and {out / 'demo-finish-times.png'}")
-        if sys.stdin.isatty() and not args.headless and net.mn is not None:
-            from mininet.cli import CLI
-            from mininet.log import setLogLevel
-
-            setLogLevel("output")  # the CLI prints command output at this level
-            CLI(net.mn)
+        if cli == "after" and net.mn is not None:
+            open_cli(net.mn, view, "after")
         return results
     finally:
         # A second Ctrl-C or signal must not cut the clean-up short.

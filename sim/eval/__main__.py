@@ -2,6 +2,9 @@
 
 Everything is simulated from scratch on each run; nothing is cached or tuned.
 ``--quick`` uses one seed, one Poisson load and no 100k-flow scale point.
+Progress goes to stderr: a ``[eval i/6]`` line per stage, and per simulation a
+bar on a terminal or a line per run otherwise (:mod:`sim.progress`); ``--quiet``
+hides it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from typing import Any
 from echelon.errors import EchelonError
 from sim.eval import bandwidth, cases, experiments, figures, headline, report
 from sim.eval.experiments import BASELINES, MIXES, NETWORK, POLICIES
-from sim.sweep import print_progress, run_sweep
+from sim.progress import stage, sweep_progress
+from sim.sweep import run_sweep
 
 
 def _workload_rows() -> list[list[Any]]:
@@ -82,8 +86,13 @@ def build(
     workers: int | None,
     rows_path: Path | None = None,
     ray_address: str | None = None,
+    quiet: bool = False,
 ) -> Path:
     t_start = time.perf_counter()
+
+    def step(i: int, what: str) -> None:
+        stage(f"[eval {i}/{STAGES}] {what} ({time.perf_counter() - t_start:.0f} s so far)", quiet)
+
     figdir.mkdir(parents=True, exist_ok=True)
     md: list[str] = []
     w = md.append
@@ -100,6 +109,7 @@ def build(
     # --- case studies
     w("## 1. The paper's case studies as timelines\n")
     w(cases.__doc__.split("\n", 1)[1].strip() + "\n")
+    step(1, "case studies")
     case_res = cases.run_cases()
     for c in cases.CASES:
         fig = figures.timeline(case_res[c.key], c.title, figdir / f"{c.key}.png")
@@ -113,9 +123,10 @@ def build(
     abl_pts = experiments.ablation_points(profile)
     hold_pts = experiments.holdout_points(profile)
     # one pool for every grid, so none waits for another's stragglers
-    all_rows = run_sweep(
-        main_pts + bw_pts + abl_pts + hold_pts, workers, ray_address, progress=print_progress
-    )
+    grid_pts = main_pts + bw_pts + abl_pts + hold_pts
+    step(2, f"policy grid, bandwidth sweep, ablation and held-out seeds: {len(grid_pts)} runs")
+    progress = sweep_progress(len(grid_pts), quiet, "grid")
+    all_rows = run_sweep(grid_pts, workers, ray_address, progress=progress)
     grid_s = time.perf_counter() - t0
     n_main, n_bw = len(main_pts), len(bw_pts)
     rows = all_rows[:n_main]
@@ -268,6 +279,7 @@ def build(
             w(text + "\n")
 
     w("## 8. The Coflow special case\n")
+    step(3, "the Coflow special case")
     text, same = _coflow_check()
     w(
         f"A workload of data-parallel all-reduce jobs only (every group a Coflow, A≡0) run with "
@@ -282,10 +294,13 @@ def build(
         "delay `Σ_g w_g max(0, max_j(C_j - A(j)) - T_ref)`), each policy played the way the "
         "simulator plays it, divided by the exact optimum over all preemptive schedules:\n"
     )
+    step(4, f"one-link oracle: {headline.ORACLE_INSTANCES} instances")
     w(headline.oracle_table() + "\n")
 
     w("## 10. Simulator speed\n")
-    scale = experiments.run_scale(profile)
+    n_scale = len(experiments.scale_points(profile))
+    step(5, f"simulator speed: {n_scale} runs in one process")
+    scale = experiments.run_scale(profile, sweep_progress(n_scale, quiet, "speed"))
     w(
         "Closed batches of the `mixed` mix with as many iterations as needed for about "
         + ", ".join(f"{t:,}" for t in profile.scale_targets)
@@ -301,12 +316,16 @@ def build(
         f"{grid_s:.0f} s on {where}; "
         f"the whole report {time.perf_counter() - t_start:.0f} s.\n"
     )
+    step(6, f"writing {doc}")
     doc.parent.mkdir(parents=True, exist_ok=True)
     if rows_path is not None:
         rows_path.parent.mkdir(parents=True, exist_ok=True)
         rows_path.write_text(json.dumps(all_rows, indent=0, default=str))
     doc.write_text("\n".join(md) + "\n" + _NOTES)
     return doc
+
+
+STAGES = 6
 
 
 def _bandwidth_section(
@@ -398,6 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=0, help="processes (0 = CPU count)")
     ap.add_argument("--rows", default="run/sim-eval-rows.json", help="raw per-run rows (JSON)")
     ap.add_argument("--ray-address", help="run the grids on a Ray cluster: auto or HOST:PORT")
+    ap.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     args = ap.parse_args(argv)
     try:
         out = build(
@@ -407,6 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.workers or None,
             Path(args.rows),
             args.ray_address,
+            args.quiet,
         )
     except (EchelonError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

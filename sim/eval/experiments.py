@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from echelon.policies import POLICIES as CORE_POLICIES
-from sim.sweep import Point, run_sweep
+from sim.sweep import Done, Point, Progress, run_sweep
 
 #: Every policy of the core, ours first (echelon.policies.POLICIES).
 POLICIES = CORE_POLICIES
@@ -195,12 +195,16 @@ def scale_points(profile: Profile) -> list[tuple[int, Point]]:
     return out
 
 
-def run_scale(profile: Profile) -> list[dict[str, Any]]:
-    """Serial (one process) so wall-clock times are comparable."""
+def run_scale(profile: Profile, progress: Progress | None = None) -> list[dict[str, Any]]:
+    """Serial (one process) so wall-clock times are comparable. ``progress`` is called
+    after each run (a :class:`sim.sweep.Done`)."""
     rows = []
-    for target, p in scale_points(profile):
+    points = scale_points(profile)
+    for i, (target, p) in enumerate(points):
         t = time.perf_counter()
         r = run_sweep([p], 1)[0]
+        if progress is not None:
+            progress(Done(i + 1, len(points), i, p, r, "local"))
         r["target"] = target
         r["total_s"] = time.perf_counter() - t
         rows.append(r)

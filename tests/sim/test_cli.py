@@ -35,7 +35,9 @@ def test_run_mix_prints_summary_and_writes_results(
         ]
     )
     assert rc == 0
-    summary = json.loads(capsys.readouterr().out)
+    table = capsys.readouterr().out
+    assert "priority levels" in table and "K=8" in table
+    summary = json.loads((tmp_path / "r.json").read_text())["summary"]
     assert summary["levels"] == "K=8" and summary["jobs_done"] == 2
     with (out / "iterations.csv").open() as fh:
         assert len(list(csv.DictReader(fh))) == 2
@@ -49,7 +51,7 @@ def test_gen_then_run_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     net, jobs = load_trace(trace)
     assert net is not None and net["kind"] == "bigswitch" and len(jobs) == 2
     capsys.readouterr()
-    assert main(["run", "--trace", str(trace), "--policy", "varys"]) == 0
+    assert main(["run", "--trace", str(trace), "--policy", "varys", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["policy"] == "varys"
 
 
@@ -63,7 +65,7 @@ def test_csv_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     net, jobs = load_trace(trace)
     assert net is None and [j.arrival for j in jobs] == [0.0, 0.5]
     assert jobs[1].iterations == 2
-    assert main(["run", "--trace", str(trace), "--net", "bigswitch"]) == 0
+    assert main(["run", "--trace", str(trace), "--net", "bigswitch", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["iterations_done"] == 3
 
 

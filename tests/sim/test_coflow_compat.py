@@ -91,7 +91,8 @@ def test_unsupported_policy_is_an_error(tmp_path: Path, capsys: pytest.CaptureFi
     path.write_text("4 1\na 0 1 0 1 1:1\n")
     assert main(["run", "--coflow-trace", str(path), "--coflowsim", "--policy", "edf"]) == 2
     assert capsys.readouterr().err.startswith("error: policy:")
-    assert main(["run", "--coflow-trace", str(path), "--coflowsim", "--policy", "fair"]) == 0
+    args = ["run", "--coflow-trace", str(path), "--coflowsim", "--policy", "fair", "--json"]
+    assert main(args) == 0
     assert json.loads(capsys.readouterr().out)["avg_cct_ms"] == 8.0
 
 

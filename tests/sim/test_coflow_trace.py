@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -86,7 +87,9 @@ def test_cli_runs_a_coflow_trace(tmp_path: Path, capsys: pytest.CaptureFixture[s
     args = ["run", "--coflow-trace", str(path), "--port-gbit", "1", "--policy", "varys"]
     rc = main([*args, "--out", str(out), "--json", str(tmp_path / "r.json")])
     assert rc == 0
-    summary = json.loads(capsys.readouterr().out)
+    table = capsys.readouterr().out  # the human summary; the file has the dict
+    assert re.search(r"^coflows +3$", table, re.M) and re.search(r"^flows +8$", table, re.M)
+    summary = json.loads((tmp_path / "r.json").read_text())["summary"]
     assert summary["policy"] == "varys" and summary["coflows"] == 3 and summary["flows"] == 8
     rows = (out / "coflows.csv").read_text().splitlines()
     assert rows[0] == "coflow,arrival_s,finish_s,cct_ms" and len(rows) == 4

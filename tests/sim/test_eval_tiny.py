@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,11 +11,19 @@ from sim.eval.__main__ import main
 
 
 @pytest.mark.slow
-def test_tiny_eval_writes_report_and_figures(tmp_path: Path) -> None:
+def test_tiny_eval_writes_report_and_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     doc, figs, rows = tmp_path / "evaluation.md", tmp_path / "figures", tmp_path / "rows.json"
     rc = main(["--tiny", "--workers", "1", "--doc", str(doc), "--figures", str(figs),
                "--rows", str(rows)])  # fmt: skip
     assert rc == 0
+    # Progress on stderr: every stage named, in order, and a line per grid run (no TTY).
+    err = capsys.readouterr().err
+    at = [err.index(f"[eval {i}/6] ") for i in range(1, 7)]
+    assert at == sorted(at), err
+    n_rows = len(json.loads(rows.read_text()))
+    assert f"[{n_rows}/{n_rows}] point " in err
     text = doc.read_text()
     for section in ("## Summary", "## 1. The paper's case studies", "## 3. EchelonFlow vs",
                     "## 4. Network-bound regime", "## 6. The cost of 8 queues",
