@@ -165,7 +165,7 @@ def build(
         "(the mean and the p99 targets are set against different baselines), and which "
         "points trade one for the other (sections 3b and 7 explain the trade):\n\n"
         + headline.frontier(batch_rows, abl_rows, experiments.ABLATION_MIXES)
-        + "\n\nOn seeds never used while the policy was designed (section 3c):\n\n"
+        + "\n\nOn held-out seeds, not used to choose the policy or its parameters (section 3c):\n\n"
         + headline.holdout_table(hold_rows, experiments.ABLATION_MIXES)
         + "\n\nThe same with ideal ranks for every policy:\n\n"
         + report.headline(batch_rows, MIXES)

@@ -111,9 +111,8 @@ def oracle_table(count: int = ORACLE_INSTANCES, seed: int = 0) -> str:
     named: list[tuple[str, Policy]] = [(n, get_policy(n)) for n in ORACLE_POLICIES]
     for name, policy in [*named, ("*myopic optimum (reference)*", MyopicOptimum())]:
         r = ratios(policy, count, seed)
-        body.append(
-            [name, sum(r) / len(r), max(r), f"{sum(x <= 1 + 1e-9 for x in r) / len(r):.0%}"]
-        )
+        share = sum(x <= 1 + 1e-9 for x in r) / len(r)
+        body.append([name, f"{sum(r) / len(r):.4f}", f"{max(r):.3f}", f"{share:.0%}"])
     return table(["policy", "mean ratio", "max ratio", "optimal on"], body)
 
 
