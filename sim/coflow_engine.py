@@ -43,6 +43,7 @@ from echelon.schedule import Policy, Schedule
 from sim.coflow_trace import FlowArrays
 from sim.config import SimError, resolve_policy
 from sim.fastalloc import advance_and_mark, allocate_live, time_to_next
+from sim.fastheads import advance_heads, allocate_heads, build_heads, time_to_next_moving
 
 MODELS = ("coflow", "reducers-in-order")
 
@@ -178,6 +179,19 @@ class CoflowSimulator:
         self.key: Ints = np.zeros(0, dtype=np.int64)
         self.dead: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
         self.n_dead = 0  # finished flows still in the arrays (compacted lazily)
+        # distinct ranks (per-flow FIFO, EDF ...): only pair heads can get a rate
+        # (sim.fastheads); ``heads`` says whether the current ranks are distinct
+        self.heads = False
+        self._heads_ok = fa.n_flows == 0 or float(fa.size.min()) > 1e-6
+        self._tail = np.full((2 * fa.ports) ** 2 if self._heads_ok else 0, -1, dtype=np.int64)
+        self._nxt: Ints = np.zeros(0, dtype=np.int64)
+        self._hpos: Ints = np.zeros(0, dtype=np.int64)  # pair heads in rank order
+        self._hu: Ints = np.zeros(0, dtype=np.int64)
+        self._hd: Ints = np.zeros(0, dtype=np.int64)
+        self._h = np.zeros(1, dtype=np.int64)  # number of heads
+        self._moving: Ints = np.zeros(2 * fa.ports + 1, dtype=np.int64)
+        self._n_moving = 0
+        self._out = np.zeros(1)
         self.n_reranks = 0
 
     # ------------------------------------------------------------------ loop
@@ -206,7 +220,22 @@ class CoflowSimulator:
                 group = changed = True
             if group or (self.rerank_flows and changed):
                 self._rerank(now)
-            if changed:
+            if changed and self.heads:
+                self._compact(force=False)
+                self._n_moving = allocate_heads(
+                    self._hpos,
+                    self._hu,
+                    self._hd,
+                    int(self._h[0]),
+                    self.cap,
+                    self.rate,
+                    self.rem,
+                    self._moving,
+                    self._n_moving,
+                    self._out,
+                )
+                t_rel = float(self._out[0])
+            elif changed:
                 self._compact(force=False)
                 t_rel = allocate_live(
                     self.paths, self.key, self.cap, self.dead, self.rem, self.rate
@@ -230,7 +259,29 @@ class CoflowSimulator:
         )
 
     def _time_to_next(self) -> float:
+        if self.heads:
+            return float(time_to_next_moving(self.rem, self.rate, self._moving, self._n_moving))
         return float(time_to_next(self.rem, self.rate)) if len(self.gid) else math.inf
+
+    def _build_heads(self) -> None:
+        """Pair heads of the current (rank-sorted) arrays; no flow moves yet."""
+        n = len(self.gid)
+        self._nxt = np.empty(n, dtype=np.int64)
+        self._hpos = np.empty(n, dtype=np.int64)
+        self._hu = np.empty(n, dtype=np.int64)
+        self._hd = np.empty(n, dtype=np.int64)
+        self._h[0] = build_heads(
+            self.paths,
+            self.dead,
+            2 * self.fa.ports,
+            self._nxt,
+            self._hpos,
+            self._hu,
+            self._hd,
+            self._tail,
+        )
+        self.rate[:] = 0.0
+        self._n_moving = 0
 
     def _compact(self, force: bool) -> None:
         """Drop dead flows from the arrays once they are many (or when ``force``)."""
@@ -240,6 +291,8 @@ class CoflowSimulator:
         self.gid, self.rem, self.rate = self.gid[keep], self.rem[keep], self.rate[keep]
         self.paths, self.key, self.dead = self.paths[keep], self.key[keep], self.dead[keep]
         self.n_dead = 0
+        if self.heads:  # positions moved
+            self._build_heads()
 
     def _advance(self, dt: float, now: float) -> tuple[bool, bool]:
         """Advance the fluid by ``dt``, drop finished flows, record completed coflows.
@@ -249,8 +302,28 @@ class CoflowSimulator:
         n = len(self.gid)
         if n == self.n_dead:
             return False, False
-        done = np.empty(n, dtype=np.int64)
-        nd = advance_and_mark(self.gid, self.rem, self.rate, self.dead, dt, _TIME_EPS, done)
+        if self.heads:
+            done = np.empty(self._n_moving, dtype=np.int64)
+            nd = advance_heads(
+                self.gid,
+                self.rem,
+                self.rate,
+                self.dead,
+                self.paths,
+                self._nxt,
+                self._hpos,
+                self._hu,
+                self._hd,
+                self._h,
+                self._moving,
+                self._n_moving,
+                dt,
+                _TIME_EPS,
+                done,
+            )
+        else:
+            done = np.empty(n, dtype=np.int64)
+            nd = advance_and_mark(self.gid, self.rem, self.rate, self.dead, dt, _TIME_EPS, done)
         if not nd:
             return False, False
         self.n_dead += nd
@@ -375,6 +448,9 @@ class CoflowSimulator:
         order = np.lexsort((self.gid, self.key))
         self.gid, self.rem, self.rate = self.gid[order], self.rem[order], self.rate[order]
         self.paths, self.key, self.dead = self.paths[order], self.key[order], self.dead[order]
+        self.heads = self._heads_ok and bool(np.all(self.key[1:] != self.key[:-1]))
+        if self.heads:
+            self._build_heads()
         self.n_reranks += 1
 
 
