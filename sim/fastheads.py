@@ -181,7 +181,9 @@ def advance_heads(
 
 
 @njit(cache=True)  # type: ignore[misc]
-def time_to_next_moving(rem: Any, rate: Any, moving: Any, n_moving: int) -> float:  # pragma: no cover
+def time_to_next_moving(
+    rem: Any, rate: Any, moving: Any, n_moving: int
+) -> float:  # pragma: no cover
     """Seconds until the first moving flow finishes at its rate (inf if none)."""
     best = np.inf
     for q in range(n_moving):
@@ -191,4 +193,3 @@ def time_to_next_moving(rem: Any, rate: Any, moving: Any, n_moving: int) -> floa
             if t < best:
                 best = t
     return float(best)
-
