@@ -180,7 +180,7 @@ class CoflowSimulator:
         # itself (building and reading back a dict of every flow in flight cost ~15 s
         # of fifo's run on FB2010)
         self._rank: Callable[[FlowTable], Ints] | None = None
-        if self.use_table and type(self.policy).decide is FifoPolicy.decide:
+        if self.use_table and getattr(type(self.policy), "decide", None) is FifoPolicy.decide:
             self._rank = self.policy.rank  # type: ignore[attr-defined]
         self._keys: dict[int, list[FlowKey]] = {}
         self._echelons: dict[int, EchelonFlow] = {}
