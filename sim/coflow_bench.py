@@ -5,6 +5,7 @@ Examples::
     python -m sim.coflow_bench speed --trace FB2010-1Hr-150-0.txt
     python -m sim.coflow_bench agree --trace FB2010-1Hr-150-0.txt
     python -m sim.coflow_bench speed --trace FB2010-1Hr-150-0.txt --copies 15 --policy varys
+    python -m sim.coflow_bench probe --trace FB2010-1Hr-150-0.txt --policy fifo,varys
 
 ``speed`` runs each policy ``--repeat`` times (one process, one core) and prints
 the median CPU time (user+sys of this process), events, load average and peak memory; ``--copies N``
@@ -157,9 +158,40 @@ def cmd_ablate(trace: CoflowTrace, policy: str) -> str:
     return "\n".join(rows)
 
 
+def cmd_probe(trace: CoflowTrace, policies: list[str]) -> str:
+    """The compatible simulator with one FIFO/SEBF rate rule changed at a time: how
+    much each moves the averages (the search for FIFO's gap to coflowsim)."""
+    probes = [
+        ("as coflowsim's source", CompatOptions()),
+        (
+            "earlier CoflowSimulator revision (skipped coflows keep rates)",
+            CompatOptions(skipped="keep-rates"),
+        ),
+        (
+            "work conservation in coflow order, not deadline order",
+            CompatOptions(wc_order="arrival"),
+        ),
+    ] + [
+        (f"deadline multipliers from Random({s})", CompatOptions(deadline_seed=s))
+        for s in range(18, 23)
+    ]
+    head = " | ".join(f"{p} avg CCT (ms) | vs coflowsim" for p in policies)
+    rows = [f"| variant | {head} |", "|---|" + "---|---|" * len(policies)]
+    for label, opt in probes:
+        cells = []
+        for p in policies:
+            res = simulate_compat(trace, p, PORT, opt)
+            avg = res.cct.mean() * 1e3
+            ref = REFERENCE.get(p)
+            cells.append(f"{avg:,.0f} | {avg / ref - 1:+.1%}" if ref else f"{avg:,.0f} | --")
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
+        print(rows[-1], file=sys.stderr, flush=True)
+    return "\n".join(rows)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sim.coflow_bench", description=__doc__)
-    ap.add_argument("cmd", choices=("speed", "agree", "ablate"))
+    ap.add_argument("cmd", choices=("speed", "agree", "ablate", "probe"))
     ap.add_argument("--trace", required=True, help="coflow-benchmark trace file")
     ap.add_argument("--policy", default="fair,varys,sincronia,fifo,echelon")
     ap.add_argument("--copies", type=int, default=1, help="speed: tile the trace N times")
@@ -175,6 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(cmd_speed(tile(trace, args.copies), args.policy.split(","), args.repeat))
         elif args.cmd == "agree":
             print(cmd_agree(trace))
+        elif args.cmd == "probe":
+            print(cmd_probe(trace, args.policy.split(",")))
         else:
             print(cmd_ablate(trace, args.policy.split(",")[0]))
     except SpecError as exc:
