@@ -196,7 +196,7 @@ class CoflowSimulator:
         # (sim.fastheads); ``heads`` says whether the current ranks are distinct
         self.heads = False
         self._heads_ok = pair_heads and (fa.n_flows == 0 or float(fa.size.min()) > 1e-6)
-        self._tail = np.full((2 * fa.ports) ** 2 if self._heads_ok else 0, -1, dtype=np.int64)
+        self._tail: Ints = np.zeros(0, dtype=np.int64)  # scratch, ports^2 (on first use)
         self._nxt: Ints = np.zeros(0, dtype=np.int64)
         self._hpos: Ints = np.zeros(0, dtype=np.int64)  # pair heads in rank order
         self._hu: Ints = np.zeros(0, dtype=np.int64)
@@ -279,6 +279,8 @@ class CoflowSimulator:
     def _build_heads(self) -> None:
         """Pair heads of the current (rank-sorted) arrays; no flow moves yet."""
         n = len(self.gid)
+        if not len(self._tail):
+            self._tail = np.full(self.fa.ports**2, -1, dtype=np.int64)
         self._nxt = np.empty(n, dtype=np.int64)
         self._hpos = np.empty(n, dtype=np.int64)
         self._hu = np.empty(n, dtype=np.int64)
@@ -286,7 +288,7 @@ class CoflowSimulator:
         self._h[0] = build_heads(
             self.paths,
             self.dead,
-            2 * self.fa.ports,
+            self.fa.ports,
             self._nxt,
             self._hpos,
             self._hu,
