@@ -3,14 +3,16 @@
 Under per-flow FIFO (or any policy that gives every flow a distinct rank) the
 allocation of :mod:`sim.fastalloc` is a greedy pass: in rank order each flow gets
 ``min(residual of its two links)``. On the coflow trace that pass walks every
-flow in flight (~70k on average for ``fifo`` on FB2010, 584k events) although only
-~100 flows get a rate: it was 3/4 of a 193-s run.
+flow in flight (~68k on average over FB2010's first 300 coflows under ``fifo``;
+584k events on the whole trace) although only ~100 flows get a rate: it was 3/4
+of a 193-s run.
 
 Why only the *head* of each (uplink, downlink) pair matters: the first live flow
 of a pair, in rank order, either gets ``r = min(residuals) > 0`` -- and subtracting
 ``r`` leaves the smaller residual exactly 0.0 -- or finds a link already full;
 either way every later flow of the same pair finds a full link and gets 0. So
-the pass needs only the pair heads (at most ports^2, ~15k here), in rank order.
+the pass needs only the pair heads (at most ports^2; ~15k of the 22.5k possible
+on those 300 coflows), in rank order.
 They are kept as a dense rank-ordered list (position and both links, so the
 pass reads memory in order), with a per-flow link to the next live flow of the
 same pair, which takes the head's place when the head finishes.
