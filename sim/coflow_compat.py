@@ -69,6 +69,8 @@ class CompatOptions:
     deadline_seed: int = 17  # java.util.Random seed of the deadline multipliers
     skipped: str = "fair-share"  # or "keep-rates": its earlier CoflowSimulator revision
     wc_order: str = "deadline"  # or "arrival": work conservation in coflow order
+    step_slack: float = 0.0  # added to a flow's steps before rounding up: +1e-3 makes
+    # a flow that ends exactly on a step boundary take one more (rounding probe)
 
 
 class JavaRandom:
@@ -310,7 +312,7 @@ def simulate_compat(
             step = bps[act] * step_bytes_per_bps
         r = rem[act]
         with np.errstate(divide="ignore", invalid="ignore"):
-            k_flow = np.where(step > 0, np.ceil((r - ZERO) / step), np.inf)
+            k_flow = np.where(step > 0, np.ceil((r - ZERO) / step + opt.step_slack), np.inf)
         k_flow = np.maximum(k_flow, 1)
         if algo == "fair":
             k = float(k_flow.min())

@@ -125,3 +125,10 @@ def test_probe_options_are_checked() -> None:
         simulate_compat(tr, "fifo", PORT, CompatOptions(skipped="bogus"))
     with pytest.raises(SpecError, match="wc_order"):
         simulate_compat(tr, "fifo", PORT, CompatOptions(wc_order="bogus"))
+
+
+def test_step_slack_moves_a_boundary_finish_by_one_step() -> None:
+    # 2 MB at 1 MB/step ends exactly on the second step boundary (16 ms); with the
+    # rounding probe it takes a third step
+    assert _ccts(["a 0 1 0 1 1:2"], "fifo") == {"a": 16.0}
+    assert _ccts(["a 0 1 0 1 1:2"], "fifo", step_slack=1e-3) == {"a": 24.0}
