@@ -5,9 +5,10 @@ Examples::
     python -m sim.coflow_bench speed --trace FB2010-1Hr-150-0.txt
     python -m sim.coflow_bench agree --trace FB2010-1Hr-150-0.txt
     python -m sim.coflow_bench speed --trace FB2010-1Hr-150-0.txt --copies 15 --policy varys
+    python -m sim.coflow_bench probe --trace FB2010-1Hr-150-0.txt --policy fifo,varys
 
-``speed`` runs each policy once (one process, one core) and prints CPU time
-(user+sys of this process), wall time, events and peak memory; ``--copies N``
+``speed`` runs each policy ``--repeat`` times (one process, one core) and prints
+the median CPU time (user+sys of this process), events, load average and peak memory; ``--copies N``
 tiles the trace N times one after another (copy k shifted by k hours), the
 synthetic many-million-flow run. ``agree`` runs fair, varys and fifo with this
 simulator's model and with the coflowsim-compatible options and compares both
@@ -19,7 +20,9 @@ docs/simulator.md come from these commands.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
+import statistics
 import sys
 import time
 from collections.abc import Sequence
@@ -80,19 +83,28 @@ def _timed(fn: object) -> tuple[CoflowResult, float, float]:
     return res, time.process_time() - t0, time.perf_counter() - w0
 
 
-def cmd_speed(trace: CoflowTrace, policies: list[str]) -> str:
+def cmd_speed(trace: CoflowTrace, policies: list[str], repeat: int = 1) -> str:
+    """Each policy ``repeat`` times in this process: the median CPU time, the range,
+    and the 1-minute load average before the first and after the last run (the
+    machine is shared: CPU time, not wall time, is the measure)."""
     fa = flow_arrays(trace)
     _warm_up()
     rows = [
-        "| policy | coflows | flows | events | policy calls | avg CCT (ms) | CPU (s) | wall (s) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| policy | coflows | flows | events | policy calls | avg CCT (ms) "
+        "| CPU median (s) | CPU min-max (s) | runs | load avg |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for p in policies:
-        res, cpu, wall = _timed(lambda p=p: CoflowSimulator(fa, p, PORT).run())
+        cpus = []
+        load0 = os.getloadavg()[0]
+        for _ in range(repeat):
+            res, cpu, _wall = _timed(lambda p=p: CoflowSimulator(fa, p, PORT).run())
+            cpus.append(cpu)
         s = res.summary()
         rows.append(
             f"| {p} | {s['coflows']:,} | {s['flows']:,} | {s['events']:,} | "
-            f"{s['policy_calls']:,} | {s['avg_cct_ms']:,.0f} | {cpu:.1f} | {wall:.1f} |"
+            f"{s['policy_calls']:,} | {s['avg_cct_ms']:,.0f} | {statistics.median(cpus):.1f} | "
+            f"{min(cpus):.1f}-{max(cpus):.1f} | {repeat} | {load0:.1f}-{os.getloadavg()[0]:.1f} |"
         )
         print(rows[-1], file=sys.stderr, flush=True)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -146,21 +158,61 @@ def cmd_ablate(trace: CoflowTrace, policy: str) -> str:
     return "\n".join(rows)
 
 
+def cmd_probe(trace: CoflowTrace, policies: list[str]) -> str:
+    """The compatible simulator with one FIFO/SEBF rate rule changed at a time: how
+    much each moves the averages (the search for FIFO's gap to coflowsim)."""
+    probes = [
+        ("as coflowsim's source", CompatOptions()),
+        (
+            "earlier CoflowSimulator revision (skipped coflows keep rates)",
+            CompatOptions(skipped="keep-rates"),
+        ),
+        (
+            "work conservation in coflow order, not deadline order",
+            CompatOptions(wc_order="arrival"),
+        ),
+        (
+            "a flow ending exactly on a step boundary takes one more step",
+            CompatOptions(step_slack=1e-3),
+        ),
+    ] + [
+        (f"deadline multipliers from Random({s})", CompatOptions(deadline_seed=s))
+        for s in range(18, 23)
+    ]
+    head = " | ".join(f"{p} avg CCT (ms) | vs coflowsim" for p in policies)
+    rows = [f"| variant | {head} |", "|---|" + "---|---|" * len(policies)]
+    for label, opt in probes:
+        cells = []
+        for p in policies:
+            res = simulate_compat(trace, p, PORT, opt)
+            avg = res.cct.mean() * 1e3
+            ref = REFERENCE.get(p)
+            cells.append(f"{avg:,.0f} | {avg / ref - 1:+.1%}" if ref else f"{avg:,.0f} | --")
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
+        print(rows[-1], file=sys.stderr, flush=True)
+    return "\n".join(rows)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sim.coflow_bench", description=__doc__)
-    ap.add_argument("cmd", choices=("speed", "agree", "ablate"))
+    ap.add_argument("cmd", choices=("speed", "agree", "ablate", "probe"))
     ap.add_argument("--trace", required=True, help="coflow-benchmark trace file")
     ap.add_argument("--policy", default="fair,varys,sincronia,fifo,echelon")
     ap.add_argument("--copies", type=int, default=1, help="speed: tile the trace N times")
+    ap.add_argument("--repeat", type=int, default=1, help="speed: runs per policy (median)")
     args = ap.parse_args(argv)
     try:
         trace = load_coflow_trace(args.trace)
         if args.copies < 1:
             raise SpecError("copies", f"must be >= 1, got {args.copies}")
         if args.cmd == "speed":
-            print(cmd_speed(tile(trace, args.copies), args.policy.split(",")))
+            if args.repeat < 1:
+                raise SpecError("repeat", f"must be >= 1, got {args.repeat}")
+            print(cmd_speed(tile(trace, args.copies), args.policy.split(","), args.repeat))
         elif args.cmd == "agree":
             print(cmd_agree(trace))
+        elif args.cmd == "probe":
+            print(cmd_probe(trace, args.policy.split(",")))
         else:
             print(cmd_ablate(trace, args.policy.split(",")[0]))
     except SpecError as exc:

@@ -64,6 +64,13 @@ class CompatOptions:
     epoch_ms: int = 10240
     sizes: bool = True
     max_flows_per_reducer: int | None = None
+    # probes of the FIFO/SEBF rate rules (``python -m sim.coflow_bench probe``), not
+    # modelling choices: the defaults are what coflowsim's current source does
+    deadline_seed: int = 17  # java.util.Random seed of the deadline multipliers
+    skipped: str = "fair-share"  # or "keep-rates": its earlier CoflowSimulator revision
+    wc_order: str = "deadline"  # or "arrival": work conservation in coflow order
+    step_slack: float = 0.0  # added to a flow's steps before rounding up: +1e-3 makes
+    # a flow that ends exactly on a step boundary take one more (rounding probe)
 
 
 class JavaRandom:
@@ -96,6 +103,7 @@ def _madd(
     ports: int,
     cap_bps: float,
     zero: float,
+    keep_rates: bool,
 ) -> None:  # pragma: no cover - compiled
     send_free = np.full(ports, cap_bps)
     recv_free = np.full(ports, cap_bps)
@@ -109,7 +117,8 @@ def _madd(
         lo = first[c]
         hi = lo + count[c]
         for i in range(lo, hi):
-            bps[i] = 0.0  # every rate is decided afresh
+            if not keep_rates:
+                bps[i] = 0.0  # every rate is decided afresh
             s_bytes[src[i]] = 0.0
             r_bytes[dst[i]] = 0.0
             s_used[src[i]] = 0.0
@@ -158,6 +167,8 @@ def _madd(
             s_used[src[i]] = 0.0
             recv_free[dst[i]] -= r_used[dst[i]]
             r_used[dst[i]] = 0.0
+    if keep_rates:  # the earlier revision: they keep their rates, get no share
+        n_skip = 0
     # coflows that could not get their bottleneck share split what is left evenly
     n_map = np.zeros(ports, dtype=np.int64)
     n_red = np.zeros(ports, dtype=np.int64)
@@ -213,6 +224,10 @@ def simulate_compat(
 ) -> CoflowResult:
     """Run ``fair``, ``varys`` (SEBF) or ``fifo`` with coflowsim's semantics."""
     opt = options or CompatOptions()
+    if opt.skipped not in ("fair-share", "keep-rates"):
+        raise SpecError("skipped", f"must be fair-share or keep-rates, got {opt.skipped!r}")
+    if opt.wc_order not in ("deadline", "arrival"):
+        raise SpecError("wc_order", f"must be deadline or arrival, got {opt.wc_order!r}")
     algo = POLICIES.get(policy)
     if algo is None:
         raise SpecError("policy", f"--coflowsim supports {sorted(POLICIES)}, not {policy!r}")
@@ -237,7 +252,7 @@ def simulate_compat(
     start = np.full(n_cf, math.nan)
     finish = np.full(n_cf, math.nan)
     # static alpha (bytes) and deadline (ms), as coflowsim computes them at load time
-    rng = JavaRandom(17)
+    rng = JavaRandom(opt.deadline_seed)
     deadline = np.zeros(n_cf)
     alpha0 = np.zeros(n_cf)
     for c in range(n_cf):
@@ -274,7 +289,7 @@ def simulate_compat(
                 else:
                     sorted_jobs.append(c)
             if added and algo != "fair":
-                _update(sorted_jobs, start, deadline, now, fa, src, dst, rem, bps, cap_bps)
+                _update(sorted_jobs, start, deadline, now, fa, src, dst, rem, bps, cap_bps, opt)
         # the next epoch that admits a coflow (epochs without arrivals change nothing)
         nxt_epoch = math.inf
         if nxt < n_cf:
@@ -297,7 +312,7 @@ def simulate_compat(
             step = bps[act] * step_bytes_per_bps
         r = rem[act]
         with np.errstate(divide="ignore", invalid="ignore"):
-            k_flow = np.where(step > 0, np.ceil((r - ZERO) / step), np.inf)
+            k_flow = np.where(step > 0, np.ceil((r - ZERO) / step + opt.step_slack), np.inf)
         k_flow = np.maximum(k_flow, 1)
         if algo == "fair":
             k = float(k_flow.min())
@@ -328,7 +343,17 @@ def simulate_compat(
                 sorted_jobs.remove(c)
             if len(ended) and algo != "fair":  # coflowsim passes the last step's start
                 _update(
-                    sorted_jobs, start, deadline, now - opt.step_ms, fa, src, dst, rem, bps, cap_bps
+                    sorted_jobs,
+                    start,
+                    deadline,
+                    now - opt.step_ms,
+                    fa,
+                    src,
+                    dst,
+                    rem,
+                    bps,
+                    cap_bps,
+                    opt,
                 )
     res = CoflowResult(
         policy=f"coflowsim-{algo}",
@@ -370,6 +395,7 @@ def _update(
     rem: Any,
     bps: Any,
     cap_bps: float,
+    opt: CompatOptions,
 ) -> None:
     """MADD rates in coflow order, then work conservation in deadline order."""
     if not sorted_jobs:
@@ -377,5 +403,6 @@ def _update(
     jobs = np.array(sorted_jobs, dtype=np.int64)
     # Java's (int) truncates toward zero; the sort is stable
     left = [math.trunc(start[c] + deadline[c] - now) for c in sorted_jobs]
-    edf = jobs[np.argsort(np.array(left), kind="stable")]
-    _madd(jobs, edf, fa.first, fa.count, src, dst, rem, bps, fa.ports, cap_bps, ZERO)
+    edf = jobs[np.argsort(np.array(left), kind="stable")] if opt.wc_order == "deadline" else jobs
+    keep = opt.skipped == "keep-rates"
+    _madd(jobs, edf, fa.first, fa.count, src, dst, rem, bps, fa.ports, cap_bps, ZERO, keep)

@@ -38,11 +38,13 @@ import numpy.typing as npt
 
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, Flow, FlowKey
+from echelon.policies.baselines import FifoPolicy
 from echelon.policies.table import FlowTable, TablePolicy
 from echelon.schedule import Policy, Schedule
 from sim.coflow_trace import FlowArrays
 from sim.config import SimError, resolve_policy
 from sim.fastalloc import advance_and_mark, allocate_live, time_to_next
+from sim.fastheads import advance_heads, allocate_heads, build_heads, time_to_next_moving
 
 MODELS = ("coflow", "reducers-in-order")
 
@@ -139,7 +141,12 @@ def arrangement(fa: FlowArrays, model: str, bytes_per_s: float) -> tuple[Floats,
 
 
 class CoflowSimulator:
-    """``CoflowSimulator(flows, policy, port_bytes_per_s).run() -> CoflowResult``."""
+    """``CoflowSimulator(flows, policy, port_bytes_per_s).run() -> CoflowResult``.
+
+    ``use_table=False`` calls table policies through ``schedule()``, and
+    ``pair_heads=False`` keeps distinct-rank policies on the general allocator;
+    both exist so that tests can check the fast paths give the same finish times.
+    """
 
     def __init__(
         self,
@@ -150,6 +157,7 @@ class CoflowSimulator:
         levels: int | None = None,
         rerank: str = "group",
         use_table: bool = True,
+        pair_heads: bool = True,
     ) -> None:
         self.fa = fa
         self.policy = resolve_policy(policy)
@@ -168,6 +176,12 @@ class CoflowSimulator:
         self.finish = np.full(len(fa.names), math.nan)
         self.alive: dict[int, None] = {}
         self.use_table = use_table and isinstance(self.policy, TablePolicy) and levels is None
+        # the per-flow baselines' decide() is a dict of their rank(): take the array
+        # itself (building and reading back a dict of every flow in flight cost ~15 s
+        # of fifo's run on FB2010)
+        self._rank: Callable[[FlowTable], Ints] | None = None
+        if self.use_table and getattr(type(self.policy), "decide", None) is FifoPolicy.decide:
+            self._rank = self.policy.rank  # type: ignore[attr-defined]
         self._keys: dict[int, list[FlowKey]] = {}
         self._echelons: dict[int, EchelonFlow] = {}
         # active flows, kept sorted by (rank, flow id) between policy calls
@@ -178,6 +192,19 @@ class CoflowSimulator:
         self.key: Ints = np.zeros(0, dtype=np.int64)
         self.dead: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
         self.n_dead = 0  # finished flows still in the arrays (compacted lazily)
+        # distinct ranks (per-flow FIFO, EDF ...): only pair heads can get a rate
+        # (sim.fastheads); ``heads`` says whether the current ranks are distinct
+        self.heads = False
+        self._heads_ok = pair_heads and (fa.n_flows == 0 or float(fa.size.min()) > 1e-6)
+        self._tail: Ints = np.zeros(0, dtype=np.int64)  # scratch, ports^2 (on first use)
+        self._nxt: Ints = np.zeros(0, dtype=np.int64)
+        self._hpos: Ints = np.zeros(0, dtype=np.int64)  # pair heads in rank order
+        self._hu: Ints = np.zeros(0, dtype=np.int64)
+        self._hd: Ints = np.zeros(0, dtype=np.int64)
+        self._h = np.zeros(1, dtype=np.int64)  # number of heads
+        self._moving: Ints = np.zeros(2 * fa.ports + 1, dtype=np.int64)
+        self._n_moving = 0
+        self._out = np.zeros(1)
         self.n_reranks = 0
 
     # ------------------------------------------------------------------ loop
@@ -212,7 +239,22 @@ class CoflowSimulator:
                 group = changed = True
             if group or (self.rerank_flows and changed):
                 self._rerank(now)
-            if changed:
+            if changed and self.heads:
+                self._compact(force=False)
+                self._n_moving = allocate_heads(
+                    self._hpos,
+                    self._hu,
+                    self._hd,
+                    int(self._h[0]),
+                    self.cap,
+                    self.rate,
+                    self.rem,
+                    self._moving,
+                    self._n_moving,
+                    self._out,
+                )
+                t_rel = float(self._out[0])
+            elif changed:
                 self._compact(force=False)
                 t_rel = allocate_live(
                     self.paths, self.key, self.cap, self.dead, self.rem, self.rate
@@ -240,7 +282,31 @@ class CoflowSimulator:
         )
 
     def _time_to_next(self) -> float:
+        if self.heads:
+            return float(time_to_next_moving(self.rem, self.rate, self._moving, self._n_moving))
         return float(time_to_next(self.rem, self.rate)) if len(self.gid) else math.inf
+
+    def _build_heads(self) -> None:
+        """Pair heads of the current (rank-sorted) arrays; no flow moves yet."""
+        n = len(self.gid)
+        if not len(self._tail):
+            self._tail = np.full(self.fa.ports**2, -1, dtype=np.int64)
+        self._nxt = np.empty(n, dtype=np.int64)
+        self._hpos = np.empty(n, dtype=np.int64)
+        self._hu = np.empty(n, dtype=np.int64)
+        self._hd = np.empty(n, dtype=np.int64)
+        self._h[0] = build_heads(
+            self.paths,
+            self.dead,
+            self.fa.ports,
+            self._nxt,
+            self._hpos,
+            self._hu,
+            self._hd,
+            self._tail,
+        )
+        self.rate[:] = 0.0
+        self._n_moving = 0
 
     def _compact(self, force: bool) -> None:
         """Drop dead flows from the arrays once they are many (or when ``force``)."""
@@ -250,6 +316,8 @@ class CoflowSimulator:
         self.gid, self.rem, self.rate = self.gid[keep], self.rem[keep], self.rate[keep]
         self.paths, self.key, self.dead = self.paths[keep], self.key[keep], self.dead[keep]
         self.n_dead = 0
+        if self.heads:  # positions moved
+            self._build_heads()
 
     def _advance(self, dt: float, now: float) -> tuple[bool, bool]:
         """Advance the fluid by ``dt``, drop finished flows, record completed coflows.
@@ -259,8 +327,28 @@ class CoflowSimulator:
         n = len(self.gid)
         if n == self.n_dead:
             return False, False
-        done = np.empty(n, dtype=np.int64)
-        nd = advance_and_mark(self.gid, self.rem, self.rate, self.dead, dt, _TIME_EPS, done)
+        if self.heads:
+            done = np.empty(self._n_moving, dtype=np.int64)
+            nd = advance_heads(
+                self.gid,
+                self.rem,
+                self.rate,
+                self.dead,
+                self.paths,
+                self._nxt,
+                self._hpos,
+                self._hu,
+                self._hd,
+                self._h,
+                self._moving,
+                self._n_moving,
+                dt,
+                _TIME_EPS,
+                done,
+            )
+        else:
+            done = np.empty(n, dtype=np.int64)
+            nd = advance_and_mark(self.gid, self.rem, self.rate, self.dead, dt, _TIME_EPS, done)
         if not nd:
             return False, False
         self.n_dead += nd
@@ -362,8 +450,10 @@ class CoflowSimulator:
         if self.use_table:
             assert isinstance(self.policy, TablePolicy)
             t, gids = self.table(alive)
-            sched = self.policy.decide(t, now)
-            ranks = _ranks_in_order(sched, t.keys)
+            if self._rank is not None:
+                ranks = self._rank(t)
+            else:
+                ranks = _ranks_in_order(self.policy.decide(t, now), t.keys)
         else:
             gids = np.concatenate(
                 [np.arange(self.fa.first[c], self.fa.first[c] + self.fa.count[c]) for c in alive]
@@ -385,6 +475,9 @@ class CoflowSimulator:
         order = np.lexsort((self.gid, self.key))
         self.gid, self.rem, self.rate = self.gid[order], self.rem[order], self.rate[order]
         self.paths, self.key, self.dead = self.paths[order], self.key[order], self.dead[order]
+        self.heads = self._heads_ok and bool(np.all(self.key[1:] != self.key[:-1]))
+        if self.heads:
+            self._build_heads()
         self.n_reranks += 1
 
 
