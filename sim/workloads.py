@@ -1,7 +1,8 @@
 """Job descriptions for the core's paradigm builders, multi-job mixes, trace files.
 
 A *template* (paradigm, model, size knobs) becomes a job description dict that
-:func:`echelon.jobs.load_job` reads; the paradigms themselves (GPipe, 1F1B,
+:func:`echelon.jobs.load_job` reads (the core's ``echelon.jobgen``, from the model
+descriptions in ``echelon.models``); the paradigms themselves (GPipe, 1F1B,
 data parallel with PS / all-reduce, tensor, FSDP, MoE, hybrid) live in the core.
 A *mix* draws templates, places each job on random hosts and spaces arrivals as
 a Poisson process whose rate gives a target offered network load.
@@ -15,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from echelon.errors import SpecError
+from echelon.jobgen import PARADIGMS, describe_model
+from echelon.models import MODEL_NAMES, V100, Gpu, load_model
 from sim.engine import JobRun
-from sim.models import TRANSFORMERS, V100, Gpu, pipeline_stages, resnet50_layers, transformer_layers
 
-PARADIGMS = ("gpipe", "1f1b", "hybrid", "dp_allreduce", "dp_ps", "fsdp", "tensor", "moe")
-MODELS = ("resnet50", *TRANSFORMERS)
+MODELS = MODEL_NAMES
 
 
 @dataclass(frozen=True)
@@ -38,144 +39,27 @@ class Template:
     unit; TP/MoE/DP blocks): fewer, larger flows with the same bytes and compute."""
 
 
-def _ddp_bucket_bytes() -> int:
-    return 25 * 2**20  # PyTorch DDP's default bucket_cap_mb = 25
-
-
 def describe(name: str, t: Template, hosts: Sequence[str], gpu: Gpu = V100) -> dict[str, Any]:
-    """A job description (dict for ``echelon.jobs.load_job``) for template ``t`` on ``hosts``."""
+    """A job description (dict for ``echelon.jobs.load_job``) for template ``t`` on ``hosts``
+    (the core's :func:`echelon.jobgen.describe_model`, which ``echelon job`` uses too)."""
     if t.paradigm not in PARADIGMS:
         raise SpecError("paradigm", f"unknown paradigm {t.paradigm!r} (known: {PARADIGMS})")
     if t.model not in MODELS:
         raise SpecError("model", f"unknown model {t.model!r} (known: {MODELS})")
     if len(hosts) != t.hosts:
         raise SpecError("hosts", f"template needs {t.hosts} hosts, got {len(hosts)}")
-    base: dict[str, Any] = {"job": name, "hosts": list(hosts)}
-    p = t.paradigm
-    if t.model == "resnet50":
-        if p not in ("dp_allreduce", "dp_ps"):
-            raise SpecError(
-                "model", "resnet50 is only modelled data parallel (dp_allreduce, dp_ps)"
-            )
-        layers = resnet50_layers(t.batch or 256, gpu)
-        if p == "dp_ps":
-            return {
-                **base,
-                "paradigm": p,
-                "ps": base["hosts"][0],
-                "layers": _rename(layers, "param_bytes"),
-            }
-        return {
-            **base,
-            "paradigm": p,
-            "bucket_bytes": _ddp_bucket_bytes(),
-            "layers": _rename(layers, "grad_bytes"),
-        }
-    model = TRANSFORMERS[t.model]
-    batch = t.batch or 4
-    if p in ("gpipe", "1f1b"):
-        stages = [
-            {k: v for k, v in st.items() if k in ("fwd_s", "bwd_s", "activation_bytes")}
-            for st in pipeline_stages(model, t.hosts, batch, gpu)
-        ]
-        stages[-1].pop("activation_bytes")
-        para = "gpipe" if p == "gpipe" else "pipedream_1f1b"
-        return {**base, "paradigm": para, "micro_batches": t.micro_batches, "stages": stages}
-    if p == "hybrid":
-        n_st = t.hosts // (t.dp * t.tp)
-        if n_st * t.dp * t.tp != t.hosts or n_st < 1:
-            raise SpecError("hosts", f"{t.hosts} hosts is not stages x dp={t.dp} x tp={t.tp}")
-        stages = pipeline_stages(model, n_st, batch, gpu, tp=t.tp)
-        stages[-1].pop("activation_bytes")
-        return {
-            **base,
-            "paradigm": "hybrid",
-            "micro_batches": t.micro_batches,
-            "dp": t.dp,
-            "tp": t.tp,
-            "schedule": "1f1b",
-            "stages": stages,
-        }
-    if p in ("dp_allreduce", "dp_ps", "fsdp", "tensor", "moe"):
-        return _per_layer(base, t, model, batch, gpu)
-    raise SpecError("paradigm", f"{p} is not modelled for {t.model}")
-
-
-def _group(layers: list[dict[str, Any]], unit: int) -> list[dict[str, Any]]:
-    """Merge every ``unit`` consecutive layers (sums of times and bytes)."""
-    out = []
-    for i in range(0, len(layers), unit):
-        chunk = layers[i : i + unit]
-        out.append(
-            {
-                k: (
-                    round(sum(c[k] for c in chunk), 7)
-                    if isinstance(chunk[0][k], float)
-                    else sum(c[k] for c in chunk)
-                )
-                for k in chunk[0]
-            }
-        )
-    return out
-
-
-def _per_layer(
-    base: dict[str, Any], t: Template, model: Any, batch: int, gpu: Gpu
-) -> dict[str, Any]:
-    p, n = t.paradigm, t.hosts
-    if t.unit < 1:
-        raise SpecError("unit", f"must be at least 1, got {t.unit}")
-    if p == "dp_allreduce":
-        layers = _group(transformer_layers(model, batch, gpu), t.unit)
-        return {
-            **base,
-            "paradigm": p,
-            "bucket_bytes": _ddp_bucket_bytes(),
-            "layers": _rename(layers, "grad_bytes"),
-        }
-    if p == "dp_ps":
-        layers = _group(transformer_layers(model, batch, gpu), t.unit)
-        return {
-            **base,
-            "paradigm": p,
-            "ps": base["hosts"][0],
-            "layers": _rename(layers, "param_bytes"),
-        }
-    if p == "fsdp":
-        layers = _group(transformer_layers(model, batch, gpu), t.unit)
-        return {**base, "paradigm": p, "layers": _rename(layers, "param_bytes")}
-    if p == "tensor":
-        layers = _group(transformer_layers(model, batch, gpu, tp=n), t.unit)
-        return {
-            **base,
-            "paradigm": p,
-            "layers": [
-                {"fwd_s": ly["fwd_s"], "bwd_s": ly["bwd_s"], "allreduce_bytes": ly["tp_bytes"]}
-                for ly in layers
-            ],
-        }
-    # moe: attention part 1/3 of a layer's FLOPs, the expert MLP 2/3 (h^2 terms 8:16);
-    # top-1 routing spreads each host's tokens evenly over the n experts.
-    layers = _group(transformer_layers(model, batch, gpu), t.unit)
-    a2a = model.activation_bytes(batch) // n
-    return {
-        **base,
-        "paradigm": "moe",
-        "layers": [
-            {
-                "fwd_s": round(ly["fwd_s"] / 3, 7),
-                "bwd_s": round(ly["bwd_s"] / 3, 7),
-                "expert_fwd_s": round(2 * ly["fwd_s"] / 3, 7),
-                "expert_bwd_s": round(2 * ly["bwd_s"] / 3, 7),
-                "a2a_bytes": a2a,
-            }
-            for ly in layers
-        ],
-    }
-
-
-def _rename(layers: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
-    return [{"fwd_s": ly["fwd_s"], "bwd_s": ly["bwd_s"], key: ly["bytes"]} for ly in layers]
+    return describe_model(
+        name,
+        t.paradigm,
+        load_model(t.model),
+        hosts,
+        micro_batches=t.micro_batches,
+        batch=t.batch,
+        dp=t.dp,
+        tp=t.tp,
+        unit=t.unit,
+        gpu=gpu,
+    )
 
 
 #: Named mixes: (template, probability). Host counts fit a 16-host cluster.

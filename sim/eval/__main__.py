@@ -339,7 +339,7 @@ def _bandwidth_section(
     """Section 4: the network-bound regime (closed batches at slower host links)."""
     w("## 4. Network-bound regime: host-link bandwidth sweep (closed batch)\n")
     w(bandwidth.__doc__.split("\n", 1)[1].strip() + "\n")
-    w("Host-link bandwidths and where they come from (V100 machines, as in sim/models.py):\n")
+    w("Host-link bandwidths and where they come from (V100 machines, as in echelon/models.py):\n")
     w(bandwidth.sources_list(gbits) + "\n")
     w(
         f"Mixes {', '.join(f'`{m}`' for m in bandwidth.MIXES)}; every policy with ideal ranks "

@@ -23,7 +23,7 @@ from sim.sweep import Point
 MIXES = ("pipeline", "hybrid")
 
 #: Where each swept host-link bandwidth (Gbit/s) comes from. The models are V100
-#: jobs (sim/models.py), so the sources are V100 machines' NICs.
+#: jobs (echelon/models.py), so the sources are V100 machines' NICs.
 SOURCES: dict[float, str] = {
     100: "AWS p3dn.24xlarge (8x V100, 100 Gbit/s networking); the main grid's setting",
     25: "AWS p3.16xlarge (8x V100, 25 Gbit/s networking); 25 GbE is a common on-prem NIC",

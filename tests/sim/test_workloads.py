@@ -6,7 +6,7 @@ import pytest
 
 from echelon.errors import SpecError
 from echelon.jobs import load_job
-from sim.models import GPT2_XL, V100, pipeline_stages, resnet50_blocks, transformer_layers
+from echelon.models import GPT2_XL, V100, pipeline_stages, resnet50_blocks, transformer_layers
 from sim.workloads import MIXES, PARADIGMS, Template, describe, generate_mix
 
 HOSTS = [f"h{i}" for i in range(16)]

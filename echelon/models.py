@@ -1,4 +1,10 @@
-"""Realistic model parameters, turned into job descriptions for the core's paradigms.
+"""Realistic model parameters: the layers, compute times and tensor sizes of real models.
+
+The core's job generator (:mod:`echelon.jobgen`, ``echelon job --model``) and the
+simulator's workloads (``sim/workloads.py``) both read these, so a job written by
+``echelon job`` is the job the simulator evaluates. A Hugging Face-style
+``config.json`` becomes a :class:`Transformer` through :func:`transformer_from_config`
+(plain JSON, no torch).
 
 Nothing here is measured on this machine; every number is derived from a
 model's published layer shapes and a stated GPU throughput (docs/simulator.md
@@ -20,10 +26,15 @@ tensor-core peak (:data:`V100`); pass another :class:`Gpu` to rescale.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from echelon.errors import SpecError
+from echelon.specs import bounded_int, validate
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,9 @@ class Transformer:
     hidden: int
     seq: int
     vocab: int
+    heads: int = 0
+    """Attention heads: not used by the cost model (FLOPs do not depend on it), kept
+    so that a config's ``hidden % heads`` can be checked."""
 
     def layer_fwd_flops(self, batch: int) -> float:
         b, s, h = batch, self.seq, self.hidden
@@ -68,8 +82,8 @@ class Transformer:
         return 2 * batch * self.seq * self.hidden
 
 
-GPT2_XL = Transformer("gpt2-xl", 48, 1600, 1024, 50257)
-GPT3_2_7B = Transformer("gpt3-2.7b", 32, 2560, 2048, 50257)
+GPT2_XL = Transformer("gpt2-xl", 48, 1600, 1024, 50257, heads=25)
+GPT3_2_7B = Transformer("gpt3-2.7b", 32, 2560, 2048, 50257, heads=32)
 TRANSFORMERS = {m.name: m for m in (GPT2_XL, GPT3_2_7B)}
 
 # ResNet-50 v1.5: (blocks, bottleneck width, output channels, stride) per stage.
@@ -159,3 +173,85 @@ def pipeline_stages(
             }
         )
     return out
+
+
+#: The models ``echelon job --model NAME`` knows by name (besides a config.json path).
+RESNET50 = "resnet50"
+MODEL_NAMES = (RESNET50, *TRANSFORMERS)
+
+
+def _int_field(maximum: int, *aliases: str) -> Any:
+    return Annotated[bounded_int(1, maximum), Field(validation_alias=AliasChoices(*aliases))]
+
+
+class HfConfig(BaseModel):
+    """The fields of a Hugging Face ``config.json`` the cost model needs, under either
+    spelling (GPT-2's ``n_layer`` or the newer ``num_hidden_layers``).
+
+    Unlike the project's own files (``extra="forbid"``), other keys are ignored: a real
+    config carries dozens (dropout rates, activation, token IDs) that do not change
+    layer FLOPs or tensor sizes, and refusing them would refuse every real file."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    layers: _int_field(10_000, "n_layer", "num_hidden_layers")  # type: ignore[valid-type]
+    hidden: _int_field(1_000_000, "n_embd", "hidden_size")  # type: ignore[valid-type]
+    heads: _int_field(100_000, "n_head", "num_attention_heads")  # type: ignore[valid-type]
+    vocab: _int_field(10_000_000, "vocab_size")  # type: ignore[valid-type]
+    seq: _int_field(10_000_000, "n_positions", "max_position_embeddings")  # type: ignore[valid-type]
+
+
+_ALIASES = {
+    "n_layer": "num_hidden_layers",
+    "n_embd": "hidden_size",
+    "n_head": "num_attention_heads",
+    "n_positions": "max_position_embeddings",
+}
+
+
+def transformer_from_config(
+    data: Any, name: str = "config", where: str = "config.json"
+) -> Transformer:
+    """A :class:`Transformer` from a parsed Hugging Face config; a missing or bad field is
+    a :class:`SpecError` naming it (``where: n_layer``)."""
+    if not isinstance(data, dict):
+        raise SpecError(where, f"must be a JSON object, got {type(data).__name__}")
+    for short, long in _ALIASES.items():
+        if short in data and long in data and data[short] != data[long]:
+            raise SpecError(
+                f"{where}: {short}", f"{data[short]!r} disagrees with {long}={data[long]!r}"
+            )
+    try:
+        cfg = validate(HfConfig, data)
+    except SpecError as exc:
+        field, message = exc.field, exc.message
+        if message == "is required" and field in _ALIASES:
+            message = f"is required (or {_ALIASES[field]})"
+        raise SpecError(f"{where}: {field}", message) from None
+    if cfg.hidden % cfg.heads:
+        raise SpecError(
+            f"{where}: n_head", f"hidden size {cfg.hidden} is not divisible by {cfg.heads} heads"
+        )
+    return Transformer(name, cfg.layers, cfg.hidden, cfg.seq, cfg.vocab, heads=cfg.heads)
+
+
+def load_model(model: str) -> Transformer | str:
+    """``gpt2-xl`` / ``gpt3-2.7b`` (a :class:`Transformer`), ``resnet50`` (the string), or
+    a path to a Hugging Face ``config.json`` (read with :mod:`json`, no torch)."""
+    if model == RESNET50:
+        return RESNET50
+    if model in TRANSFORMERS:
+        return TRANSFORMERS[model]
+    path = Path(model)
+    if not model.endswith(".json") and not path.is_file():
+        raise SpecError(
+            "--model", f"unknown model {model!r} (known: {list(MODEL_NAMES)}, or a config.json)"
+        )
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise SpecError(model, f"cannot read: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SpecError(model, f"not valid JSON: {exc}") from None
+    stem = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+    return transformer_from_config(data, stem or "config", where=model)
