@@ -4,6 +4,9 @@
                  [--iteration 0] [--t0 0] [--json]   # paradigm description or explicit spec
     echelon timeline JOB.yaml [--scale SECONDS_PER_CHAR]   # ideal timeline, ASCII
     echelon example PARADIGM        # print a shipped example description
+    echelon job --model gpt2-xl|gpt3-2.7b|resnet50|CONFIG.json --tp N --pp N --dp N
+                --hosts h1,h2,... [--paradigm P] [--micro-batches M] [--batch B]
+                [--name JOB] [-o FILE]      # write a job description from a model
     echelon list                    # paradigms and policies
 
 Bad input prints ``error: <field>: <message>`` and exits with status 2; valid but
@@ -23,8 +26,13 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from echelon.errors import EchelonError, SpecError
-from echelon.jobs import load_description, load_job_file, read_file
+from echelon.jobgen import PARADIGMS as GEN_PARADIGMS
+from echelon.jobgen import job_for_parallelism
+from echelon.jobs import load_description, load_job, load_job_file, read_file
+from echelon.models import MODEL_NAMES, load_model
 from echelon.network import BigSwitch
 from echelon.paradigms import PARADIGMS
 from echelon.policies import POLICIES, get_policy
@@ -108,6 +116,31 @@ def show(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def job_text(args: argparse.Namespace) -> str:
+    """``echelon job``: the description of a model on hosts, as YAML, checked by the same
+    parser ``echelon show`` and ``echelonctl register`` use."""
+    hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
+    if not hosts:
+        raise SpecError("--hosts", "give the hosts, comma-separated (e.g. h1,h2,h3,h4)")
+    data = job_for_parallelism(
+        load_model(args.model),
+        hosts,
+        tp=args.tp,
+        pp=args.pp,
+        dp=args.dp,
+        paradigm=args.paradigm,
+        micro_batches=args.micro_batches,
+        batch=args.batch,
+        name=args.name,
+    )
+    load_job(data)  # a generator bug must not reach a file
+    header = (
+        f"# echelon job --model {args.model} --tp {args.tp} --pp {args.pp} --dp {args.dp}"
+        f" (compute times: echelon/models.py's GPU, sizes in bytes)\n"
+    )
+    return header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+
+
 def render(report: dict[str, Any]) -> str:
     lines = [
         f"job {report['job']} ({report['paradigm']}), iteration {report['iteration']}, "
@@ -155,6 +188,27 @@ def _parser() -> argparse.ArgumentParser:
     e = sub.add_parser("example", help="print an example job description")
     e.add_argument("paradigm", help=f"one of {sorted(PARADIGMS)}")
     sub.add_parser("list", help="list paradigms and policies")
+    j = sub.add_parser("job", help="write a job description from a model and its parallelism")
+    j.add_argument(
+        "--model",
+        required=True,
+        help=f"{' | '.join(MODEL_NAMES)} | a Hugging Face config.json (read as JSON, no torch)",
+    )
+    j.add_argument("--hosts", required=True, help="comma-separated hosts, one worker each")
+    j.add_argument("--tp", type=int, default=1, help="tensor-parallel degree")
+    j.add_argument("--pp", type=int, default=1, help="pipeline-parallel degree (stages)")
+    j.add_argument("--dp", type=int, default=1, help="data-parallel degree")
+    j.add_argument(
+        "--paradigm",
+        choices=GEN_PARADIGMS,
+        help="default: from the degrees (pp: 1f1b, tp: tensor, dp: dp_allreduce, several: hybrid)",
+    )
+    j.add_argument("--micro-batches", type=int, default=8, help="pipeline micro-batches")
+    j.add_argument(
+        "--batch", type=int, default=0, help="batch per worker (0: 4 sequences / 256 images)"
+    )
+    j.add_argument("--name", help="job ID (default MODEL-PARADIGM)")
+    j.add_argument("-o", "--output", help="write here instead of stdout")
     return p
 
 
@@ -170,6 +224,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not scale > 0:
                 raise SpecError("--scale", f"must be positive, got {args.scale}")
             print(render_timeline(spec.plan(), scale))
+        elif args.command == "job":
+            text = job_text(args)
+            if args.output:
+                try:
+                    Path(args.output).write_text(text)
+                except OSError as exc:
+                    raise SpecError("-o", f"cannot write {args.output}: {exc.strerror}") from None
+                print(f"wrote {args.output}", file=sys.stderr)
+            else:
+                print(text, end="")
         elif args.command == "example":
             print(example_text(args.paradigm), end="")
         else:

@@ -251,6 +251,15 @@ def job_for_parallelism(
     para = paradigm or infer_paradigm(model, tp, pp, dp)
     if para not in _USES:
         raise SpecError("--paradigm", f"unknown paradigm {para!r} (known: {PARADIGMS})")
+    if not isinstance(model, Transformer) and (
+        para not in ("dp_allreduce", "dp_ps") or dp != workers
+    ):
+        flag = (
+            "--paradigm"
+            if para not in ("dp_allreduce", "dp_ps")
+            else ("--tp" if tp > 1 else "--pp")
+        )
+        raise SpecError(flag, "resnet50 is only modelled data parallel (dp_allreduce, dp_ps)")
     degrees = {"tp": tp, "pp": pp, "dp": dp}
     for key, value in degrees.items():
         if value > 1 and key not in _USES[para]:
@@ -259,10 +268,6 @@ def job_for_parallelism(
                 f"{para} does not use {key} (it uses {', '.join(_USES[para])}); "
                 f"use --paradigm hybrid to combine degrees",
             )
-    if not isinstance(model, Transformer) and para not in ("dp_allreduce", "dp_ps"):
-        raise SpecError(
-            "--paradigm", "resnet50 is only modelled data parallel (dp_allreduce, dp_ps)"
-        )
     if pp > 1 and isinstance(model, Transformer) and pp > model.layers:
         raise SpecError("--pp", f"must be at most {model.layers} (the layers of {model.name})")
     job = name or f"{model_name(model)}-{para}"
