@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,35 +28,146 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def plot_finish_times(results: dict[str, Any], path: Path) -> None:
-    """One panel per policy: actual vs ideal finish of every flow (y = x is on time)."""
+#: A job is network-bound when its largest ideal finish is below this fraction of its
+#: largest actual finish: on linear axes its points then sit in the leftmost sliver.
+NETWORK_BOUND_RATIO = 0.1
+
+
+def _points(results: dict[str, Any], pol: str, job: str) -> list[tuple[float, float]]:
+    jobs = results["policies"][pol]["jobs"]
+    return [
+        (float(f["ideal"]), float(f["actual"]))
+        for e in jobs.get(job, {}).get("echelons", [])
+        for f in e["flows"]
+        if f.get("actual") is not None and f.get("ideal") is not None
+    ]
+
+
+def network_bound(results: dict[str, Any]) -> list[str]:
+    """One warning per job whose ideal finish times are near 0 next to its actual ones
+    (over all policies): the network, not the compute plan, sets its pace, so on
+    linear axes its points collapse to x = 0."""
+    out = []
+    pols = list(results["policies"])
+    jobs = sorted({j for p in pols for j in results["policies"][p]["jobs"]})
+    for job in jobs:
+        pts = [pt for p in pols for pt in _points(results, p, job)]
+        if not pts:
+            continue
+        ideal, actual = max(x for x, _ in pts), max(y for _, y in pts)
+        if actual > 0 and ideal < NETWORK_BOUND_RATIO * actual:
+            out.append(
+                f"job {job} is network-bound: its ideal finish times (max {ideal:.3g} s) "
+                f"are under {NETWORK_BOUND_RATIO:.0%} of its actual ones (max {actual:.3g} s); "
+                f"the finish-time plot uses log axes"
+            )
+    return out
+
+
+def _iteration_bars(ax: Any, results: dict[str, Any]) -> None:
+    """Grouped bars: mean iteration time of each job under each policy, the ideal
+    iteration as a black tick over the group (closed loop only; n/a open loop)."""
+    pols = list(results["policies"])
+    jobs = sorted({j for p in pols for j in results["policies"][p]["jobs"]})
+    width = 0.8 / max(1, len(pols))
+    measured = False
+    for k, pol in enumerate(pols):
+        labelled = False
+        for i, job in enumerate(jobs):
+            j = results["policies"][pol]["jobs"].get(job, {})
+            x = i - 0.4 + width * (k + 0.5)
+            value = j.get("iteration_time_mean")
+            if value is None:
+                ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
+                continue
+            measured = True
+            ax.bar(x, value, width, color=f"C{k}", label=None if labelled else pol)
+            labelled = True
+    ideal_shown = False
+    for i, job in enumerate(jobs):
+        ideals = [
+            results["policies"][p]["jobs"].get(job, {}).get("iteration_time_ideal") for p in pols
+        ]
+        ideal = next((v for v in ideals if v is not None), None)
+        if ideal is not None:
+            ax.hlines(
+                ideal,
+                i - 0.45,
+                i + 0.45,
+                colors="k",
+                lw=1.5,
+                label="_ideal" if ideal_shown else "ideal iteration",
+            )
+            ideal_shown = True
+    ax.set_xticks(range(len(jobs)), jobs)
+    ax.set_ylim(bottom=0)  # bars start at 0, and the n/a labels sit there
+    ax.set_ylabel("mean iteration time (s)")
+    ax.set_title(
+        "iteration time per policy" if measured else "iteration time: closed loop only (n/a)"
+    )
+    ax.grid(alpha=0.3, axis="y")
+    if measured:
+        ax.legend(fontsize=8)
+
+
+def plot_finish_times(results: dict[str, Any], path: Path) -> Any:
+    """One panel per policy: actual vs ideal finish of every flow, the diagonal
+    (actual = ideal, on time) labelled; a last panel: each job's iteration time per
+    policy. A network-bound job (:func:`network_bound`) is warned about on stderr and
+    switches the scatter panels to log axes, where its points stay apart. Returns the
+    (closed) matplotlib figure, for inspection."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    warnings = network_bound(results)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr, flush=True)
+    log = bool(warnings)
     pols = list(results["policies"])
-    fig, axes = plt.subplots(1, len(pols), figsize=(4.5 * len(pols), 4.2), squeeze=False)
-    top = 0.0
-    for ax, pol in zip(axes[0], pols, strict=True):
-        for job, marker in zip(sorted(results["policies"][pol]["jobs"]), "os^v", strict=False):
-            pts = [(f["ideal"], f["actual"])
-                   for e in results["policies"][pol]["jobs"][job]["echelons"]
-                   for f in e["flows"] if f["actual"] is not None]  # fmt: skip
+    n = len(pols) + 1
+    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 4.2), squeeze=False)
+    jobs = sorted({j for p in pols for j in results["policies"][p]["jobs"]})
+    pts_all = [pt for p in pols for j in jobs for pt in _points(results, p, j)]
+    positive = [v for pt in pts_all for v in pt if v > 0]
+    top = max([*positive, 1e-3])
+    low = min(positive) / 2 if positive else top / 1e3
+    for ax, pol in zip(axes[0], pols, strict=False):
+        for job, marker in zip(jobs, "os^vDP*X", strict=False):
+            pts = _points(results, pol, job)
             if pts:
-                xs, ys = zip(*pts, strict=True)
+                xs, ys = zip(
+                    *[(max(x, low), max(y, low)) if log else (x, y) for x, y in pts], strict=True
+                )
                 ax.scatter(xs, ys, marker=marker, s=18, label=job)
-                top = max(top, *xs, *ys)
-        ax.set_title(pol)
+        lo = low if log else 0.0
+        ax.plot([lo, top], [lo, top], "k--", lw=0.8, label="actual = ideal (on time)")
+        mid = (lo * top) ** 0.5 if log else top / 2  # the middle of the diagonal as drawn
+        ax.annotate(
+            "actual = ideal",
+            xy=(mid, mid),
+            xytext=(6, -10),
+            textcoords="offset points",
+            ha="left",
+            fontsize=8,
+        )
+        if log:
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlim(lo, top * 1.5)
+            ax.set_ylim(lo, top * 1.5)
+        else:
+            ax.set_xlim(0, top * 1.05)
+            ax.set_ylim(0, top * 1.05)
+        ax.set_title(f"{pol} (log axes)" if log else pol)
         ax.set_xlabel("ideal finish t_ref + A(j) (s)")
         ax.grid(alpha=0.3)
-        ax.legend()
-    for ax in axes[0]:
-        ax.plot([0, top], [0, top], "k--", lw=0.8)
-        ax.set_xlim(0, top * 1.05)
-        ax.set_ylim(0, top * 1.05)
+        ax.legend(fontsize=8)
     axes[0][0].set_ylabel("actual finish (s)")
+    _iteration_bars(axes[0][-1], results)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return fig
