@@ -35,7 +35,14 @@ from typing import Any
 from finsy.proto import p4r
 
 from controlplane.codec import entry_from_proto
-from controlplane.entries import Step, TableFullError, apply_steps, count_by_table, plan_updates
+from controlplane.entries import (
+    Step,
+    TableFullError,
+    apply_steps,
+    count_by_table,
+    plan_delta,
+    plan_updates,
+)
 from controlplane.p4info import P4Info, TableEntry
 from controlplane.p4rt import (
     P4RuntimeConnectionError,
@@ -130,6 +137,11 @@ class SwitchAgent:
         #: fingerprint of the raw entries last read and found equal to ``_fp_of``
         self._fp: bytes | None = None
         self._fp_of: set[TableEntry] | None = None
+        self._counts_cache: dict[str, int] = {}
+        self._counts_of: set[TableEntry] | None = None
+        #: seqlock over writes to the switch: odd while one is in progress, so a
+        #: verification can read outside the controller lock and tell a stale read
+        self._write_gen = 0
         self._was_primary: bool | None = None
         #: why this controller may not write the switch although it is up (a backup, or
         #: the switch refused our arbitration, e.g. our election ID is taken); changes
@@ -305,11 +317,25 @@ class SwitchAgent:
         one of the last read that matched, and only a new fingerprint is decoded and
         diffed. Returns whether the switch differed. Takes the controller lock.
         """
+        # Read outside the lock (5,000 entries take tens of ms: registrations must not
+        # wait for them); a write that overlapped the read makes it stale, and the read
+        # is then repeated under the lock.
+        conn = self.conn
+        raw: list[p4r.Entity] | None = None
+        gen = self._write_gen
+        if conn is not None and self.status.in_sync and conn.is_primary and not gen % 2:
+            try:
+                raw = conn.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
+            except P4RuntimeError:
+                raw = None  # read again under the lock: the error surfaces there
         with self._lock:
+            if self.conn is not conn or self._write_gen != gen:
+                raw = None
             conn = self.conn
             if conn is None or not self.status.in_sync or not conn.is_primary:
                 return False
-            raw = conn.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
+            if raw is None:
+                raw = conn.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
             fp = _fingerprint(raw)
             self.status.verifications += 1
             if fp == self._fp and self._fp_of is self.installed:
@@ -351,8 +377,23 @@ class SwitchAgent:
     def _sizes(self) -> dict[str, int]:
         return {t.name: t.size for t in self.p4info.tables()}
 
-    def apply(self, desired: set[TableEntry]) -> list[Step] | None:
+    def _counts(self) -> dict[str, int]:
+        """``count_by_table`` of the installed set, cached per installed set (identity)."""
+        if self._counts_of is not self.installed:
+            self._counts_cache = count_by_table(e for e in self.installed if not e.is_default)
+            self._counts_of = self.installed
+        return self._counts_cache
+
+    def apply(
+        self,
+        desired: set[TableEntry],
+        delta: tuple[set[TableEntry], set[TableEntry], set[TableEntry]] | None = None,
+    ) -> list[Step] | None:
         """Bring the switch from the installed set to ``desired`` (caller holds the lock).
+
+        ``delta`` = (base, gone, new) says ``desired == (base - gone) | new``; when
+        ``base`` is the installed set (the usual case) only ``gone`` and ``new`` are
+        diffed (:func:`plan_delta`), not the whole set.
 
         Returns the applied steps, or ``None`` when the switch is not in sync (it
         will be reconciled on reconnect). Raises :class:`TableFullError` if the
@@ -364,7 +405,10 @@ class SwitchAgent:
         if not self.status.in_sync or conn is None or not conn.is_primary:
             return None
         before = self.installed
-        steps = plan_updates(before, desired, self._sizes())
+        if delta is not None and delta[0] is before:
+            steps = plan_delta(before, delta[1], delta[2], self._counts(), self._sizes())
+        else:
+            steps = plan_updates(before, desired, self._sizes())
         try:
             try:
                 self._write(steps, before)
@@ -377,6 +421,12 @@ class SwitchAgent:
             self._mark_down(str(exc))
             self._wake.set()
             return None
+        if self._counts_of is before:  # carry the counts over instead of recounting
+            counts = dict(self._counts_cache)
+            for st in steps:
+                d = 1 if st.kind == "INSERT" else -1 if st.kind == "DELETE" else 0
+                counts[st.entry.table] = counts.get(st.entry.table, 0) + d
+            self._counts_cache, self._counts_of = counts, desired
         self.installed = desired
         return steps
 
@@ -406,11 +456,20 @@ class SwitchAgent:
             return
         inverse = [s.inverse() for s in reversed(steps)]
         try:
-            _write_phases(self.conn, inverse)
+            self._write_phases(inverse)
             self.installed = apply_steps(self.installed, inverse)
         except (P4RuntimeError, _PhaseError) as exc:
             self._mark_down(f"undo failed: {exc}")
             self._wake.set()
+
+    def _write_phases(self, steps: list[Step]) -> None:
+        """:func:`_write_phases` inside the write seqlock (see :meth:`verify`)."""
+        assert self.conn is not None
+        self._write_gen += 1
+        try:
+            _write_phases(self.conn, steps)
+        finally:
+            self._write_gen += 1
 
     def _write(self, steps: list[Step], before: set[TableEntry]) -> None:
         """Write ``steps``; on a known refusal undo what applied and raise it; raise
@@ -418,7 +477,7 @@ class SwitchAgent:
         assert self.conn is not None
         self._fp = None
         try:
-            _write_phases(self.conn, steps)
+            self._write_phases(steps)
             self.status.updates_written += len(steps)
         except _PhaseError as pe:
             err = pe.error
@@ -432,7 +491,7 @@ class SwitchAgent:
                     raise _Unsettled(f"switch said {drift[0].code}: {drift[0].message}") from None
             undo = [s.inverse() for s in reversed(pe.applied)]
             try:
-                _write_phases(self.conn, undo)
+                self._write_phases(undo)
             except (_PhaseError, P4RuntimeError) as exc:
                 raise _Unsettled(f"rollback failed: {exc}") from None
             if isinstance(err, P4RuntimeWriteError) and err.resource_exhausted:
@@ -449,7 +508,7 @@ class SwitchAgent:
             raise err from None
 
     def entry_counts(self) -> dict[str, int]:
-        return count_by_table(self.installed)
+        return dict(self._counts())
 
     def status_view(self) -> dict[str, Any]:
         """The anti-entropy and arbitration part of ``/status``."""

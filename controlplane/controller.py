@@ -33,7 +33,8 @@ from controlplane.limits import check_description, check_flows, check_parsed
 from controlplane.online import OnlinePlanner, check_mode
 from controlplane.p4info import P4Info, TableEntry
 from controlplane.p4rt import P4RuntimeError
-from controlplane.planning import ParsedJob, check_policy, parse_job, plan_groups
+from controlplane.planner import PlanChange, Planner
+from controlplane.planning import ParsedJob, check_policy, parse_job
 from controlplane.progress import DEFAULT_TIMEOUT_S, ProgressTracker, parse_report
 from controlplane.registry import GroupIds, JobRecord, Registry, RegistryError, UnknownJobError
 from echelon.constants import UNPRIO_COUNT, UNPRIO_NAMES
@@ -74,6 +75,8 @@ class Controller:
         self.lock = threading.RLock()
         self.policy = registry.get_setting("policy", "echelon")
         self._parsed: dict[str, ParsedJob] = {}
+        #: the static plans, kept incrementally (:mod:`controlplane.planner`)
+        self.planner = Planner(self.policy, self.network)
         self._plans: list[GroupPlan] = []
         #: online mode: the latest plan of every group that has been in flight, over
         #: the static plan (``_plans``); see :mod:`controlplane.online`
@@ -105,7 +108,8 @@ class Controller:
                     log.warning("job %s kept but not installed: %s", rec.job_id, exc)
                 else:
                     self._records.append(rec)
-            self._plans = self._replan(self._records, self.policy)
+            self.planner.add_many([(self._job(r), r.groups) for r in self._records])
+            self._plans = self.planner.plans()
             for rec in self._records:
                 self._track(rec)
             for plan in self._plans:  # build every group's entries now, not while a
@@ -163,15 +167,65 @@ class Controller:
             self._parsed[rec.job_id] = parse_job(spec, self.topo)
         return self._parsed[rec.job_id]
 
-    def _replan(self, records: list[JobRecord], policy: str) -> list[GroupPlan]:
-        jobs = [(self._job(r), r.groups) for r in records]
-        return plan_groups(policy, jobs, self.network)
+    def _apply_changes(
+        self, changes: list[PlanChange], overlay: dict[tuple[str, str], GroupPlan] | None = None
+    ) -> int:
+        """Write what ``changes`` (the planner's, already applied to it) change on the
+        switches: only the entries of the groups whose *effective* plan moved (an
+        online plan in the overlay hides a static change). Returns updates written."""
+        ov_old = self.overlay
+        ov_new = self.overlay if overlay is None else overlay
+        gone: set[TableEntry] = set()
+        new: set[TableEntry] = set()
+        for c in changes:
+            before = ov_old.get(c.key, c.old)
+            after = ov_new.get(c.key, c.new) if c.new is not None else None
+            if before == after:
+                continue
+            if before is not None:
+                gone |= self._group_entries(before)
+            if after is not None:
+                new |= self._group_entries(after)
+        keys = {c.key for c in changes}
+        for key, p in ov_old.items():  # online plans dropped (a removal, a policy switch)
+            if key not in ov_new and key not in keys:
+                static = self._static(key)
+                if static != p:
+                    gone |= self._group_entries(p)
+                    if static is not None:
+                        new |= self._group_entries(static)
+        plans = self.planner.plans()
+        if self._wanted is None:
+            return self._transition(plans, ov_new)
+        wanted = {}
+        deltas = {}
+        for s in self.agents:
+            base = self._wanted[s]
+            want = base - gone
+            want |= new
+            wanted[s] = want
+            deltas[s] = (base, gone, new)
+        grow = count_by_table(new)
+        for t, n in count_by_table(gone).items():
+            grow[t] = grow.get(t, 0) - n
+        if any(n > 0 for n in grow.values()):
+            for entries in wanted.values():
+                check_capacity(self.p4info, entries)
+        return self._transition(plans, ov_new, wanted, deltas)
+
+    def _static(self, key: tuple[str, str]) -> GroupPlan | None:
+        try:
+            return self.planner.plan(*key)
+        except KeyError:
+            return None
 
     def _transition(
         self,
         plans: list[GroupPlan],
         overlay: dict[tuple[str, str], GroupPlan] | None = None,
         wanted: dict[str, set[TableEntry]] | None = None,
+        deltas: Mapping[str, tuple[set[TableEntry], set[TableEntry], set[TableEntry]]]
+        | None = None,
     ) -> int:
         """Check sizes, write every in-sync switch; on refusal undo and re-raise.
         ``wanted`` (already checked) skips recomputing every switch's desired set.
@@ -189,7 +243,7 @@ class Controller:
         done: list[tuple[SwitchAgent, Any]] = []
         try:
             for name, agent in self.agents.items():
-                steps = agent.apply(wanted[name])
+                steps = agent.apply(wanted[name], deltas.get(name) if deltas else None)
                 if steps:
                     done.append((agent, steps))
         except BaseException:
@@ -250,7 +304,7 @@ class Controller:
         wanted = {}
         for s in self.agents:
             base = self._wanted.get(s) if self._wanted else None
-            want = (set(base) - gone) | new if base is not None else self.desired(s, None, ov)
+            want = (base - gone) | new if base is not None else self.desired(s, None, ov)
             wanted[s] = want
         grow = count_by_table(new)
         for t, n in count_by_table(gone).items():
@@ -260,12 +314,13 @@ class Controller:
                 check_capacity(self.p4info, entries)
         return self._transition(self._plans, ov, wanted)
 
-    def _commit(self, old_plans: list[GroupPlan]) -> None:
-        """Commit the registry; if that fails, bring the switches back to ``old_plans``
-        (what the registry still says) and re-raise."""
+    def _commit(self, old_plans: list[GroupPlan], token: object) -> None:
+        """Commit the registry; if that fails, bring the planner (``token``) and the
+        switches back to ``old_plans`` (what the registry still says) and re-raise."""
         try:
             self.registry.commit()
         except RegistryError:
+            self.planner.restore(token)
             try:
                 self._transition(old_plans)
             except Exception:
@@ -287,18 +342,21 @@ class Controller:
         check_flows(parsed.echelons)
         with self.lock:
             old = self._plans
+            token = self.planner.snapshot()
             self.registry.begin()
             try:
                 rec = self.registry.add_job(parsed.job_id, dict(desc), list(parsed.groups))
                 self._parsed[rec.job_id] = parsed
                 records = [*self._records, rec]
-                self._transition(self._replan(records, self.policy))
+                self._apply_changes(self.planner.add(parsed, rec.groups))
             except BaseException:
+                self.planner.restore(token)
+                self._plans = old
                 self._parsed.pop(parsed.job_id, None)
                 self.registry.rollback()
                 raise
             try:
-                self._commit(old)
+                self._commit(old, token)
             except RegistryError:
                 self._parsed.pop(parsed.job_id, None)
                 raise
@@ -309,16 +367,20 @@ class Controller:
     def remove(self, job_id: str) -> None:
         with self.lock:
             old = self._plans
+            token = self.planner.snapshot()
             self.registry.begin()
             try:
                 self.registry.remove_job(job_id)
                 records = [r for r in self._records if r.job_id != job_id]
                 overlay = {k: p for k, p in self.overlay.items() if k[0] != job_id}
-                self._transition(self._replan(records, self.policy), overlay)
+                changes = self.planner.remove(job_id) if job_id in self.planner else []
+                self._apply_changes(changes, overlay)
             except BaseException:
+                self.planner.restore(token)
+                self._plans = old
                 self.registry.rollback()
                 raise
-            self._commit(old)
+            self._commit(old, token)
             self._records = records
             self._parsed.pop(job_id, None)
             self.orphans.pop(job_id, None)
@@ -328,14 +390,17 @@ class Controller:
         check_policy(name)
         with self.lock:
             old = self._plans
+            token = self.planner.snapshot()
             self.registry.begin()
             try:
                 self.registry.set_setting("policy", name)
-                self._transition(self._replan(self._records, name), {})
+                self._apply_changes(self.planner.set_policy(name), {})
             except BaseException:
+                self.planner.restore(token)
+                self._plans = old
                 self.registry.rollback()
                 raise
-            self._commit(old)
+            self._commit(old, token)
             self.policy = name
         if self.online is not None:  # what is in flight is re-planned under the new policy
             self.online.kick(time.monotonic())
