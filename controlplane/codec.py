@@ -16,7 +16,9 @@ def entry_to_proto(p4info: P4Info, entry: TableEntry) -> p4runtime_pb2.TableEntr
     ti = p4info.table(entry.table)
     msg = p4runtime_pb2.TableEntry(table_id=ti.id, priority=entry.priority)
     msg.is_default_action = entry.is_default
-    for fname, value in entry.match:
+    # fields and parameters in id order: the canonical form a switch reads back (and
+    # the soft switch's fast write path stores a request in that form without a copy)
+    for fname, value in sorted(entry.match, key=lambda m: ti.fields[m[0]].id):
         f = ti.fields[fname]
         fm = msg.match.add(field_id=f.id)
         where = f"match.{fname}"
@@ -41,7 +43,7 @@ def entry_to_proto(p4info: P4Info, entry: TableEntry) -> p4runtime_pb2.TableEntr
     if entry.action is not None:
         ai = p4info.action(entry.action)
         msg.action.action.action_id = ai.id
-        for pname, pval in entry.params:
+        for pname, pval in sorted(entry.params, key=lambda p: ai.params[p[0]].id):
             p = ai.params[pname]
             msg.action.action.params.add(param_id=p.id, value=encode(pval, p.bitwidth, pname))
     return msg
