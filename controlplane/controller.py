@@ -24,6 +24,7 @@ from typing import Any
 from controlplane.agent import SwitchAgent
 from controlplane.entries import (
     GroupPlan,
+    TableFullError,
     check_capacity,
     count_by_table,
     forwarding_entries,
@@ -84,6 +85,7 @@ class Controller:
         #: every switch's desired entries as of the last change (online re-plans diff
         #: against it instead of rebuilding it)
         self._wanted: dict[str, set[TableEntry]] | None = None
+        self._wanted_counts: dict[str, tuple[set[TableEntry], dict[str, int]]] = {}
         self.replan = replan
         self.progress = ProgressTracker(time.monotonic, progress_timeout)
         self.online = (
@@ -199,19 +201,38 @@ class Controller:
             return self._transition(plans, ov_new)
         wanted = {}
         deltas = {}
+        counts = {}
         for s in self.agents:
             base = self._wanted[s]
             want = base - gone
             want |= new
             wanted[s] = want
             deltas[s] = (base, gone, new)
-        grow = count_by_table(new)
-        for t, n in count_by_table(gone).items():
-            grow[t] = grow.get(t, 0) - n
-        if any(n > 0 for n in grow.values()):
-            for entries in wanted.values():
-                check_capacity(self.p4info, entries)
-        return self._transition(plans, ov_new, wanted, deltas)
+            # counted from the base's counts and the change, not by walking 5,000 entries
+            tally = dict(self._counts(s, base))
+            for e in gone:
+                if e in base:
+                    tally[e.table] -= 1
+            for e in new:
+                if e not in base or e in gone:
+                    tally[e.table] = tally.get(e.table, 0) + 1
+            for t, n in sorted(tally.items()):
+                size = self.p4info.table(t).size
+                if size and n > size:
+                    raise TableFullError(t, n, size)
+            counts[s] = tally
+        steps = self._transition(plans, ov_new, wanted, deltas)
+        self._wanted_counts = {s: (wanted[s], counts[s]) for s in wanted}
+        return steps
+
+    def _counts(self, switch: str, entries: set[TableEntry]) -> dict[str, int]:
+        """``count_by_table(entries)``, remembered for the set last written to ``switch``."""
+        hit = self._wanted_counts.get(switch)
+        if hit is not None and hit[0] is entries:
+            return hit[1]
+        c = count_by_table(entries)
+        self._wanted_counts[switch] = (entries, c)
+        return c
 
     def _static(self, key: tuple[str, str]) -> GroupPlan | None:
         try:
@@ -433,7 +454,10 @@ class Controller:
                 out["installed"] = {n: False for n in self.agents}
                 return out
             parsed = self._job(rec)
-            plans = {p.group: p for p in self.effective() if p.job == job_id}
+            plans = {}
+            for gid in rec.groups:  # the static plan, or the group's online plan
+                key = (job_id, gid.group)
+                plans[gid.group] = self.overlay.get(key) or self.planner.plan(*key)
             out = self._summary(rec)
             out["policy"] = self.policy
             out["spec"] = rec.spec

@@ -14,8 +14,10 @@ first (the switch would refuse the inserts otherwise).
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from controlplane.p4info import P4Info, TableEntry
@@ -85,7 +87,10 @@ def group_entries(p4info: P4Info, topo: Topology, plan: GroupPlan) -> list[Table
         out.append(
             p4info.table_entry(
                 T_CLASSIFY,
-                {"hdr.ipv4.srcAddr": topo.hosts[src].ip, "hdr.echelon.echelon_id": plan.echelon_id},
+                {
+                    "hdr.ipv4.srcAddr": _ip(topo.hosts[src].ip),
+                    "hdr.echelon.echelon_id": plan.echelon_id,
+                },
                 "EchelonIngress.set_echelon",
                 {"class_id": plan.class_id, "prio": plan.priority},
             )
@@ -101,6 +106,13 @@ def group_entries(p4info: P4Info, topo: Topology, plan: GroupPlan) -> list[Table
             )
         )
     return out
+
+
+@lru_cache(maxsize=4096)
+def _ip(text: str) -> int:
+    """A host's dotted IPv4 as an int, parsed once (a registration builds its entries
+    while every other request waits)."""
+    return int(ipaddress.IPv4Address(text))
 
 
 def desired_entries(
