@@ -49,8 +49,9 @@ from echelon import quantize as core_quantize
 from echelon.constants import ECHELON_LEVELS, MAX_DEADLINE_US
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, FlowKey, offset_us
+from echelon.policies.echelon import EchelonPolicy
 from echelon.policies.table import Floats, FlowTable, Ints, TablePolicy
-from echelon.schedule import DeadlineRange, EchelonLevels
+from echelon.schedule import DeadlineRange, EchelonLevels, Schedule
 from echelon.topology import TopologyNetwork
 
 GroupKey = tuple[str, str]
@@ -266,8 +267,14 @@ class Planner:
         inc_flow[i0:] -= f1 - f0
         jobs = dict(s.jobs)
         del jobs[job_id]
-        plans = {k: p for k, p in s.plans.items() if k[0] != job_id}
-        levels = {n: v for n, v in s.levels.items() if n not in set(j.names)}
+        mine = [(job_id, g.group) for g in j.ids]
+        gone = [PlanChange(k, s.plans[k], None) for k in mine if k in s.plans]
+        plans = dict(s.plans)
+        for k in mine:
+            plans.pop(k, None)
+        levels = dict(s.levels)
+        for name in j.names:
+            levels.pop(name, None)
         new = _State(
             jobs=jobs,
             names=s.names[:e0] + s.names[e1:],
@@ -290,7 +297,6 @@ class Planner:
             levels=levels,
             plans=plans,
         )
-        gone = [PlanChange(k, p, None) for k, p in s.plans.items() if k[0] == job_id]
         return gone + self._replan(new, {})
 
     def set_policy(self, policy: str) -> list[PlanChange]:
@@ -382,7 +388,14 @@ class Planner:
             return []
         policy = core_policies.get_policy(self._policy)
         assert isinstance(policy, TablePolicy)
-        schedule = policy.decide(_table(s, self._cap), self.now)
+        table = _table(s, self._cap)
+        ranks: Ints | None = None
+        if isinstance(policy, EchelonPolicy) and policy.interleave:
+            # the policy's own ranking, as arrays: what decide() puts in the Schedule
+            ranks = policy.rank_flows(table, self.now)[1]
+            schedule = Schedule(policy.name, (), {}, interleaved=True)
+        else:
+            schedule = policy.decide(table, self.now)
         levels = dict(s.levels)
         k = len(self._desc)
         if not schedule.interleaved and len(schedule.echelon_order) == len(s.names) >= k:
@@ -403,8 +416,9 @@ class Planner:
             q = core_quantize.quantize(schedule, s.echelons)
             s.levels, s.flow_level = q, None
             return [e for e, n in enumerate(s.names) if levels.get(n) != q[n]]
-        rank = schedule.flow_rank
-        ranks = np.fromiter((rank.get(k, 0) for k in s.keys), dtype=np.int64, count=len(s.keys))
+        if ranks is None:
+            rank = schedule.flow_rank
+            ranks = np.fromiter((rank.get(k, 0) for k in s.keys), np.int64, count=len(s.keys))
         flow_level = _rank_levels(ranks, self._desc)
         if s.flow_level is None:
             moved = np.arange(len(s.names), dtype=np.int64)
