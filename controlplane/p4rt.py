@@ -414,6 +414,14 @@ class SwitchConnection:
         :class:`P4RuntimeWriteError` with per-update statuses; nothing after it is sent.
         """
         chunk = min(chunk, MAX_CHUNK)
+        if len(items) <= chunk:  # one request (a registration): a plain blocking call,
+            # without the future's channel-managed call and its extra thread hand-off
+            updates = [u for kind, e in items for u in self.updates(kind, [e])]
+            try:
+                self.stub.Write(self.write_request(updates), timeout=RPC_TIMEOUT_S)
+            except grpc.RpcError as exc:
+                self._raise_write(exc, 0, len(items))
+            return
         pending: tuple[Any, int, int] | None = None
 
         def settle() -> None:
