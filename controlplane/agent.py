@@ -137,6 +137,8 @@ class SwitchAgent:
         #: fingerprint of the raw entries last read and found equal to ``_fp_of``
         self._fp: bytes | None = None
         self._fp_of: set[TableEntry] | None = None
+        #: the decoded form of the entries the last verification read, by their bytes
+        self._decoded: dict[bytes, TableEntry] = {}
         self._counts_cache: dict[str, int] = {}
         self._counts_of: set[TableEntry] | None = None
         #: seqlock over writes to the switch: odd while one is in progress, so a
@@ -317,34 +319,59 @@ class SwitchAgent:
         one of the last read that matched, and only a new fingerprint is decoded and
         diffed. Returns whether the switch differed. Takes the controller lock.
         """
-        # Read outside the lock (5,000 entries take tens of ms: registrations must not
-        # wait for them); a write that overlapped the read makes it stale, and the read
-        # is then repeated under the lock.
+        # Read, fingerprint, decode and compare outside the lock (5,000 entries take
+        # tens of ms: registrations must not wait for them). The installed set is
+        # replaced, never mutated, so a snapshot of it can be compared unlocked; a
+        # write that overlapped (seqlock) or a changed installed set makes the result
+        # stale, and the whole check is then repeated under the lock.
         conn = self.conn
-        raw: list[p4r.Entity] | None = None
         gen = self._write_gen
+        snapshot = self.installed
+        done: tuple[bytes, set[TableEntry] | None] | None = None
         if conn is not None and self.status.in_sync and conn.is_primary and not gen % 2:
             try:
-                raw = conn.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
+                done = self._check(conn, snapshot)
             except P4RuntimeError:
-                raw = None  # read again under the lock: the error surfaces there
+                done = None  # read again under the lock: the error surfaces there
         with self._lock:
-            if self.conn is not conn or self._write_gen != gen:
-                raw = None
+            if self.conn is not conn or self._write_gen != gen or self.installed is not snapshot:
+                done = None
             conn = self.conn
             if conn is None or not self.status.in_sync or not conn.is_primary:
                 return False
-            if raw is None:
-                raw = conn.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
-            fp = _fingerprint(raw)
+            if done is None:
+                done = self._check(conn, self.installed)
+            fp, current = done
             self.status.verifications += 1
-            if fp == self._fp and self._fp_of is self.installed:
+            if current is None:  # same fingerprint as the last match, or equal sets
+                self._fp, self._fp_of = fp, self.installed
                 return False
-            current = {entry_from_proto(self.p4info, e.table_entry) for e in raw}
             differed = self._repair(current, self.installed, reason)
             if not differed:
                 self._fp, self._fp_of = fp, self.installed
             return differed
+
+    def _check(
+        self, conn: SwitchConnection, expected: set[TableEntry]
+    ) -> tuple[bytes, set[TableEntry] | None]:
+        """Read every entry: (fingerprint, ``None`` if they equal ``expected``, else the
+        decoded entries). Entries are decoded once: the decoded form is kept by their
+        bytes from one verification to the next."""
+        raw = conn.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
+        parts = [e.SerializeToString(deterministic=True) for e in raw]
+        fp = _digest(parts)
+        if fp == self._fp and self._fp_of is expected:
+            return fp, None
+        cache = self._decoded
+        fresh: dict[bytes, TableEntry] = {}
+        for part, e in zip(parts, raw, strict=True):
+            entry = cache.get(part)
+            if entry is None:
+                entry = entry_from_proto(self.p4info, e.table_entry)
+            fresh[part] = entry
+        self._decoded = fresh
+        current = set(fresh.values())
+        return fp, None if current == expected and len(fresh) == len(raw) else current
 
     def _repair(
         self, current: set[TableEntry], target: set[TableEntry], reason: str, count: bool = True
@@ -529,11 +556,10 @@ class SwitchAgent:
         }
 
 
-def _fingerprint(raw: list[p4r.Entity]) -> bytes:
+def _digest(parts: list[bytes]) -> bytes:
     """Order-independent digest of raw entries (no decoding: the cheap comparison)."""
-    parts = sorted(e.SerializeToString(deterministic=True) for e in raw)
     h = hashlib.sha256()
-    for part in parts:
+    for part in sorted(parts):
         h.update(len(part).to_bytes(4, "big"))
         h.update(part)
     return h.digest()
