@@ -55,6 +55,7 @@ class _Action:
     param_ids: tuple[int, ...]  # increasing
     positions: tuple[int, ...]
     widths: tuple[int, ...]
+    maxlens: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ def _spec(pl: Pipeline, info: TableInfo) -> _TableSpec | None:
             pids,
             tuple(ainfo.params[p][0] for p in pids),
             tuple(ainfo.params[p][1] for p in pids),
+            tuple((ainfo.params[p][1] + 7) // 8 for p in pids),
         )
     return _TableSpec(info.table, fields, tuple(template), info.table.needs_priority, actions)
 
@@ -149,7 +151,7 @@ class FastWriter:
             last = fid
             if kind == 0:  # exact
                 v = fm.exact.value
-                if not _canonical(v, maxlen):
+                if not v or len(v) > maxlen or (v[0] == 0 and len(v) > 1):
                     return None
                 x = int.from_bytes(v, "big")
                 if x >> bw:
@@ -206,7 +208,7 @@ class FastWriter:
         if a is None:
             return None
         params = action.params
-        pids = a.param_ids
+        pids, widths, maxlens, positions = a.param_ids, a.widths, a.maxlens, a.positions
         if len(params) != len(pids):
             return None
         args = [0] * len(pids)
@@ -214,13 +216,13 @@ class FastWriter:
             if p.param_id != pids[i]:
                 return None
             v = p.value
-            width = a.widths[i]
-            if not _canonical(v, (width + 7) // 8):
+            width = widths[i]
+            if not v or len(v) > maxlens[i] or (v[0] == 0 and len(v) > 1):
                 return None
             x = int.from_bytes(v, "big")
             if x >> width:
                 return None
-            args[a.positions[i]] = x
+            args[positions[i]] = x
         return spec, tuple(key), priority, (a.fn, tuple(args))  # type: ignore[arg-type]
 
     def apply(self, update: p4r.Update, touched: set[Table]) -> SwitchError | bool | None:

@@ -51,7 +51,7 @@ class KeyField:
     attr: str | int
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     """An installed entry. ``payload`` is whatever the control plane wants back on reads."""
 
