@@ -204,7 +204,8 @@ class Controller:
         counts = {}
         for s in self.agents:
             base = self._wanted[s]
-            want = base - gone
+            want = set(base)  # a copy of the hash table, then the few changes
+            want -= gone
             want |= new
             wanted[s] = want
             deltas[s] = (base, gone, new)
