@@ -22,6 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from controlplane.agent import SwitchAgent
+from controlplane.codec import encoded
 from controlplane.entries import (
     GroupPlan,
     TableFullError,
@@ -114,8 +115,12 @@ class Controller:
             self._plans = self.planner.plans()
             for rec in self._records:
                 self._track(rec)
-            for plan in self._plans:  # build every group's entries now, not while a
-                self._group_entries(plan)  # switch waits for its first reconciliation
+            for plan in self._plans:  # build and encode every group's entries now, not
+                for e in self._group_entries(plan):  # while a switch waits for its first
+                    encoded(p4info, e)  # reconciliation
+            for fwd in self._fwd.values():
+                for e in fwd:
+                    encoded(p4info, e)
 
     # ------------------------------------------------------------ lifecycle
 
