@@ -81,31 +81,45 @@ def forwarding_entries(p4info: P4Info, topo: Topology, switch: str) -> list[Tabl
 
 
 def group_entries(p4info: P4Info, topo: Topology, plan: GroupPlan) -> list[TableEntry]:
-    """The echelon_ids, echelon_classify and deadline_prio entries of one group."""
-    out = [p4info.table_entry(T_IDS, {"hdr.echelon.echelon_id": plan.echelon_id}, "NoAction")]
+    """The echelon_ids, echelon_classify and deadline_prio entries of one group.
+
+    Each entry is built (and validated by :meth:`P4Info.table_entry`) once per distinct
+    value: a re-plan moves a group between a few levels, so its entries recur."""
+    out = [_ids_entry(p4info, plan.echelon_id)]
     for src in sorted(set(plan.sources)):
-        out.append(
-            p4info.table_entry(
-                T_CLASSIFY,
-                {
-                    "hdr.ipv4.srcAddr": _ip(topo.hosts[src].ip),
-                    "hdr.echelon.echelon_id": plan.echelon_id,
-                },
-                "EchelonIngress.set_echelon",
-                {"class_id": plan.class_id, "prio": plan.priority},
-            )
-        )
+        ip = _ip(topo.hosts[src].ip)
+        out.append(_classify_entry(p4info, ip, plan.echelon_id, plan.class_id, plan.priority))
     for rg in plan.ranges:
-        out.append(
-            p4info.table_entry(
-                T_DEADLINE,
-                {"meta.class_id": plan.class_id, "hdr.echelon.deadline_us": (rg.lo_us, rg.hi_us)},
-                "EchelonIngress.set_deadline_prio",
-                {"prio": rg.priority},
-                priority=RANGE_ENTRY_PRIORITY,
-            )
-        )
+        out.append(_range_entry(p4info, plan.class_id, rg.lo_us, rg.hi_us, rg.priority))
     return out
+
+
+@lru_cache(maxsize=1 << 16)
+def _ids_entry(p4info: P4Info, echelon_id: int) -> TableEntry:
+    return p4info.table_entry(T_IDS, {"hdr.echelon.echelon_id": echelon_id}, "NoAction")
+
+
+@lru_cache(maxsize=1 << 16)
+def _classify_entry(
+    p4info: P4Info, ip: int, echelon_id: int, class_id: int, prio: int
+) -> TableEntry:
+    return p4info.table_entry(
+        T_CLASSIFY,
+        {"hdr.ipv4.srcAddr": ip, "hdr.echelon.echelon_id": echelon_id},
+        "EchelonIngress.set_echelon",
+        {"class_id": class_id, "prio": prio},
+    )
+
+
+@lru_cache(maxsize=1 << 16)
+def _range_entry(p4info: P4Info, class_id: int, lo: int, hi: int, prio: int) -> TableEntry:
+    return p4info.table_entry(
+        T_DEADLINE,
+        {"meta.class_id": class_id, "hdr.echelon.deadline_us": (lo, hi)},
+        "EchelonIngress.set_deadline_prio",
+        {"prio": prio},
+        priority=RANGE_ENTRY_PRIORITY,
+    )
 
 
 @lru_cache(maxsize=4096)
