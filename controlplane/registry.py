@@ -5,7 +5,7 @@ written to the WAL file before :meth:`Registry.commit` returns, so a
 registration the API acknowledged survives ``kill -9`` of the controller (the
 soak test's fault); the WAL is fsync'd at checkpoints, so an OS crash or power
 loss may lose the last commits. ``sync="full"`` fsyncs the WAL on every commit
-(survives power loss; measured ~2 ms more per registration, docs/controller.md).
+(survives power loss; measured 1–5 ms more per registration, docs/controller.md).
 The controller holds its own lock around a whole registration; the registry's
 transaction (``begin`` ... ``commit``/``rollback``) lets it write the switches
 *inside* the transaction and roll the registration back if the switches refuse

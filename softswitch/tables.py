@@ -8,7 +8,10 @@ priority for range/ternary tables). Writers hold the server's lock; the packet
 thread never locks. Every change to the lookup view is a single reference
 assignment or dict item operation (atomic under the GIL), and candidate tuples
 and level lists are replaced, never mutated, so a lookup sees either the old or
-the new state of a bucket, never a torn one.
+the new state of a bucket, never a torn one. A P4Runtime WriteRequest defers the
+range/ternary groups' rebuild to its end (``defer=True``, :meth:`Table.flush`): one
+rebuild per touched group instead of one per entry; until then lookups see the group
+as it was before the request.
 """
 
 from __future__ import annotations
