@@ -96,9 +96,14 @@ def test_losing_primary_is_noticed_logged_and_shown(
     boss = SwitchConnection(server.addr, election_id=(0, 50))
     boss.connect()
     try:
-        wait_until(lambda: not ctl.status()["switches"]["s1"]["primary"], 10.0, "backup")
+        # the stream thread clears is_primary, then the agent stops claiming in_sync:
+        # wait for both (a read between the two saw in_sync true under load)
+        wait_until(
+            lambda: not any(ctl.status()["switches"]["s1"][k] for k in ("primary", "in_sync")),
+            10.0,
+            "backup, not in sync",
+        )
         st = ctl.status()["switches"]["s1"]
-        assert not st["in_sync"]
         assert st["arbitration_changes"] == 1
         assert st["primary_election_id"] == [0, 50]
         assert st["arbitration"][-1]["code"] == "ALREADY_EXISTS"
