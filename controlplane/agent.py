@@ -54,6 +54,7 @@ from echelon.errors import EchelonError
 from echelon.topology import Switch
 
 log = logging.getLogger(__name__)
+_COUNT = {"INSERT": 1, "MODIFY": 0, "DELETE": -1}  # an update's effect on a table's size
 
 BACKOFF_MIN_S = 0.05
 BACKOFF_MAX_S = 2.0
@@ -137,13 +138,10 @@ class SwitchAgent:
         #: fingerprint of the raw entries last read and found equal to ``_fp_of``
         self._fp: bytes | None = None
         self._fp_of: set[TableEntry] | None = None
-        #: the decoded form of the entries the last verification read, by their bytes
-        self._decoded: dict[bytes, TableEntry] = {}
+        self._decoded: dict[bytes, TableEntry] = {}  # last verification's, by entry bytes
         self._counts_cache: dict[str, int] = {}
         self._counts_of: set[TableEntry] | None = None
-        #: seqlock over writes to the switch: odd while one is in progress, so a
-        #: verification can read outside the controller lock and tell a stale read
-        self._write_gen = 0
+        self._write_gen = 0  # seqlock: odd while a write is in flight (see verify)
         self._was_primary: bool | None = None
         #: why this controller may not write the switch although it is up (a backup, or
         #: the switch refused our arbitration, e.g. our election ID is taken); changes
@@ -316,14 +314,11 @@ class SwitchAgent:
         """Read the switch and compare it with the installed set; repair any difference.
 
         Cheap when nothing changed: the raw entries' fingerprint is compared with the
-        one of the last read that matched, and only a new fingerprint is decoded and
-        diffed. Returns whether the switch differed. Takes the controller lock.
-        """
-        # Read, fingerprint, decode and compare outside the lock (5,000 entries take
-        # tens of ms: registrations must not wait for them). The installed set is
-        # replaced, never mutated, so a snapshot of it can be compared unlocked; a
-        # write that overlapped (seqlock) or a changed installed set makes the result
-        # stale, and the whole check is then repeated under the lock.
+        one of the last read that matched; only a new one is decoded and compared. All
+        that runs outside the controller lock (5,000 entries take tens of ms) against a
+        snapshot of the installed set (replaced, never mutated); a write that overlapped
+        (seqlock) or a changed set makes it stale and it is redone under the lock, as
+        is any repair. Returns whether the switch differed."""
         conn = self.conn
         gen = self._write_gen
         snapshot = self.installed
@@ -354,9 +349,8 @@ class SwitchAgent:
     def _check(
         self, conn: SwitchConnection, expected: set[TableEntry]
     ) -> tuple[bytes, set[TableEntry] | None]:
-        """Read every entry: (fingerprint, ``None`` if they equal ``expected``, else the
-        decoded entries). Entries are decoded once: the decoded form is kept by their
-        bytes from one verification to the next."""
+        """(fingerprint, ``None`` if the switch holds ``expected``, else its entries);
+        an entry's decoded form is kept by its bytes until the next check."""
         raw = conn.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
         parts = [e.SerializeToString(deterministic=True) for e in raw]
         fp = _digest(parts)
@@ -417,10 +411,8 @@ class SwitchAgent:
         delta: tuple[set[TableEntry], set[TableEntry], set[TableEntry]] | None = None,
     ) -> list[Step] | None:
         """Bring the switch from the installed set to ``desired`` (caller holds the lock).
-
-        ``delta`` = (base, gone, new) says ``desired == (base - gone) | new``; when
-        ``base`` is the installed set (the usual case) only ``gone`` and ``new`` are
-        diffed (:func:`plan_delta`), not the whole set.
+        ``delta`` = (base, gone, new), ``desired == (base - gone) | new``: when ``base``
+        is the installed set only ``gone`` and ``new`` are diffed (:func:`plan_delta`).
 
         Returns the applied steps, or ``None`` when the switch is not in sync (it
         will be reconciled on reconnect). Raises :class:`TableFullError` if the
@@ -451,8 +443,7 @@ class SwitchAgent:
         if self._counts_of is before:  # carry the counts over instead of recounting
             counts = dict(self._counts_cache)
             for st in steps:
-                d = 1 if st.kind == "INSERT" else -1 if st.kind == "DELETE" else 0
-                counts[st.entry.table] = counts.get(st.entry.table, 0) + d
+                counts[st.entry.table] = counts.get(st.entry.table, 0) + _COUNT[st.kind]
             self._counts_cache, self._counts_of = counts, desired
         self.installed = desired
         return steps

@@ -115,12 +115,10 @@ class Controller:
             self._plans = self.planner.plans()
             for rec in self._records:
                 self._track(rec)
-            for plan in self._plans:  # build and encode every group's entries now, not
-                for e in self._group_entries(plan):  # while a switch waits for its first
-                    encoded(p4info, e)  # reconciliation
-            for fwd in self._fwd.values():
-                for e in fwd:
-                    encoded(p4info, e)
+            # build and encode every entry now, not while a switch waits to be reconciled
+            groups = [e for plan in self._plans for e in self._group_entries(plan)]
+            for e in [*groups, *(e for fwd in self._fwd.values() for e in fwd)]:
+                encoded(p4info, e)
 
     # ------------------------------------------------------------ lifecycle
 
