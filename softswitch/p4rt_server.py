@@ -285,11 +285,20 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         try:
             with self.bounds.request(context.peer(), "Read"):
                 self._check_device(request.device_id)
+                # Under the lock only the references: stored table entries are replaced,
+                # never mutated, so wrapping (copying) them into Entities — tens of ms for
+                # thousands of entries — does not hold up writes.
+                found: list[p4r.Entity | p4r.TableEntry] = []
                 with self._lock:
                     pl = self._need_pipeline()
-                    entities: list[p4r.Entity] = []
                     for ent in request.entities:
-                        entities.extend(self._read(pl, ent))
+                        if ent.WhichOneof("entity") == "table_entry":
+                            found.extend(self._read_tables(pl, ent.table_entry))
+                        else:
+                            found.extend(self._read(pl, ent))
+                entities = [
+                    p4r.Entity(table_entry=x) if isinstance(x, p4r.TableEntry) else x for x in found
+                ]
         except SwitchError as err:
             _abort(context, err)
         if not entities:
