@@ -50,6 +50,7 @@ from controlplane.p4rt import (
     P4RuntimeWriteError,
     SwitchConnection,
 )
+from controlplane.phases import PhaseError, write_phases
 from echelon.errors import EchelonError
 from echelon.topology import Switch
 
@@ -60,6 +61,10 @@ BACKOFF_MIN_S = 0.05
 BACKOFF_MAX_S = 2.0
 #: Seconds between two verifications of the switch against the installed set.
 VERIFY_INTERVAL_S = 5.0
+#: A verification that a change overlapped is retried this many times, this many
+#: seconds apart, outside the lock before it is done under the lock.
+STALE_RETRIES = 3
+STALE_RETRY_S = 0.1
 #: Per-update codes that mean the switch is not in the state the controller assumed.
 DRIFT_CODES = frozenset({"NOT_FOUND", "ALREADY_EXISTS"})
 #: Arbitration events kept for ``status``.
@@ -142,6 +147,7 @@ class SwitchAgent:
         self._counts_cache: dict[str, int] = {}
         self._counts_of: set[TableEntry] | None = None
         self._write_gen = 0  # seqlock: odd while a write is in flight (see verify)
+        self._stale_skips = 0
         self._was_primary: bool | None = None
         #: why this controller may not write the switch although it is up (a backup, or
         #: the switch refused our arbitration, e.g. our election ID is taken); changes
@@ -328,6 +334,14 @@ class SwitchAgent:
                 done = self._check(conn, snapshot)
             except P4RuntimeError:
                 done = None  # read again under the lock: the error surfaces there
+        stale = done is None or self._write_gen != gen or self.installed is not snapshot
+        if stale and self._stale_skips < STALE_RETRIES and self.status.in_sync:
+            # a change overlapped: try again shortly rather than read thousands of
+            # entries while holding every registration up
+            self._stale_skips += 1
+            self._next_verify = time.monotonic() + STALE_RETRY_S
+            return False
+        self._stale_skips = 0
         with self._lock:
             if self.conn is not conn or self._write_gen != gen or self.installed is not snapshot:
                 done = None
@@ -476,16 +490,16 @@ class SwitchAgent:
         try:
             self._write_phases(inverse)
             self.installed = apply_steps(self.installed, inverse)
-        except (P4RuntimeError, _PhaseError) as exc:
+        except (P4RuntimeError, PhaseError) as exc:
             self._mark_down(f"undo failed: {exc}")
             self._wake.set()
 
     def _write_phases(self, steps: list[Step]) -> None:
-        """:func:`_write_phases` inside the write seqlock (see :meth:`verify`)."""
+        """:func:`controlplane.phases.write_phases` inside the write seqlock (see verify)."""
         assert self.conn is not None
         self._write_gen += 1
         try:
-            _write_phases(self.conn, steps)
+            write_phases(self.conn, steps)
         finally:
             self._write_gen += 1
 
@@ -497,7 +511,7 @@ class SwitchAgent:
         try:
             self._write_phases(steps)
             self.status.updates_written += len(steps)
-        except _PhaseError as pe:
+        except PhaseError as pe:
             err = pe.error
             if isinstance(err, P4RuntimeConnectionError):
                 raise err from None
@@ -510,7 +524,7 @@ class SwitchAgent:
             undo = [s.inverse() for s in reversed(pe.applied)]
             try:
                 self._write_phases(undo)
-            except (_PhaseError, P4RuntimeError) as exc:
+            except (PhaseError, P4RuntimeError) as exc:
                 raise _Unsettled(f"rollback failed: {exc}") from None
             if isinstance(err, P4RuntimeWriteError) and err.resource_exhausted:
                 bad = [
@@ -554,41 +568,6 @@ def _digest(parts: list[bytes]) -> bytes:
         h.update(len(part).to_bytes(4, "big"))
         h.update(part)
     return h.digest()
-
-
-class _PhaseError(Exception):
-    def __init__(self, error: P4RuntimeError, applied: list[Step], batch: list[Step]) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.applied = applied
-        self.batch = batch
-
-
-def _phases(steps: list[Step]) -> list[list[Step]]:
-    """Split into runs that may share one WriteRequest: a DELETE never shares a
-    request with an INSERT/MODIFY, because a request's updates are unordered."""
-    out: list[list[Step]] = []
-    for s in steps:
-        is_del = s.kind == "DELETE"
-        if out and (out[-1][0].kind == "DELETE") == is_del:
-            out[-1].append(s)
-        else:
-            out.append([s])
-    return out
-
-
-def _write_phases(conn: SwitchConnection, steps: list[Step]) -> None:
-    applied: list[Step] = []
-    for batch in _phases(steps):
-        try:
-            conn.write_entries([(s.kind, s.entry) for s in batch])
-        except P4RuntimeWriteError as exc:
-            ok = set(exc.succeeded_indices)
-            done = [s for i, s in enumerate(batch) if i in ok]
-            raise _PhaseError(exc, applied + done, batch) from None
-        except P4RuntimeError as exc:
-            raise _PhaseError(exc, applied, batch) from None
-        applied += batch
 
 
 def _refusal(why: str) -> str | None:
