@@ -35,7 +35,14 @@ from typing import Any
 from finsy.proto import p4r
 
 from controlplane.codec import entry_from_proto
-from controlplane.entries import Step, TableFullError, apply_steps, count_by_table, plan_updates
+from controlplane.entries import (
+    Step,
+    TableFullError,
+    apply_steps,
+    count_by_table,
+    plan_delta,
+    plan_updates,
+)
 from controlplane.p4info import P4Info, TableEntry
 from controlplane.p4rt import (
     P4RuntimeConnectionError,
@@ -43,10 +50,12 @@ from controlplane.p4rt import (
     P4RuntimeWriteError,
     SwitchConnection,
 )
+from controlplane.phases import PhaseError, write_phases
 from echelon.errors import EchelonError
 from echelon.topology import Switch
 
 log = logging.getLogger(__name__)
+_COUNT = {"INSERT": 1, "MODIFY": 0, "DELETE": -1}  # an update's effect on a table's size
 
 #: (base, gone, new): a desired set built as ``(base - gone) | new``, see :meth:`SwitchAgent.apply`
 Delta = tuple[set[TableEntry], set[TableEntry], set[TableEntry]]
@@ -55,6 +64,10 @@ BACKOFF_MIN_S = 0.05
 BACKOFF_MAX_S = 2.0
 #: Seconds between two verifications of the switch against the installed set.
 VERIFY_INTERVAL_S = 5.0
+#: A verification that a change overlapped is retried this many times, this many
+#: seconds apart, outside the lock before it is done under the lock.
+STALE_RETRIES = 3
+STALE_RETRY_S = 0.1
 #: Per-update codes that mean the switch is not in the state the controller assumed.
 DRIFT_CODES = frozenset({"NOT_FOUND", "ALREADY_EXISTS"})
 #: Arbitration events kept for ``status``.
@@ -135,10 +148,12 @@ class SwitchAgent:
         #: fingerprint of the raw entries last read and found equal to ``_fp_of``
         self._fp: bytes | None = None
         self._fp_of: set[TableEntry] | None = None
+        self._decoded: dict[bytes, TableEntry] = {}  # last verification's, by entry bytes
+        self._counts_cache: dict[str, int] = {}
+        self._counts_of: set[TableEntry] | None = None
+        self._write_gen = 0  # seqlock: odd while a write is in flight (see verify)
+        self._stale_skips = 0
         self._was_primary: bool | None = None
-        #: writes started (under the controller lock): a read made without the lock is
-        #: valid only if this did not change while it ran (:meth:`verify`)
-        self._writes = 0
         #: why this controller may not write the switch although it is up (a backup, or
         #: the switch refused our arbitration, e.g. our election ID is taken); changes
         #: are then refused (HTTP 503) rather than accepted and never installed
@@ -310,34 +325,67 @@ class SwitchAgent:
         """Read the switch and compare it with the installed set; repair any difference.
 
         Cheap when nothing changed: the raw entries' fingerprint is compared with the
-        one of the last read that matched, and only a new fingerprint is decoded and
-        diffed. Returns whether the switch differed. Takes the controller lock.
-        """
+        one of the last read that matched; only a new one is decoded and compared. All
+        that runs outside the controller lock (5,000 entries take tens of ms) against a
+        snapshot of the installed set (replaced, never mutated); a write that overlapped
+        (seqlock) or a changed set makes it stale and it is redone under the lock, as
+        is any repair. Returns whether the switch differed."""
         conn = self.conn
-        if conn is None or not self.status.in_sync or not conn.is_primary:
+        gen = self._write_gen
+        snapshot = self.installed
+        done: tuple[bytes, set[TableEntry] | None] | None = None
+        if conn is not None and self.status.in_sync and conn.is_primary and not gen % 2:
+            try:
+                done = self._check(conn, snapshot)
+            except P4RuntimeError:
+                done = None  # read again under the lock: the error surfaces there
+        stale = done is None or self._write_gen != gen or self.installed is not snapshot
+        if stale and self._stale_skips < STALE_RETRIES and self.status.in_sync:
+            # a change overlapped: try again shortly rather than read thousands of
+            # entries while holding every registration up
+            self.status.verify_rereads += 1
+            self._stale_skips += 1
+            self._next_verify = time.monotonic() + STALE_RETRY_S
             return False
-        # First without the lock: reading and fingerprinting thousands of entries takes
-        # milliseconds to tens of them, and online re-plans must not wait behind it. The
-        # read counts only if no write started meanwhile (``_writes`` unchanged), else
-        # it is taken again under the lock, as before.
-        writes = self._writes
-        raw = conn.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
-        fp = _fingerprint(raw)
+        self._stale_skips = 0
         with self._lock:
-            if self.conn is not conn or not self.status.in_sync or not conn.is_primary:
+            if self.conn is not conn or self._write_gen != gen or self.installed is not snapshot:
+                done = None
+            conn = self.conn
+            if conn is None or not self.status.in_sync or not conn.is_primary:
                 return False
-            if self._writes != writes:
-                self.status.verify_rereads += 1
-                raw = conn.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
-                fp = _fingerprint(raw)
+            if done is None:
+                done = self._check(conn, self.installed)
+            fp, current = done
             self.status.verifications += 1
-            if fp == self._fp and self._fp_of is self.installed:
+            if current is None:  # same fingerprint as the last match, or equal sets
+                self._fp, self._fp_of = fp, self.installed
                 return False
-            current = {entry_from_proto(self.p4info, e.table_entry) for e in raw}
             differed = self._repair(current, self.installed, reason)
             if not differed:
                 self._fp, self._fp_of = fp, self.installed
             return differed
+
+    def _check(
+        self, conn: SwitchConnection, expected: set[TableEntry]
+    ) -> tuple[bytes, set[TableEntry] | None]:
+        """(fingerprint, ``None`` if the switch holds ``expected``, else its entries);
+        an entry's decoded form is kept by its bytes until the next check."""
+        raw = conn.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
+        parts = [e.SerializeToString(deterministic=True) for e in raw]
+        fp = _digest(parts)
+        if fp == self._fp and self._fp_of is expected:
+            return fp, None
+        cache = self._decoded
+        fresh: dict[bytes, TableEntry] = {}
+        for part, e in zip(parts, raw, strict=True):
+            entry = cache.get(part)
+            if entry is None:
+                entry = entry_from_proto(self.p4info, e.table_entry)
+            fresh[part] = entry
+        self._decoded = fresh
+        current = set(fresh.values())
+        return fp, None if current == expected and len(fresh) == len(raw) else current
 
     def _repair(
         self, current: set[TableEntry], target: set[TableEntry], reason: str, count: bool = True
@@ -370,19 +418,23 @@ class SwitchAgent:
     def _sizes(self) -> dict[str, int]:
         return {t.name: t.size for t in self.p4info.tables()}
 
+    def _counts(self) -> dict[str, int]:
+        """``count_by_table`` of the installed set, cached per installed set (identity)."""
+        if self._counts_of is not self.installed:
+            self._counts_cache = count_by_table(e for e in self.installed if not e.is_default)
+            self._counts_of = self.installed
+        return self._counts_cache
+
     def apply(self, desired: set[TableEntry], delta: Delta | None = None) -> list[Step] | None:
         """Bring the switch from the installed set to ``desired`` (caller holds the lock).
+        ``delta`` = (base, gone, new), ``desired == (base - gone) | new``: when ``base``
+        is the installed set only ``gone`` and ``new`` are diffed (:func:`plan_delta`).
 
         Returns the applied steps, or ``None`` when the switch is not in sync (it
         will be reconciled on reconnect). Raises :class:`TableFullError` if the
         switch refused an insert for lack of space; the switch is then unchanged.
         A write whose outcome is unknown, or refused with NOT_FOUND/ALREADY_EXISTS,
         is followed by a read-back and a repair towards ``desired``.
-
-        ``delta`` = (base, gone, new) when the caller built ``desired`` as ``(base -
-        gone) | new`` (an online re-plan: a few groups' entries out of thousands): if
-        the installed set *is* ``base`` the steps are planned from ``gone``/``new``
-        alone instead of diffing every installed entry (else the full diff).
         """
         conn = self.conn
         if not self.status.in_sync or conn is None or not conn.is_primary:
@@ -403,21 +455,22 @@ class SwitchAgent:
             self._mark_down(str(exc))
             self._wake.set()
             return None
+        if self._counts_of is before:  # carry the counts over instead of recounting
+            counts = dict(self._counts_cache)
+            for st in steps:
+                counts[st.entry.table] = counts.get(st.entry.table, 0) + _COUNT[st.kind]
+            self._counts_cache, self._counts_of = counts, desired
         self.installed = desired
         return steps
 
-    @staticmethod
-    def _delta_steps(before: set[TableEntry], delta: Delta) -> list[Step] | None:
-        """Steps ``before`` -> ``(base - gone) | new`` planned from the delta alone;
-        ``None`` unless ``before`` is ``base`` itself (then the delta explains the whole
-        change) and the steps need no capacity ordering (no insert next to a delete)."""
+    def _delta_steps(self, before: set[TableEntry], delta: Delta) -> list[Step] | None:
+        """Steps ``before`` -> ``(base - gone) | new`` planned from the delta alone
+        (:func:`plan_delta`, tested equal to the full diff); ``None`` unless ``before``
+        is ``base`` itself, i.e. the delta explains the whole change."""
         base, gone, new = delta
         if before is not base:
             return None
-        steps = plan_updates({e for e in gone if e in before and e not in new}, new - before)
-        if any(s.kind == "INSERT" for s in steps) and any(s.kind == "DELETE" for s in steps):
-            return None  # the full diff orders those by table capacity
-        return steps
+        return plan_delta(before, gone, new, self._counts(), self._sizes())
 
     def _converge(
         self, conn: SwitchConnection, desired: set[TableEntry], before: set[TableEntry], why: str
@@ -444,24 +497,31 @@ class SwitchAgent:
         if self.conn is None or not self.status.in_sync:
             return
         inverse = [s.inverse() for s in reversed(steps)]
-        self._writes += 1
         try:
-            _write_phases(self.conn, inverse)
+            self._write_phases(inverse)
             self.installed = apply_steps(self.installed, inverse)
-        except (P4RuntimeError, _PhaseError) as exc:
+        except (P4RuntimeError, PhaseError) as exc:
             self._mark_down(f"undo failed: {exc}")
             self._wake.set()
+
+    def _write_phases(self, steps: list[Step]) -> None:
+        """:func:`controlplane.phases.write_phases` inside the write seqlock (see verify)."""
+        assert self.conn is not None
+        self._write_gen += 1
+        try:
+            write_phases(self.conn, steps)
+        finally:
+            self._write_gen += 1
 
     def _write(self, steps: list[Step], before: set[TableEntry]) -> None:
         """Write ``steps``; on a known refusal undo what applied and raise it; raise
         :class:`_Unsettled` when the switch's state is not known any more."""
         assert self.conn is not None
         self._fp = None
-        self._writes += 1
         try:
-            _write_phases(self.conn, steps)
+            self._write_phases(steps)
             self.status.updates_written += len(steps)
-        except _PhaseError as pe:
+        except PhaseError as pe:
             err = pe.error
             if isinstance(err, P4RuntimeConnectionError):
                 raise err from None
@@ -473,8 +533,8 @@ class SwitchAgent:
                     raise _Unsettled(f"switch said {drift[0].code}: {drift[0].message}") from None
             undo = [s.inverse() for s in reversed(pe.applied)]
             try:
-                _write_phases(self.conn, undo)
-            except (_PhaseError, P4RuntimeError) as exc:
+                self._write_phases(undo)
+            except (PhaseError, P4RuntimeError) as exc:
                 raise _Unsettled(f"rollback failed: {exc}") from None
             if isinstance(err, P4RuntimeWriteError) and err.resource_exhausted:
                 bad = [
@@ -490,7 +550,7 @@ class SwitchAgent:
             raise err from None
 
     def entry_counts(self) -> dict[str, int]:
-        return count_by_table(self.installed)
+        return dict(self._counts())
 
     def status_view(self) -> dict[str, Any]:
         """The anti-entropy and arbitration part of ``/status``."""
@@ -512,49 +572,13 @@ class SwitchAgent:
         }
 
 
-def _fingerprint(raw: list[p4r.Entity]) -> bytes:
+def _digest(parts: list[bytes]) -> bytes:
     """Order-independent digest of raw entries (no decoding: the cheap comparison)."""
-    parts = sorted(e.SerializeToString(deterministic=True) for e in raw)
     h = hashlib.sha256()
-    for part in parts:
+    for part in sorted(parts):
         h.update(len(part).to_bytes(4, "big"))
         h.update(part)
     return h.digest()
-
-
-class _PhaseError(Exception):
-    def __init__(self, error: P4RuntimeError, applied: list[Step], batch: list[Step]) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.applied = applied
-        self.batch = batch
-
-
-def _phases(steps: list[Step]) -> list[list[Step]]:
-    """Split into runs that may share one WriteRequest: a DELETE never shares a
-    request with an INSERT/MODIFY, because a request's updates are unordered."""
-    out: list[list[Step]] = []
-    for s in steps:
-        is_del = s.kind == "DELETE"
-        if out and (out[-1][0].kind == "DELETE") == is_del:
-            out[-1].append(s)
-        else:
-            out.append([s])
-    return out
-
-
-def _write_phases(conn: SwitchConnection, steps: list[Step]) -> None:
-    applied: list[Step] = []
-    for batch in _phases(steps):
-        try:
-            conn.write_entries([(s.kind, s.entry) for s in batch])
-        except P4RuntimeWriteError as exc:
-            ok = set(exc.succeeded_indices)
-            done = [s for i, s in enumerate(batch) if i in ok]
-            raise _PhaseError(exc, applied + done, batch) from None
-        except P4RuntimeError as exc:
-            raise _PhaseError(exc, applied, batch) from None
-        applied += batch
 
 
 def _refusal(why: str) -> str | None:

@@ -35,6 +35,7 @@ import yaml
 
 from controlplane.p4info import P4Info
 from controlplane.p4rt import SwitchConnection
+from controlplane.registry import SYNC_MODES
 from echelon.errors import EchelonError
 from targets.process import free_port, stop_process, wait_until
 from targets.switch import Target, start_target
@@ -137,9 +138,12 @@ def pct(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, round(q * (len(s) - 1)))]
 
 
-def run(levels: list[int], probes: int, kind: Literal["soft", "bmv2"]) -> None:
+def run(
+    levels: list[int], probes: int, kind: Literal["soft", "bmv2"], sync: str = "normal"
+) -> None:
     with tempfile.TemporaryDirectory(prefix="echelon-bench-") as d:
         b = Bench(Path(d), kind)
+        b.daemon_args = ["--registry-sync", sync]
         try:
             b.start_switch()
             b.start_daemon()
@@ -197,6 +201,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--levels", default="1,100,1000", help="registered-job counts to measure at")
     p.add_argument("--probes", type=int, default=50, help="timed registrations per level")
     p.add_argument("--target", choices=("soft", "bmv2"), default="soft", help="switch to drive")
+    p.add_argument(
+        "--registry-sync",
+        choices=SYNC_MODES,
+        default="normal",
+        help="the daemon's --registry-sync (full: fsync per change)",
+    )
     args = p.parse_args(argv)
     try:
         levels = sorted(int(x) for x in args.levels.split(","))
@@ -216,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --target: bmv2 needs p4src/build/echelon.json (make p4)", file=sys.stderr)
         return 2
     try:
-        run(levels, args.probes, args.target)
+        run(levels, args.probes, args.target, args.registry_sync)
     except EchelonError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

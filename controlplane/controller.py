@@ -22,8 +22,10 @@ from functools import lru_cache
 from typing import Any
 
 from controlplane.agent import Delta, SwitchAgent
+from controlplane.codec import encoded
 from controlplane.entries import (
     GroupPlan,
+    TableFullError,
     check_capacity,
     count_by_table,
     forwarding_entries,
@@ -33,7 +35,8 @@ from controlplane.limits import check_description, check_flows, check_parsed
 from controlplane.online import OnlinePlanner, check_mode, freeze_heap
 from controlplane.p4info import P4Info, TableEntry
 from controlplane.p4rt import P4RuntimeError
-from controlplane.planning import ParsedJob, check_policy, parse_job, plan_groups
+from controlplane.planner import PlanChange, Planner
+from controlplane.planning import ParsedJob, check_policy, parse_job
 from controlplane.progress import DEFAULT_TIMEOUT_S, ProgressTracker, parse_report
 from controlplane.registry import GroupIds, JobRecord, Registry, RegistryError, UnknownJobError
 from echelon.constants import UNPRIO_COUNT, UNPRIO_NAMES
@@ -74,6 +77,8 @@ class Controller:
         self.lock = threading.RLock()
         self.policy = registry.get_setting("policy", "echelon")
         self._parsed: dict[str, ParsedJob] = {}
+        #: the static plans, kept incrementally (:mod:`controlplane.planner`)
+        self.planner = Planner(self.policy, self.network)
         self._plans: list[GroupPlan] = []
         #: online mode: the latest plan of every group that has been in flight, over
         #: the static plan (``_plans``); see :mod:`controlplane.online`
@@ -81,6 +86,7 @@ class Controller:
         #: every switch's desired entries as of the last change (online re-plans diff
         #: against it instead of rebuilding it)
         self._wanted: dict[str, set[TableEntry]] | None = None
+        self._wanted_counts: dict[str, tuple[set[TableEntry], dict[str, int]]] = {}
         #: seconds the last change spent in the switches' writes (diff + RPCs + acks)
         self.last_write_s = 0.0
         self.replan = replan
@@ -107,11 +113,14 @@ class Controller:
                     log.warning("job %s kept but not installed: %s", rec.job_id, exc)
                 else:
                     self._records.append(rec)
-            self._plans = self._replan(self._records, self.policy)
+            self.planner.add_many([(self._job(r), r.groups) for r in self._records])
+            self._plans = self.planner.plans()
             for rec in self._records:
                 self._track(rec)
-            for plan in self._plans:  # build every group's entries now, not while a
-                self._group_entries(plan)  # switch waits for its first reconciliation
+            # build and encode every entry now, not while a switch waits to be reconciled
+            groups = [e for plan in self._plans for e in self._group_entries(plan)]
+            for e in [*groups, *(e for fwd in self._fwd.values() for e in fwd)]:
+                encoded(p4info, e)
             self._settled()
 
     def _settled(self) -> None:
@@ -172,9 +181,77 @@ class Controller:
             self._parsed[rec.job_id] = parse_job(spec, self.topo)
         return self._parsed[rec.job_id]
 
-    def _replan(self, records: list[JobRecord], policy: str) -> list[GroupPlan]:
-        jobs = [(self._job(r), r.groups) for r in records]
-        return plan_groups(policy, jobs, self.network)
+    def _apply_changes(
+        self, changes: list[PlanChange], overlay: dict[tuple[str, str], GroupPlan] | None = None
+    ) -> int:
+        """Write what ``changes`` (the planner's, already applied to it) change on the
+        switches: only the entries of the groups whose *effective* plan moved (an
+        online plan in the overlay hides a static change). Returns updates written."""
+        ov_old = self.overlay
+        ov_new = self.overlay if overlay is None else overlay
+        gone: set[TableEntry] = set()
+        new: set[TableEntry] = set()
+        for c in changes:
+            before = ov_old.get(c.key, c.old)
+            after = ov_new.get(c.key, c.new) if c.new is not None else None
+            if before == after:
+                continue
+            if before is not None:
+                gone |= self._group_entries(before)
+            if after is not None:
+                new |= self._group_entries(after)
+        keys = {c.key for c in changes}
+        for key, p in ov_old.items():  # online plans dropped (a removal, a policy switch)
+            if key not in ov_new and key not in keys:
+                static = self._static(key)
+                if static != p:
+                    gone |= self._group_entries(p)
+                    if static is not None:
+                        new |= self._group_entries(static)
+        plans = self.planner.plans()
+        if self._wanted is None:
+            return self._transition(plans, ov_new)
+        wanted = {}
+        deltas = {}
+        counts = {}
+        for s in self.agents:
+            base = self._wanted[s]
+            want = set(base)  # a copy of the hash table, then the few changes
+            want -= gone
+            want |= new
+            wanted[s] = want
+            deltas[s] = (base, gone, new)
+            # counted from the base's counts and the change, not by walking 5,000 entries
+            tally = dict(self._counts(s, base))
+            for e in gone:
+                if e in base:
+                    tally[e.table] -= 1
+            for e in new:
+                if e not in base or e in gone:
+                    tally[e.table] = tally.get(e.table, 0) + 1
+            for t, n in sorted(tally.items()):
+                size = self.p4info.table(t).size
+                if size and n > size:
+                    raise TableFullError(t, n, size)
+            counts[s] = tally
+        steps = self._transition(plans, ov_new, wanted, deltas)
+        self._wanted_counts = {s: (wanted[s], counts[s]) for s in wanted}
+        return steps
+
+    def _counts(self, switch: str, entries: set[TableEntry]) -> dict[str, int]:
+        """``count_by_table(entries)``, remembered for the set last written to ``switch``."""
+        hit = self._wanted_counts.get(switch)
+        if hit is not None and hit[0] is entries:
+            return hit[1]
+        c = count_by_table(entries)
+        self._wanted_counts[switch] = (entries, c)
+        return c
+
+    def _static(self, key: tuple[str, str]) -> GroupPlan | None:
+        try:
+            return self.planner.plan(*key)
+        except KeyError:
+            return None
 
     def _transition(
         self,
@@ -277,12 +354,13 @@ class Controller:
                 check_capacity(self.p4info, entries)
         return self._transition(self._plans, ov, wanted, deltas)
 
-    def _commit(self, old_plans: list[GroupPlan]) -> None:
-        """Commit the registry; if that fails, bring the switches back to ``old_plans``
-        (what the registry still says) and re-raise."""
+    def _commit(self, old_plans: list[GroupPlan], token: object) -> None:
+        """Commit the registry; if that fails, bring the planner (``token``) and the
+        switches back to ``old_plans`` (what the registry still says) and re-raise."""
         try:
             self.registry.commit()
         except RegistryError:
+            self.planner.restore(token)
             try:
                 self._transition(old_plans)
             except Exception:
@@ -304,18 +382,21 @@ class Controller:
         check_flows(parsed.echelons)
         with self.lock:
             old = self._plans
+            token = self.planner.snapshot()
             self.registry.begin()
             try:
                 rec = self.registry.add_job(parsed.job_id, dict(desc), list(parsed.groups))
                 self._parsed[rec.job_id] = parsed
                 records = [*self._records, rec]
-                self._transition(self._replan(records, self.policy))
+                self._apply_changes(self.planner.add(parsed, rec.groups))
             except BaseException:
+                self.planner.restore(token)
+                self._plans = old
                 self._parsed.pop(parsed.job_id, None)
                 self.registry.rollback()
                 raise
             try:
-                self._commit(old)
+                self._commit(old, token)
             except RegistryError:
                 self._parsed.pop(parsed.job_id, None)
                 raise
@@ -329,16 +410,20 @@ class Controller:
     def remove(self, job_id: str) -> None:
         with self.lock:
             old = self._plans
+            token = self.planner.snapshot()
             self.registry.begin()
             try:
                 self.registry.remove_job(job_id)
                 records = [r for r in self._records if r.job_id != job_id]
                 overlay = {k: p for k, p in self.overlay.items() if k[0] != job_id}
-                self._transition(self._replan(records, self.policy), overlay)
+                changes = self.planner.remove(job_id) if job_id in self.planner else []
+                self._apply_changes(changes, overlay)
             except BaseException:
+                self.planner.restore(token)
+                self._plans = old
                 self.registry.rollback()
                 raise
-            self._commit(old)
+            self._commit(old, token)
             self._records = records
             self._parsed.pop(job_id, None)
             self.orphans.pop(job_id, None)
@@ -349,14 +434,17 @@ class Controller:
         check_policy(name)
         with self.lock:
             old = self._plans
+            token = self.planner.snapshot()
             self.registry.begin()
             try:
                 self.registry.set_setting("policy", name)
-                self._transition(self._replan(self._records, name), {})
+                self._apply_changes(self.planner.set_policy(name), {})
             except BaseException:
+                self.planner.restore(token)
+                self._plans = old
                 self.registry.rollback()
                 raise
-            self._commit(old)
+            self._commit(old, token)
             self.policy = name
             self._settled()
         if self.online is not None:  # what is in flight is re-planned under the new policy
@@ -390,7 +478,10 @@ class Controller:
                 out["installed"] = {n: False for n in self.agents}
                 return out
             parsed = self._job(rec)
-            plans = {p.group: p for p in self.effective() if p.job == job_id}
+            plans = {}
+            for gid in rec.groups:  # the static plan, or the group's online plan
+                key = (job_id, gid.group)
+                plans[gid.group] = self.overlay.get(key) or self.planner.plan(*key)
             out = self._summary(rec)
             out["policy"] = self.policy
             out["spec"] = rec.spec

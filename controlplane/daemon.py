@@ -23,7 +23,7 @@ from controlplane.p4info import P4Info
 from controlplane.planning import POLICIES
 from controlplane.progress import DEFAULT_TIMEOUT_S
 from controlplane.progress_socket import ProgressSocket
-from controlplane.registry import CHECK_INTERVAL_S, Registry
+from controlplane.registry import CHECK_INTERVAL_S, SYNC_MODES, Registry
 from echelon.errors import EchelonError
 from echelon.jobs import read_file
 from echelon.topology import load, topology_warnings
@@ -45,6 +45,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="BMv2 JSON to push (default: p4src/build/echelon.json if it exists, else empty)",
     )
     p.add_argument("--db", default="echelon-controller.db", help="SQLite registry file")
+    p.add_argument(
+        "--registry-sync",
+        choices=SYNC_MODES,
+        default="normal",
+        help="normal: a change survives kill -9 of the controller; full: also power loss "
+        "(fsync per change: 1-5 ms more per registration on the development VM)",
+    )
     p.add_argument("--election-id", type=int, default=1, help="P4Runtime election ID (low)")
     p.add_argument("--role", default="", help="P4Runtime role name (default role if empty)")
     p.add_argument("--host", default="127.0.0.1", help="API bind address")
@@ -106,7 +113,9 @@ def build(args: argparse.Namespace) -> Controller:
     if args.device_config and not cfg_path.exists():
         raise EchelonError(f"device-config: {cfg_path} does not exist")
     device_config = cfg_path.read_bytes() if cfg_path.exists() else b""
-    registry = Registry(args.db, class_slots=p4info.counter("echelon_pkts").size)
+    registry = Registry(
+        args.db, class_slots=p4info.counter("echelon_pkts").size, sync=args.registry_sync
+    )
     registry.start_checks(CHECK_INTERVAL_S)
     return Controller(
         topo,

@@ -32,7 +32,7 @@ from finsy.proto import p4r as p4runtime_pb2
 from finsy.proto import p4r_grpc as p4runtime_pb2_grpc
 from finsy.proto import rpc_code as code_pb2
 
-from controlplane.codec import entry_from_proto, entry_to_proto
+from controlplane.codec import ENCODED_MAX, encoded, entry_from_proto
 from controlplane.p4info import P4Info, TableEntry, UserValue
 from controlplane.p4rt_errors import (
     P4RuntimeConnectionError,
@@ -82,6 +82,7 @@ class SwitchConnection:
         self.election_id = election_id
         self.role = role
         self.p4info = p4info
+        self._update_cache: tuple[P4Info | None, dict[tuple[str, TableEntry], Any]] = (None, {})
         self.is_primary = False
         #: the last arbitration update: the primary's election ID (``None`` if the role
         #: has none) and the status code name (OK primary, ALREADY_EXISTS backup, NOT_FOUND)
@@ -374,7 +375,26 @@ class SwitchConnection:
             if kind == "DELETE":
                 e = TableEntry(e.table, e.match, None, (), e.priority, e.is_default)
             u = p4runtime_pb2.Update(type=utype)
-            u.entity.table_entry.CopyFrom(entry_to_proto(info, e))
+            u.entity.table_entry.CopyFrom(encoded(info, e))
+            out.append(u)
+        return out
+
+    def _shared_updates(
+        self, items: Sequence[tuple[str, TableEntry]]
+    ) -> list[p4runtime_pb2.Update]:
+        """:meth:`updates` for ``(kind, entry)`` pairs, remembered per connection and
+        P4Info: read-only messages, only ever copied into a WriteRequest (the agent
+        writes the same entries again after every switch restart)."""
+        info = self._p4info()
+        if self._update_cache[0] is not info or len(self._update_cache[1]) > ENCODED_MAX:
+            self._update_cache = (info, {})
+        cache = self._update_cache[1]
+        out = []
+        for item in items:
+            u = cache.get(item)
+            if u is None:
+                (u,) = self.updates(item[0], [item[1]])
+                cache[item] = u
             out.append(u)
         return out
 
@@ -415,11 +435,11 @@ class SwitchConnection:
         """
         chunk = min(chunk, MAX_CHUNK)
         if len(items) <= chunk:
-            # one request (an online re-plan's few updates): a blocking call, whose
-            # answer the calling thread takes itself -- the future's completion passes
-            # through gRPC's channel thread first, one more thread wake-up per write
+            # one request (a registration, an online re-plan's few updates): a blocking
+            # call, whose answer the calling thread takes itself -- the future's
+            # completion passes through gRPC's channel thread first, one more wake-up
             if items:
-                updates = [u for kind, e in items for u in self.updates(kind, [e])]
+                updates = self._shared_updates(items)
                 try:
                     self.stub.Write(self.write_request(updates), timeout=RPC_TIMEOUT_S)
                 except grpc.RpcError as exc:
@@ -444,7 +464,7 @@ class SwitchConnection:
             if start < len(items):
                 part = items[start : start + chunk]
                 try:
-                    updates = [u for kind, e in part for u in self.updates(kind, [e])]
+                    updates = self._shared_updates(part)
                 except BaseException:
                     settle()  # never leave a chunk in flight behind an encoding error
                     raise

@@ -1,11 +1,15 @@
 """Durable registrations: jobs, their echelon IDs and class slots, and settings.
 
-One SQLite file in WAL mode with ``synchronous=FULL``: a commit is on disk
-(fsync'd WAL) before :meth:`Registry.commit` returns, so a registration the API
-acknowledged survives ``kill -9`` of the controller. The controller holds its
-own lock around a whole registration; the registry's transaction (``begin`` ...
-``commit``/``rollback``) lets it write the switches *inside* the transaction and
-roll the registration back if the switches refuse it, so nothing is half-applied.
+One SQLite file in WAL mode. With ``sync="normal"`` (the default) a commit is
+written to the WAL file before :meth:`Registry.commit` returns, so a
+registration the API acknowledged survives ``kill -9`` of the controller (the
+soak test's fault); the WAL is fsync'd at checkpoints, so an OS crash or power
+loss may lose the last commits. ``sync="full"`` fsyncs the WAL on every commit
+(survives power loss; measured 1–5 ms more per registration, docs/controller.md).
+The controller holds its own lock around a whole registration; the registry's
+transaction (``begin`` ... ``commit``/``rollback``) lets it write the switches
+*inside* the transaction and roll the registration back if the switches refuse
+it, so nothing is half-applied.
 
 IDs are allocated lowest-free-first, so they are reused after a removal and a
 restart recomputes exactly the same entries from the file.
@@ -41,6 +45,8 @@ _COLUMNS = {
     "groups": ["job_id", "grp", "echelon_id", "class_id"],
     "settings": ["key", "value"],
 }
+#: ``PRAGMA synchronous`` choices (see the module docstring).
+SYNC_MODES = ("normal", "full")
 #: Seconds between integrity checks of a running daemon's registry.
 CHECK_INTERVAL_S = 60.0
 #: Seconds SQLite waits for a lock held by another process before giving up.
@@ -110,7 +116,11 @@ class JobRecord:
 class Registry:
     """The controller's persistent state. Thread-safe; one writer transaction at a time."""
 
-    def __init__(self, path: str | Path, class_slots: int = 1024) -> None:
+    def __init__(self, path: str | Path, class_slots: int = 1024, sync: str = "normal") -> None:
+        if sync not in SYNC_MODES:
+            raise RegistryError(
+                "registry_sync", f"unknown mode {sync!r} (one of {list(SYNC_MODES)})"
+            )
         self.path = str(path)
         self.class_slots = class_slots
         self._lock = threading.RLock()
@@ -119,6 +129,10 @@ class Registry:
         self.integrity_checks = 0
         self._stop = threading.Event()
         self._checker: threading.Thread | None = None
+        #: IDs in use per column, mirrored from the file (``None``: read it again; a
+        #: registration must not scan every row to find the lowest free ID)
+        self._used: dict[str, set[int]] | None = None
+        self._data_version = -1
         try:
             self._db = sqlite3.connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S
@@ -127,7 +141,7 @@ class Registry:
             raise RegistryError("registry", f"{self.path}: cannot open: {exc}") from None
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute(f"PRAGMA synchronous={sync.upper()}")
             self._db.execute("PRAGMA foreign_keys=ON")
             problem = _quick_check(self._db)
             if problem:
@@ -205,6 +219,11 @@ class Registry:
                     "registry", f"integrity check failed, changes refused: {self.integrity_error}"
                 )
             self._db.execute("BEGIN IMMEDIATE")
+            # another connection's commit (a second process on the file) makes the
+            # mirrored IDs stale
+            version = self._db.execute("PRAGMA data_version").fetchone()[0]
+            if version != self._data_version:
+                self._used, self._data_version = None, version
         except sqlite3.OperationalError as exc:
             self._lock.release()
             raise RegistryUnavailableError("registry", f"cannot write: {exc}") from None
@@ -222,6 +241,7 @@ class Registry:
             self._lock.release()
 
     def _rollback_quietly(self) -> None:
+        self._used = None
         with contextlib.suppress(sqlite3.Error):  # no transaction left to roll back
             self._db.execute("ROLLBACK")
 
@@ -229,6 +249,7 @@ class Registry:
         try:
             self._db.execute("ROLLBACK")
         finally:
+            self._used = None
             self._lock.release()
 
     # ------------------------------------------------------------ writes (inside begin)
@@ -256,10 +277,19 @@ class Registry:
                     (job_id, g, eid, cid),
                 )
                 out.append(GroupIds(g, eid, cid))
+            used = self._used_ids()
+            used["echelon_id"].update(eids)
+            used["class_id"].update(cids)
             return JobRecord(job_id, seq, spec, tuple(out))
 
+    def _used_ids(self) -> dict[str, set[int]]:
+        if self._used is None:
+            rows = self._db.execute("SELECT echelon_id, class_id FROM groups").fetchall()
+            self._used = {"echelon_id": {r[0] for r in rows}, "class_id": {r[1] for r in rows}}
+        return self._used
+
     def _free(self, column: str, lo: int, hi: int, count: int) -> list[int]:
-        used = {r[0] for r in self._db.execute(f"SELECT {column} FROM groups")}
+        used = self._used_ids()[column]
         out: list[int] = []
         n = lo
         while len(out) < count and n <= hi:
@@ -275,9 +305,16 @@ class Registry:
 
     def remove_job(self, job_id: str) -> None:
         with self._lock:
+            ids = self._db.execute(
+                "SELECT echelon_id, class_id FROM groups WHERE job_id=?", (job_id,)
+            ).fetchall()
             cur = self._db.execute("DELETE FROM jobs WHERE job_id=?", (job_id,))
             if cur.rowcount == 0:
                 raise UnknownJobError("job", f"no job {job_id!r} is registered")
+            used = self._used_ids()
+            for eid, cid in ids:
+                used["echelon_id"].discard(eid)
+                used["class_id"].discard(cid)
 
     def set_setting(self, key: str, value: str) -> None:
         with self._lock:

@@ -8,7 +8,10 @@ priority for range/ternary tables). Writers hold the server's lock; the packet
 thread never locks. Every change to the lookup view is a single reference
 assignment or dict item operation (atomic under the GIL), and candidate tuples
 and level lists are replaced, never mutated, so a lookup sees either the old or
-the new state of a bucket, never a torn one.
+the new state of a bucket, never a torn one. A P4Runtime WriteRequest defers the
+range/ternary groups' rebuild to its end (``defer=True``, :meth:`Table.flush`): one
+rebuild per touched group instead of one per entry; until then lookups see the group
+as it was before the request.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ class KeyField:
     attr: str | int
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     """An installed entry. ``payload`` is whatever the control plane wants back on reads."""
 
@@ -82,6 +85,8 @@ class Table:
         self.default_payload: Any = None
         self.entries: dict[tuple[MatchKey, int], Entry] = {}
         self._seq = 0
+        #: range/ternary groups whose lookup view a deferred write left stale
+        self._dirty: set[Any] = set()
         kinds = [f.kind for f in fields]
         self.needs_priority = any(k in (RANGE, TERNARY, OPTIONAL) for k in kinds)
         attrs = [f.attr for f in fields]
@@ -195,7 +200,11 @@ class Table:
     def get(self, key: MatchKey, priority: int) -> Entry | None:
         return self.entries.get((key, priority))
 
-    def insert(self, key: MatchKey, priority: int, call: ActionCall, payload: Any) -> None:
+    def insert(
+        self, key: MatchKey, priority: int, call: ActionCall, payload: Any, defer: bool = False
+    ) -> None:
+        """Add an entry. ``defer``: a range/ternary group's lookup view is rebuilt by
+        :meth:`flush` (once per WriteRequest), not per entry."""
         if self.mode == "keyless":
             raise InvalidArgument(self.name, "a keyless table has only its default entry")
         ident = (key, priority)
@@ -206,21 +215,29 @@ class Table:
         self._seq += 1
         entry = Entry(key, priority, call, payload, self._seq)
         self.entries[ident] = entry
-        self._index(entry)
+        self._index(entry, defer)
 
-    def modify(self, key: MatchKey, priority: int, call: ActionCall, payload: Any) -> None:
+    def modify(
+        self, key: MatchKey, priority: int, call: ActionCall, payload: Any, defer: bool = False
+    ) -> None:
         entry = self.entries.get((key, priority))
         if entry is None:
             raise NotFound(self.name, "no entry with this match key to modify")
         entry.call = call
         entry.payload = payload
-        self._index(entry)
+        self._index(entry, defer)
 
-    def delete(self, key: MatchKey, priority: int) -> None:
+    def delete(self, key: MatchKey, priority: int, defer: bool = False) -> None:
         entry = self.entries.pop((key, priority), None)
         if entry is None:
             raise NotFound(self.name, "no entry with this match key to delete")
-        self._unindex(entry)
+        self._unindex(entry, defer)
+
+    def flush(self) -> None:
+        """Rebuild the lookup view of every range/ternary group a deferred write touched."""
+        dirty, self._dirty = self._dirty, set()
+        for gkey in dirty:
+            self._rebuild_group(gkey)
 
     def set_default(self, call: ActionCall | None, payload: Any) -> None:
         """Replace the default action; None restores the program's initial default."""
@@ -228,7 +245,7 @@ class Table:
         self.default_payload = None if call is None else payload
 
     # ----------------------------------------------------------- lookup views
-    def _index(self, entry: Entry) -> None:
+    def _index(self, entry: Entry, defer: bool = False) -> None:
         if self.mode == "exact":
             k = entry.key[0] if self._single else entry.key
             self._exact[k] = entry.call
@@ -240,9 +257,12 @@ class Table:
         else:
             gkey = self._group_key(entry.key)
             self._members.setdefault(gkey, {})[(entry.key, entry.priority)] = entry
-            self._rebuild_group(gkey)
+            if defer:
+                self._dirty.add(gkey)
+            else:
+                self._rebuild_group(gkey)
 
-    def _unindex(self, entry: Entry) -> None:
+    def _unindex(self, entry: Entry, defer: bool = False) -> None:
         if self.mode == "exact":
             k = entry.key[0] if self._single else entry.key
             del self._exact[k]
@@ -259,7 +279,10 @@ class Table:
             members.pop((entry.key, entry.priority), None)
             if not members:
                 self._members.pop(gkey, None)
-            self._rebuild_group(gkey)
+            if defer:
+                self._dirty.add(gkey)
+            else:
+                self._rebuild_group(gkey)
 
     def _lpm_key(self, key: MatchKey) -> tuple[Any, int, int]:
         value, plen = key[self._lpm_pos]  # type: ignore[misc]

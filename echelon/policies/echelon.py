@@ -97,6 +97,17 @@ class EchelonPolicy(TablePolicy):
         self.interleave = interleave
 
     def decide(self, t: FlowTable, now: float) -> Schedule:
+        order, rank = self.rank_flows(t, now)
+        return Schedule(
+            self.name,
+            tuple(t.names[i] for i in order.tolist()),
+            dict(zip(t.keys, rank.tolist(), strict=True)),
+            interleaved=self.interleave,
+        )
+
+    def rank_flows(self, t: FlowTable, now: float) -> tuple[Ints, Ints]:
+        """``(group order, flow ranks)`` as arrays: :meth:`decide` without building the
+        Schedule's dict (the controller's incremental planner reads the arrays)."""
         slack = t.slack if self.use_slack else np.zeros_like(t.slack)
         key = group_keys(t, now, slack)
         cls = size_class(key) if self.use_classes else np.zeros(len(key), dtype=np.int64)
@@ -113,12 +124,7 @@ class EchelonPolicy(TablePolicy):
             rank = dense_rank(cls[t.ech], virtual)
         else:
             rank = dense_rank(position[t.ech], virtual)
-        return Schedule(
-            self.name,
-            tuple(t.names[i] for i in order.tolist()),
-            dict(zip(t.keys, rank.tolist(), strict=True)),
-            interleaved=self.interleave,
-        )
+        return order, rank
 
 
 #: Ablations of :class:`EchelonPolicy` (docs/evaluation.md), by policy name.

@@ -9,49 +9,37 @@ policy details, only on the controller's contract with them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from finsy.proto import p4i, p4r
 
-from controlplane import planning
 from controlplane.controller import Controller
-from controlplane.entries import T_CLASSIFY, T_DEADLINE, T_IDS, T_LPM, TableFullError
+from controlplane.entries import (
+    T_CLASSIFY,
+    T_DEADLINE,
+    T_IDS,
+    T_LPM,
+    TableFullError,
+    desired_entries,
+)
 from controlplane.p4info import P4Info, TableEntry
 from controlplane.p4rt import SwitchConnection
-from controlplane.planning import UnknownHostError
+from controlplane.planning import UnknownHostError, plan_groups
 from controlplane.registry import DuplicateJobError, Registry
 from echelon.errors import SpecError
-from echelon.model import EchelonFlow
-from echelon.schedule import DeadlineRange, EchelonLevels
 from echelon.topology import load
 from softswitch.bm.pipeline import Pipeline
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch
 
 
-def fake_levels(
-    policy: str, efs: Sequence[EchelonFlow], network: object
-) -> dict[str, EchelonLevels]:
-    """Earlier-registered groups get higher bands; one range per flow offset."""
-    out = {}
-    for i, ef in enumerate(efs):
-        top = max(2, 7 - i)
-        offs = sorted({f.offset_us for f in ef.flows})
-        ranges = tuple(
-            DeadlineRange(lo, (offs[k + 1] - 1) if k + 1 < len(offs) else 10**6, max(1, top - k))
-            for k, lo in enumerate(offs)
-        )
-        out[ef.name] = EchelonLevels(ef.name, top, ranges)
-    return out
-
-
 @pytest.fixture
 def env(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> Iterator[tuple[Controller, list[InProcessSwitch]]]:
-    monkeypatch.setattr(planning, "compute_levels", fake_levels)
     servers = [InProcessSwitch(), InProcessSwitch()]
     topo = load(write_topo(tmp_path / "t.yaml", [s.addr for s in servers]))
     ctl = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"), DEVICE_CONFIG)
@@ -178,3 +166,28 @@ def test_policy_switch(env: tuple[Controller, list[InProcessSwitch]]) -> None:
     with pytest.raises(SpecError):
         ctl.set_policy("nope")
     assert ctl.policy == "coflow"
+
+
+def test_incremental_changes_leave_what_a_full_replan_wants(
+    env: tuple[Controller, list[InProcessSwitch]],
+) -> None:
+    """Random registrations, removals and policy switches, each written as a delta:
+    every switch then holds exactly the entries of a from-scratch plan of the jobs."""
+    ctl, servers = env
+    rng = random.Random(3)
+    alive: list[str] = []
+    for step in range(40):
+        if alive and rng.random() < 0.35:
+            ctl.remove(alive.pop(rng.randrange(len(alive))))
+        elif step % 13 == 12:
+            ctl.set_policy(rng.choice(["echelon", "coflow", "fifo"]))
+        else:
+            name = f"j{step}"
+            sources = tuple(rng.sample(["h1", "h2", "h3", "h5"], rng.randint(1, 3)))
+            ctl.register(spec(name, groups=rng.randint(1, 3), sources=sources))
+            alive.append(name)
+        if step % 5 == 4:
+            plans = plan_groups(ctl.policy, ctl.registered(), ctl.network)
+            for name, s in zip(("s1", "s2"), servers, strict=True):
+                want = desired_entries(ctl.p4info, ctl.topo, name, plans)
+                assert read_back(s) == want, f"step {step}, switch {name}"

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from finsy.proto import p4r
 
-from controlplane import planning
 from controlplane.codec import entry_to_proto
 from controlplane.controller import Controller
 from controlplane.entries import T_IDS
@@ -22,7 +21,7 @@ from controlplane.registry import Registry
 from echelon.topology import load
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch
-from tests.controlplane.test_controller_inproc import fake_levels, read_back
+from tests.controlplane.test_controller_inproc import read_back
 
 
 def ids_entry(info: P4Info, echelon_id: int) -> TableEntry:
@@ -76,10 +75,7 @@ def test_default_chunks_fit_error_details(switch: InProcessSwitch) -> None:
 
 
 @pytest.fixture
-def ctl_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, switch: InProcessSwitch
-) -> Iterator[Controller]:
-    monkeypatch.setattr(planning, "compute_levels", fake_levels)
+def ctl_one(tmp_path: Path, switch: InProcessSwitch) -> Iterator[Controller]:
     topo = load(write_topo(tmp_path / "t.yaml", [switch.addr]))
     ctl = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"), DEVICE_CONFIG)
     ctl.start()

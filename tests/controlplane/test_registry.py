@@ -10,6 +10,7 @@ from controlplane.registry import (
     DuplicateJobError,
     IdsExhaustedError,
     Registry,
+    RegistryError,
     UnknownJobError,
 )
 
@@ -68,10 +69,33 @@ def test_persistent_and_wal(tmp_path: Path) -> None:
     reg.rollback()
     mode = reg._db.execute("PRAGMA journal_mode").fetchone()[0]
     sync = reg._db.execute("PRAGMA synchronous").fetchone()[0]
-    assert (mode, sync) == ("wal", 2)  # 2 == FULL
+    assert (mode, sync) == ("wal", 1)  # 1 == NORMAL: kill -9 safe (test_faults_registry)
+    full = Registry(tmp_path / "full.db", sync="full")
+    assert full._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL: power-loss safe
+    full.close()
+    with pytest.raises(RegistryError):
+        Registry(tmp_path / "x.db", sync="sometimes")
     reg2 = Registry(db)  # a second process would see the same
     assert [r.job_id for r in reg2.jobs()] == ["a"]
     assert reg2.job("a").spec == {"job": "a"}
     assert reg2.get_setting("policy", "echelon") == "coflow"
     reg.close()
     reg2.close()
+
+
+def test_mirrored_ids_follow_another_connection(tmp_path: Path) -> None:
+    """The lowest-free allocation keeps the used IDs in memory; a commit by another
+    connection (another process on the file) is noticed at the next transaction."""
+    one, two = Registry(tmp_path / "r.db"), Registry(tmp_path / "r.db")
+    _add(one, "a", ["g"])
+    _add(two, "b", ["g"])
+    _add(one, "c", ["g"])  # a stale mirror would hand out b's IDs again
+    ids = {r.job_id: r.groups[0].echelon_id for r in one.jobs()}
+    assert ids == {"a": 1, "b": 2, "c": 3}
+    one.begin()
+    one.remove_job("a")
+    one.commit()
+    _add(one, "d", ["g"])  # lowest free again
+    assert one.job("d").groups[0].echelon_id == 1
+    one.close()
+    two.close()
