@@ -99,3 +99,39 @@ def test_mirrored_ids_follow_another_connection(tmp_path: Path) -> None:
     assert one.job("d").groups[0].echelon_id == 1
     one.close()
     two.close()
+
+
+def test_allocation_is_always_the_lowest_free_ids(tmp_path: Path) -> None:
+    """Random adds and removes (and rolled-back adds): every allocation is exactly the
+    lowest IDs no registered group holds, as a scan from the bottom would give."""
+    import random
+
+    rng = random.Random(5)
+    reg = Registry(tmp_path / "r.db", class_slots=200)
+    live: set[str] = set()
+    for step in range(300):
+        if live and rng.random() < 0.45:
+            victim = rng.choice(sorted(live))
+            reg.begin()
+            reg.remove_job(victim)
+            reg.commit()
+            live.discard(victim)
+            continue
+        held = {(g.echelon_id, g.class_id) for r in reg.jobs() for g in r.groups}
+        n = rng.randint(1, 3)
+        if len(held) + n > 200:
+            continue
+        name = f"j{step}"
+        reg.begin()
+        rec = reg.add_job(name, {"job": name}, [f"g{i}" for i in range(n)])
+        if rng.random() < 0.1:
+            reg.rollback()
+            continue
+        reg.commit()
+        live.add(name)
+        used_e = {e for e, _ in held}
+        used_c = {c for _, c in held}
+        want_e = [i for i in range(1, 1000) if i not in used_e][:n]
+        want_c = [i for i in range(0, 200) if i not in used_c][:n]
+        assert [g.echelon_id for g in rec.groups] == want_e, step
+        assert [g.class_id for g in rec.groups] == want_c, step
