@@ -66,6 +66,12 @@ class SimConfig:
     index) had in the last plan that ranked it -- an earlier iteration's, or
     ``initial_levels`` (the static plan installed at registration) -- instead of
     the lowest level.
+
+    ``sender_round_robin`` models hosts that pace their released flows round-robin
+    packet by packet (``hostagent.sender``): on its source host's first link a flow
+    gets an equal share of that link among the host's active flows, whatever its
+    rank (a host knows no priorities; only switches do), and strict priority applies
+    from the first switch on. Off: every link, host links included, serves by rank.
     """
 
     policy: str | Policy = "echelon"
@@ -76,6 +82,7 @@ class SimConfig:
     replan_delay: float = 0.0
     keep_levels: bool = False
     initial_levels: Mapping[tuple[str, str, int], int] | None = None
+    sender_round_robin: bool = False
     header_bytes: int = 0
     payload_bytes: int = 1400
     record_flows: bool = True

@@ -32,6 +32,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, FlowKey, IterationPlan
@@ -220,7 +221,27 @@ class Simulator:
         self._group_event = self._flow_event = False
         if changed and len(self.active):
             keys = self.rank.data[self.active.gid]
-            self.active.rate[:] = allocate(self.active.paths, keys, self.capacity)
+            if self.cfg.sender_round_robin:
+                self.active.rate[:] = self._allocate_round_robin_senders(keys)
+            else:
+                self.active.rate[:] = allocate(self.active.paths, keys, self.capacity)
+
+    def _allocate_round_robin_senders(self, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """Strict priority from the first switch on, an equal share of its host's first
+        link per active flow before it (``SimConfig.sender_round_robin``): each flow
+        crosses one more link of its own, of capacity ``first link / flows on it``, in
+        place of that first link."""
+        paths = self.active.paths
+        n, pad = len(paths), len(self.capacity)
+        first = paths[:, 0]
+        share = self.capacity[first] / np.bincount(first, minlength=pad)[first]
+        own = pad + np.arange(n, dtype=np.int64)
+        rest = np.where(paths[:, 1:] == pad, pad + n, paths[:, 1:])
+        return allocate(
+            np.concatenate([own[:, None], rest], axis=1),
+            keys,
+            np.concatenate([self.capacity, share]),
+        )
 
     # ------------------------------------------------------------ policies
 

@@ -100,6 +100,7 @@ def predict_finish_times(
     replan_delay: float = 0.0,
     keep_levels: bool = False,
     initial_levels: Mapping[tuple[str, str, int], int] | None = None,
+    sender_round_robin: bool = False,
 ) -> dict[FlowKey, float]:
     """Per-flow finish times (seconds after the common start) predicted by the fluid model.
 
@@ -111,7 +112,7 @@ def predict_finish_times(
     data plane's quantisation; ``"kN"``/int N for other counts);
     ``iterations``: iterations per job unless a ``JobRun`` says otherwise;
     ``replan_interval``, ``policy_sizes``, ``replan_delay``, ``keep_levels``,
-    ``initial_levels``: as in :class:`sim.config.SimConfig`.
+    ``initial_levels``, ``sender_round_robin``: as in :class:`sim.config.SimConfig`.
     Keys are ``(echelon name, flow index)``, as in the job's ``IterationPlan``.
     """
     if isinstance(topology, str | Path):
@@ -135,6 +136,7 @@ def predict_finish_times(
         replan_delay=replan_delay,
         keep_levels=keep_levels,
         initial_levels=initial_levels,
+        sender_round_robin=sender_round_robin,
     )
     res = Simulator(TopologyNetwork(topology, UNLIMITED_BYTES_PER_S), runs, cfg).run()
     return {(f.echelon, f.index): f.finish for f in res.flows}

@@ -159,6 +159,8 @@ def compare(results: dict[str, Any], policy: str) -> list[dict[str, Any]]:
         replan_delay=delay if online else 0.0,
         keep_levels=online and results.get("idle_level", "keep") == "keep",
         initial_levels=static_levels(results, specs) if online else None,
+        # the host agent paces its released flows round-robin (hostagent.sender)
+        sender_round_robin=True,
     )
     rows = []
     for job in results["policies"][policy]["jobs"].values():

@@ -64,3 +64,22 @@ def test_unknown_host_is_a_spec_error() -> None:
     job["hosts"] = ["h1", "h9"]
     with pytest.raises(SpecError):
         predict_finish_times([job], STAR)
+
+
+def test_round_robin_senders_share_the_host_link_whatever_the_rank() -> None:
+    """A parameter server on h4 (10 Mbit/s) sends two layers' pulls to h1. By rank, the
+    first layer's takes the host link first; a host pacing its flows round-robin
+    (``sender_round_robin``, as hostagent.sender does) gives each half of it."""
+    size = 50_000
+    layer = {"fwd_s": 0.1, "bwd_s": 0.1, "param_bytes": size}
+    job = {"job": "rr", "paradigm": "dp_ps", "hosts": ["h4", "h1"], "ps": "h4",
+           "layers": [layer, layer]}  # fmt: skip
+    by_rank = predict_finish_times([job], STAR, header_bytes=0, levels_mode="ideal")
+    rr = predict_finish_times(
+        [job], STAR, header_bytes=0, levels_mode="ideal", sender_round_robin=True
+    )
+    first, second = sorted((k for k in by_rank if "/pull" in k[0]), key=lambda k: k[1])
+    assert by_rank[first] == pytest.approx(size / SLOW)
+    assert by_rank[second] == pytest.approx(2 * size / SLOW)
+    assert rr[first] == pytest.approx(2 * size / SLOW)
+    assert rr[second] == pytest.approx(2 * size / SLOW)
