@@ -23,6 +23,7 @@ from typing import Any
 
 from controlplane.agent import Delta, SwitchAgent
 from controlplane.codec import encoded
+from controlplane.counters import read_stats
 from controlplane.entries import (
     GroupPlan,
     TableFullError,
@@ -39,14 +40,10 @@ from controlplane.planner import PlanChange, Planner
 from controlplane.planning import ParsedJob, check_policy, parse_job
 from controlplane.progress import DEFAULT_TIMEOUT_S, ProgressTracker, parse_report
 from controlplane.registry import GroupIds, JobRecord, Registry, RegistryError, UnknownJobError
-from echelon.constants import UNPRIO_COUNT, UNPRIO_NAMES
 from echelon.errors import SpecError
 from echelon.topology import Topology, TopologyNetwork
 
 log = logging.getLogger(__name__)
-
-C_ECHELON = "EchelonIngress.echelon_pkts"
-C_UNPRIO = "EchelonIngress.unprioritized_pkts"
 
 
 class Controller:
@@ -567,54 +564,11 @@ class Controller:
         }
 
     def stats(self) -> dict[str, Any]:
-        """Per-group packets/bytes summed over switches, plus unprioritized packets by reason."""
+        """Per-group packets/bytes summed over switches, plus unprioritized packets by reason
+        (:func:`controlplane.counters.read_stats`)."""
         with self.lock:
             plans = list(self._plans)
-        per_switch: dict[str, Any] = {}
-        totals: dict[int, list[int]] = {}
-        unprio = [[0, 0] for _ in range(UNPRIO_COUNT)]
-        for name, a in self.agents.items():
-            conn = a.conn
-            if conn is None or not a.status.in_sync:
-                per_switch[name] = {"error": a.status.last_error or "not connected"}
-                continue
-            try:
-                ech = conn.read_counter(C_ECHELON)
-                spc = conn.read_counter(C_UNPRIO)
-            except Exception as exc:  # a dying switch must not break the endpoint
-                per_switch[name] = {"error": str(exc)}
-                continue
-            per_switch[name] = {"unprioritized": _unprio_view(spc)}
-            for p in plans:
-                pk, by = ech.get(p.class_id, (0, 0))
-                t = totals.setdefault(p.class_id, [0, 0])
-                t[0] += pk
-                t[1] += by
-            for i, (pk, by) in spc.items():
-                if i < UNPRIO_COUNT:
-                    unprio[i][0] += pk
-                    unprio[i][1] += by
-        groups = [
-            {
-                "job": p.job,
-                "group": p.group,
-                "echelon_id": p.echelon_id,
-                "class_id": p.class_id,
-                "priority": p.priority,
-                "packets": totals.get(p.class_id, [0, 0])[0],
-                "bytes": totals.get(p.class_id, [0, 0])[1],
-            }
-            for p in plans
-        ]
-        unprio_total = _unprio_view({i: (v[0], v[1]) for i, v in enumerate(unprio)})
-        return {"groups": groups, "unprioritized": unprio_total, "switches": per_switch}
-
-
-def _unprio_view(counts: Mapping[int, tuple[int, int]]) -> dict[str, dict[str, int]]:
-    return {
-        name: {"packets": counts.get(i, (0, 0))[0], "bytes": counts.get(i, (0, 0))[1]}
-        for i, name in enumerate(UNPRIO_NAMES)
-    }
+        return read_stats(self.agents, plans)
 
 
 __all__ = ["Controller", "UnknownJobError"]
