@@ -15,7 +15,7 @@ from typing import Any
 from echelon.oracle import MyopicOptimum, ratios
 from echelon.policies import get_policy
 from echelon.schedule import Policy
-from sim.eval.report import echelon_vs_best, fmt, pct, table
+from sim.eval.report import VERSUS_HEAD, echelon_vs_best, fmt, pct, table, versus_cells
 
 Row = Mapping[str, Any]
 
@@ -38,25 +38,17 @@ def _compared(
 def headline_k8(batch: Sequence[Row], mixes: Sequence[str]) -> str:
     """Per mix: echelon on 8 queues against the best baseline on 8 queues and the best
     baseline with ideal ranks; its cost against its own ideal ranks; its re-plan load."""
-    body = []
-    for mix, (e, bm, bp), (e_ideal, im, ip) in _compared(batch, mixes):
-        body.append(
-            [
-                mix,
-                e["iter_mean"],
-                f"{bm['policy']} {fmt(bm['iter_mean'])}",
-                pct(e["iter_mean"], bm["iter_mean"]),
-                e["iter_p99"],
-                f"{bp['policy']} {fmt(bp['iter_p99'])}",
-                pct(e["iter_p99"], bp["iter_p99"]),
-                f"{pct(e['iter_mean'], im['iter_mean'])} / {pct(e['iter_p99'], ip['iter_p99'])}",
-                pct(e["iter_mean"], e_ideal["iter_mean"]),
-                f"{e['reranks_per_s']:.1f} / {e['level_updates_per_s']:.0f}",
-            ]
-        )
+    body = [
+        [
+            *versus_cells(mix, e, bm, bp),
+            f"{pct(e['iter_mean'], im['iter_mean'])} / {pct(e['iter_p99'], ip['iter_p99'])}",
+            pct(e["iter_mean"], e_ideal["iter_mean"]),
+            f"{e['reranks_per_s']:.1f} / {e['level_updates_per_s']:.0f}",
+        ]
+        for mix, (e, bm, bp), (e_ideal, im, ip) in _compared(batch, mixes)
+    ]
     return table(
-        ["mix", "echelon mean (s)", "best baseline mean", "echelon vs it", "echelon p99 (s)",
-         "best baseline p99", "echelon vs it", "vs best ideal-rank baseline (mean / p99)",
+        [*VERSUS_HEAD, "vs best ideal-rank baseline (mean / p99)",
          "echelon K=8 vs its ideal ranks (mean)", "re-plans/s / group level changes/s"],
         body,
     )  # fmt: skip
@@ -119,28 +111,8 @@ def oracle_table(count: int = ORACLE_INSTANCES, seed: int = 0) -> str:
 def holdout_table(rows: Sequence[Row], mixes: Sequence[str]) -> str:
     """Per mix on the held-out seeds: echelon on 8 queues against the best baseline on
     8 queues, on mean and on p99 (the headline's first comparison)."""
-    body = []
-    for mix in mixes:
-        found = echelon_vs_best(rows, mix=mix, levels="K=8")
-        if found is None:
-            continue
-        e, bm, bp = found
-        body.append(
-            [
-                mix,
-                e["iter_mean"],
-                f"{bm['policy']} {fmt(bm['iter_mean'])}",
-                pct(e["iter_mean"], bm["iter_mean"]),
-                e["iter_p99"],
-                f"{bp['policy']} {fmt(bp['iter_p99'])}",
-                pct(e["iter_p99"], bp["iter_p99"]),
-            ]
-        )
-    return table(
-        ["mix", "echelon mean (s)", "best baseline mean", "echelon vs it", "echelon p99 (s)",
-         "best baseline p99", "echelon vs it"],
-        body,
-    )  # fmt: skip
+    found = ((mix, echelon_vs_best(rows, mix=mix, levels="K=8")) for mix in mixes)
+    return table(VERSUS_HEAD, [versus_cells(mix, *f) for mix, f in found if f is not None])
 
 
 def frontier(batch: Sequence[Row], ablation: Sequence[Row], mixes: Sequence[str]) -> str:
