@@ -428,7 +428,9 @@ class Planner:
         changed = []
         for e in moved.tolist():
             lo, hi = int(starts[e]), int(starts[e + 1])
-            lv = _echelon_levels(s.names[e], s.us[lo:hi].tolist(), flow_level[lo:hi].tolist())
+            lv = core_quantize.offset_levels(
+                s.names[e], zip(s.us[lo:hi].tolist(), flow_level[lo:hi].tolist(), strict=True)
+            )
             if levels.get(lv.echelon) != lv:
                 levels[lv.echelon] = lv
                 changed.append(e)
@@ -472,24 +474,3 @@ def _rank_levels(ranks: Ints, desc: Sequence[int]) -> Ints:
     run = np.searchsorted(bounds, inverse.reshape(-1), side="right")
     out: Ints = np.asarray(desc, dtype=np.int64)[run]
     return out
-
-
-def _echelon_levels(name: str, us: list[int], level: list[int]) -> EchelonLevels:
-    """``echelon.quantize._quantize_flows`` for one EchelonFlow: its flows' levels
-    (the best per offset the switch can tell apart) as runs of deadline ranges."""
-    best: dict[int, int] = {}
-    for u, lv in zip(us, level, strict=True):
-        best[u] = max(best.get(u, lv), lv)
-    runs: list[tuple[int, int]] = []
-    for u in sorted(best):
-        if not runs or best[u] != runs[-1][1]:
-            runs.append((u, best[u]))
-    ranges = tuple(
-        DeadlineRange(
-            0 if i == 0 else lo,
-            runs[i + 1][0] - 1 if i + 1 < len(runs) else MAX_DEADLINE_US,
-            lv,
-        )
-        for i, (lo, lv) in enumerate(runs)
-    )
-    return EchelonLevels(name, max(lv for _, lv in runs), ranges)

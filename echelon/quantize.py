@@ -35,7 +35,7 @@ flow rank.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from echelon.constants import ECHELON_LEVELS, MAX_DEADLINE_US, PRIO_MAX
 from echelon.errors import SpecError
@@ -62,26 +62,31 @@ def _quantize_flows(
     live = schedule.live
     out: dict[str, EchelonLevels] = {}
     for ef in echelons:
-        best: dict[int, int] = {}
         flows = [f for f in ef.flows if live is None or ef.key(f) in live] or list(ef.flows)
-        for f in flows:
-            us = _us(f.offset)
-            lv = level[(ef.name, f.index)]
-            best[us] = max(best.get(us, lv), lv)
-        runs: list[tuple[int, int]] = []
-        for us in sorted(best):
-            if not runs or best[us] != runs[-1][1]:
-                runs.append((us, best[us]))
-        ranges = tuple(
-            DeadlineRange(
-                0 if i == 0 else lo,
-                runs[i + 1][0] - 1 if i + 1 < len(runs) else MAX_DEADLINE_US,
-                lv,
-            )
-            for i, (lo, lv) in enumerate(runs)
-        )
-        out[ef.name] = EchelonLevels(ef.name, max(lv for _, lv in runs), ranges)
+        out[ef.name] = offset_levels(ef.name, [(_us(f.offset), level[ef.key(f)]) for f in flows])
     return out
+
+
+def offset_levels(name: str, levels: Iterable[tuple[int, int]]) -> EchelonLevels:
+    """One EchelonFlow's deadline ranges from ``(offset_us, level)`` of its flows: flows
+    the switch cannot tell apart (same offset) take the best level among them, and each
+    run of equal levels over the sorted offsets is one range; the ranges cover the field."""
+    best: dict[int, int] = {}
+    for us, lv in levels:
+        best[us] = max(best.get(us, lv), lv)
+    runs: list[tuple[int, int]] = []
+    for us in sorted(best):
+        if not runs or best[us] != runs[-1][1]:
+            runs.append((us, best[us]))
+    ranges = tuple(
+        DeadlineRange(
+            0 if i == 0 else lo,
+            runs[i + 1][0] - 1 if i + 1 < len(runs) else MAX_DEADLINE_US,
+            lv,
+        )
+        for i, (lo, lv) in enumerate(runs)
+    )
+    return EchelonLevels(name, max(lv for _, lv in runs), ranges)
 
 
 def _rank_levels(
