@@ -298,7 +298,7 @@ class Controller:
             mine, _ = parsed.of_group(gid.group)
             receivers = frozenset(f.dst for ef in mine for f in ef.flows)
             groups[gid.group] = (receivers, min(ef.t_ref for ef in mine))
-        self.progress.add_job(rec.job_id, groups)
+        self.progress.add_job(rec.job_id, groups, parsed.opening)
 
     def report(self, body: Any, wait: bool = False, timeout: float = 5.0) -> dict[str, Any]:
         """One progress snapshot (:mod:`controlplane.progress`). Online, a report that

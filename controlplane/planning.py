@@ -51,6 +51,11 @@ class ParsedJob:
     groups: tuple[str, ...]
     #: unit plausibility warnings (``field: message``), returned to the client
     warnings: tuple[str, ...] = ()
+    #: the *opening* groups: released at the start of every iteration (a flow with no
+    #: producer task), so in flight as soon as a host of the job enters an iteration
+    #: (:mod:`controlplane.progress`); an explicit spec has no tasks: its groups with
+    #: ``t_ref`` 0
+    opening: frozenset[str] = frozenset()
 
     def of_group(self, group: str) -> tuple[tuple[EchelonFlow, ...], tuple[str, ...]]:
         """The group's EchelonFlows and source hosts (cached: re-planned on every change)."""
@@ -106,6 +111,7 @@ def parse_job(desc: Any, topo: Topology) -> ParsedJob:
         parsed.echelons,
         groups,
         tuple(str(w) for w in parsed.warnings),
+        parsed.opening,
     )
 
 

@@ -31,6 +31,20 @@ iteration any host reported it in; it is **released** once any host lists it
 iteration or reported a later iteration. Released and not finished = *alive*:
 the set the policy re-plans, as in the simulator (``sim/engine.py``).
 
+**Opening groups are anticipated.** A job's *opening* groups (released at the start
+of every iteration: no compute task produces them, ``ParsedJob.opening``) are alive
+in iteration ``i`` as soon as any host of the job reports iteration ``i`` -- even a
+snapshot with nothing in it, which a host sends when it *enters* the iteration
+(``ProgressReporter.entered``). Why: a report that a group was released reaches the
+controller with its first packets, and the re-plan lands a reaction time later
+(3-12 ms); until then the packets carry the levels the group last had, and on a
+slow port those already queued keep them (measured in docs/demo.md: 64 packets of a
+pull queued at stale levels, 53 ms of a 10 Mbit/s port). A host that says "I am
+starting iteration 0" before its first byte lets the controller plan the opening
+groups before they send. The iteration start estimated from such a report is
+*provisional*: the first real release of that iteration replaces it (a re-plan
+then moves nothing unless the wait changed the order).
+
 Why hosts and not the switch's per-class counters (docs/controller.md, "Progress
 signals"): counters tell that bytes of a class passed, not that a group was
 released (bytes may queue at the sender) nor that it finished (a pause is not an
@@ -44,7 +58,7 @@ reports and asks :meth:`ProgressTracker.alive` at each re-plan.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -114,9 +128,12 @@ class Instance:
 class _Group:
     receivers: frozenset[str]
     t_ref: float
+    opening: bool = False
     iteration: int = -1
     released_at: float = 0.0
     finished: bool = True
+    #: alive because a host entered ``iteration``; no host has listed it there yet
+    anticipated: bool = False
 
 
 @dataclass
@@ -126,6 +143,8 @@ class _Job:
     last_report: float = 0.0
     #: iteration -> estimated start (min over its groups of release time - t_ref)
     starts: dict[int, float] = field(default_factory=dict)
+    #: iterations whose start was estimated from a host entering them, not a release
+    provisional: set[int] = field(default_factory=set)
 
 
 class ProgressTracker:
@@ -141,10 +160,16 @@ class ProgressTracker:
 
     # ------------------------------------------------------------ registrations
 
-    def add_job(self, job: str, groups: Mapping[str, tuple[frozenset[str], float]]) -> None:
-        """``groups``: group -> (hosts receiving its flows, its planned ``t_ref``)."""
+    def add_job(
+        self,
+        job: str,
+        groups: Mapping[str, tuple[frozenset[str], float]],
+        opening: Collection[str] = (),
+    ) -> None:
+        """``groups``: group -> (hosts receiving its flows, its planned ``t_ref``);
+        ``opening``: those released at every iteration's start (anticipated)."""
         with self._lock:
-            self._jobs[job] = _Job({g: _Group(r, t) for g, (r, t) in groups.items()})
+            self._jobs[job] = _Job({g: _Group(r, t, g in opening) for g, (r, t) in groups.items()})
 
     def remove_job(self, job: str) -> None:
         with self._lock:
@@ -175,17 +200,25 @@ class ProgressTracker:
 
     def _update(self, job: _Job, now: float) -> bool:
         changed = False
+        entered = max((s.iteration for s in job.snaps.values()), default=-1)
         for name, g in job.groups.items():
-            it = max(
+            listed = max(
                 (s.iteration for s in job.snaps.values() if name in s.released | s.finished),
                 default=-1,
             )
+            it = max(listed, entered) if g.opening else listed
             if it > g.iteration:
                 g.iteration, g.released_at = it, now
-                start = job.starts.get(it)
-                job.starts[it] = min(now - g.t_ref, start) if start is not None else now - g.t_ref
+                g.anticipated = listed < it
+                self._estimate_start(job, it, now - g.t_ref, g.anticipated)
                 g.finished = False
                 changed = True
+            elif g.anticipated and listed == g.iteration:
+                # the release we anticipated: it sets the iteration's start if only an
+                # entering host had (the plan's t_ref moves: re-plan)
+                g.anticipated = False
+                g.released_at = now
+                changed |= self._estimate_start(job, it, now - g.t_ref, False)
             if g.iteration < 0 or g.finished:
                 continue
             if all(self._received(job.snaps.get(h), name, g.iteration) for h in g.receivers):
@@ -193,7 +226,28 @@ class ProgressTracker:
                 changed = True
         for it in [i for i in job.starts if i < max(job.starts) - 1]:
             del job.starts[it]  # keep the current and the previous iteration only
+            job.provisional.discard(it)
         return changed
+
+    @staticmethod
+    def _estimate_start(job: _Job, it: int, start: float, provisional: bool) -> bool:
+        """Fold one estimate of iteration ``it``'s start in; ``True`` if it moved. A
+        release's estimate replaces a provisional one (a host entering the iteration
+        before it sent anything); otherwise the earliest estimate wins."""
+        old = job.starts.get(it)
+        if old is None:
+            job.starts[it] = start
+            if provisional:
+                job.provisional.add(it)
+            return True
+        if it in job.provisional and not provisional:
+            job.provisional.discard(it)
+            job.starts[it] = start
+            return start != old
+        if start < old:
+            job.starts[it] = start
+            return True
+        return False
 
     @staticmethod
     def _received(snap: Report | None, group: str, iteration: int) -> bool:

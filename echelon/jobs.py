@@ -238,6 +238,11 @@ class Description:
     echelons: tuple[EchelonFlow, ...]
     spec: JobSpec | None
     warnings: tuple[SpecWarning, ...]
+    #: the *opening* groups, released at the start of every iteration: a paradigm
+    #: job's groups with a flow no compute task produces (the host agents release
+    #: those at once, ``hostagent.plan.release_times``); an explicit spec has no
+    #: tasks, so its groups whose ``t_ref`` is the iteration's start
+    opening: frozenset[str] = frozenset()
 
     @property
     def ideal_iteration_s(self) -> float:
@@ -259,10 +264,13 @@ def load_description(
         efs = _explicit(validate(ExplicitJob, data), t0)
         job_id = efs[0].job
         spec = None
+        opening = frozenset(ef.group for ef in efs if ef.t_ref <= t0)
     else:
         spec = load_job(data, known_hosts)
-        efs = list(spec.echelonflows(iteration, t0))
+        plan = spec.plan(iteration, t0)
+        efs = list(plan.echelons)
         job_id = spec.job_id
+        opening = opening_groups(plan)
         if not efs:
             raise SpecError("job", "the description produces no EchelonFlow")
     if known_hosts is not None:
@@ -275,7 +283,17 @@ def load_description(
                             f"{ef.group}.flows[{pos}].{end}",
                             f"unknown host {host!r} (known: {sorted(known_hosts)})",
                         )
-    return Description(job_id, tuple(efs), spec, tuple(unit_warnings(dict(data))))
+    return Description(job_id, tuple(efs), spec, tuple(unit_warnings(dict(data))), opening)
+
+
+def opening_groups(plan: IterationPlan) -> frozenset[str]:
+    """The groups an iteration starts by sending: those with a flow that no compute
+    task produces (released at the iteration's start, ``IterationPlan.producer``)."""
+    return frozenset(
+        ef.group
+        for ef in plan.echelons
+        if any((ef.name, f.index) not in plan.producer for f in ef.flows)
+    )
 
 
 def _explicit(m: ExplicitJob, t0: float = 0.0) -> list[EchelonFlow]:

@@ -34,6 +34,10 @@ from hostagent.report import formation_report, load_records, merge_records
 from hostagent.scenario import load
 from hostagent.sender import Sender
 
+#: How long a host waits for its "entering iteration 0" reports to leave before it
+#: says ready anyway (reports are advice: a lost one only costs the head start).
+PROGRESS_FLUSH_S = 2.0
+
 
 class _Stop(Exception):
     pass
@@ -81,6 +85,11 @@ def play(
         receiver.on_complete = completions(loop, progress)
     if progress is not None:
         rel = ReportingReleaser(rel, progress)
+    if progress is not None:
+        # before "ready": the controller hears that iteration 0 is about to start while
+        # the driver gathers the other hosts, and plans the opening groups in time
+        progress.entered(0)
+        progress.flush(PROGRESS_FLUSH_S)
     if out:  # tells the driver this host is ready (socket bound)
         Path(out).with_suffix(".ready").write_text(str(time.time()))
     start_at = wait_go(Path(go), sc.timeout_s) if go else sc.start_at

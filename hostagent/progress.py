@@ -6,6 +6,7 @@ starts sending a group and when a group's flows to this host have all arrived::
     from hostagent.progress import ProgressReporter
 
     rep = ProgressReporter("http://127.0.0.1:8080", job="dp", host="h4")
+    rep.entered(iteration=0)                    # about to start: before any byte leaves
     rep.released(iteration=3, group="push")     # before the first byte of push leaves
     rep.finished(iteration=3, group="pull")     # the last layer of pull arrived
     rep.close()                                 # flushes the last snapshot
@@ -84,6 +85,14 @@ class ProgressReporter:
 
     # ------------------------------------------------------------ the calls
 
+    def entered(self, iteration: int) -> None:
+        """This host is starting ``iteration`` (nothing sent or received of it yet).
+
+        The controller then plans the job's *opening* groups, those every iteration
+        starts by sending, before their first packet: call it ahead of the first
+        byte (the host agent does, for iteration 0, before it reports ready)."""
+        self._mark(iteration, None, finished=False)
+
     def released(self, iteration: int, group: str) -> None:
         """This host started sending ``group`` in ``iteration``."""
         self._mark(iteration, group, finished=False)
@@ -92,17 +101,20 @@ class ProgressReporter:
         """Every flow of ``group`` in ``iteration`` addressed to this host has arrived."""
         self._mark(iteration, group, finished=True)
 
-    def _mark(self, iteration: int, group: str, finished: bool) -> None:
+    def _mark(self, iteration: int, group: str | None, finished: bool) -> None:
         with self._cond:
             if iteration < self.iteration:
                 return  # a late call about an iteration this host has left
             if iteration > self.iteration:
                 self.iteration = iteration
                 self._released, self._finished = set(), set()
+            elif group is None:
+                return  # entering an iteration this host already reported
             into = self._finished if finished else self._released
-            if group in into:
-                return
-            into.add(group)
+            if group is not None:
+                if group in into:
+                    return
+                into.add(group)
             self.seq += 1
             self._latest = {
                 "job": self.job,
@@ -199,6 +211,15 @@ class HostProgress:
                 if host in (f.src, f.dst) and e.job not in self.reporters:
                     self.reporters[e.job] = ProgressReporter(api, e.job, host, token)
         self._lock = threading.Lock()
+
+    def entered(self, iteration: int) -> None:
+        """This host is about to start ``iteration`` of every job it takes part in."""
+        for r in self.reporters.values():
+            r.entered(iteration)
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Every reporter's latest snapshot sent (or failed); ``True`` if all idle."""
+        return all([r.flush(timeout) for r in self.reporters.values()])
 
     def released(self, uid: str) -> None:
         job, it, group = self._of[uid]

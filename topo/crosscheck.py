@@ -43,9 +43,13 @@ from echelon.jobs import JobSpec
 from echelon.model import ComputeTask, FlowKey, IterationPlan
 from echelon.topology import Topology, TopologyNetwork, load
 from hostagent.plan import release_times
+from sim.packet import PacketConfig, simulate_packets
+from sim.predict import UNLIMITED_BYTES_PER_S
 from topo.demo import specs_from_results
 
 DEFAULT_TOLERANCE_S = 0.02
+#: ``fluid``: the simulator's engine; ``packet``: queues that keep a packet's class
+MODELS = ("fluid", "packet")
 
 
 class OpenLoopJob:
@@ -100,11 +104,17 @@ def paced_topology(path: str, rate_mbit: float) -> Topology:
     return replace(topo, links=links)
 
 
-def static_levels(results: dict[str, Any], specs: list[JobSpec]) -> dict[tuple[str, str, int], int]:
-    """Per (job, group, flow index) the level the controller's static ``echelon`` plan
-    gives the flow (what the switch holds when an online run starts): the core policy
-    over every job's iteration 0 on the topology the controller planned with, quantised,
-    each flow at the level of the deadline range holding its offset."""
+def static_levels(
+    results: dict[str, Any], specs: list[JobSpec], anticipated: bool = False
+) -> dict[tuple[str, str, int], int]:
+    """Per (job, group, flow index) the level the switch holds when an online run
+    starts: the controller's static ``echelon`` plan -- the core policy over every
+    job's iteration 0 on the topology the controller planned with, quantised, each
+    flow at the level of the deadline range holding its offset -- and, with
+    ``anticipated`` (the agents reported entering iteration 0 before the start,
+    ``results["entered_reports"]``), every job's *opening* groups re-planned at
+    t = 0 as the online controller does on those reports (:mod:`controlplane.progress`)."""
+    from echelon.jobs import opening_groups
     from echelon.policies import get_policy
     from echelon.quantize import quantize
 
@@ -114,8 +124,15 @@ def static_levels(results: dict[str, Any], specs: list[JobSpec]) -> dict[tuple[s
         if path and Path(path).exists()
         else paced_topology(results["topo_path"], float(results.get("rate_mbit", 40.0)))
     )
-    efs = [ef for spec in specs for ef in spec.plan(0, 0.0).echelons]
-    levels = dict(quantize(get_policy("echelon").schedule(efs, TopologyNetwork(topo)), efs))
+    net = TopologyNetwork(topo)
+    plans = [spec.plan(0, 0.0) for spec in specs]
+    efs = [ef for plan in plans for ef in plan.echelons]
+    levels = dict(quantize(get_policy("echelon").schedule(efs, net), efs))
+    if anticipated:
+        opening = [ef for p in plans for ef in p.echelons if ef.group in opening_groups(p)]
+        if opening:
+            at_start = get_policy("echelon").schedule(opening, net, None, 0.0)
+            levels.update(quantize(at_start, opening))
     out = {}
     for ef in efs:
         lv = levels[ef.name]
@@ -125,14 +142,20 @@ def static_levels(results: dict[str, Any], specs: list[JobSpec]) -> dict[tuple[s
     return out
 
 
-def compare(results: dict[str, Any], policy: str) -> list[dict[str, Any]]:
-    """Rows ``{echelon, index, ideal, predicted, measured, diff}`` for iteration 0."""
+def compare(results: dict[str, Any], policy: str, model: str = "fluid") -> list[dict[str, Any]]:
+    """Rows ``{echelon, index, ideal, predicted, measured, diff}`` for iteration 0.
+
+    ``model``: ``fluid`` (the simulator's engine, :func:`sim.predict.predict_finish_times`)
+    or ``packet`` (:mod:`sim.packet`: port queues that keep each packet's class;
+    ``echelon`` and ``echelon-online`` only, closed loop)."""
     from sim.predict import DEFAULT_HEADER_BYTES, predict_finish_times
 
     if "topo_path" not in results or "policies" not in results:
         raise EchelonError("results: not a demo-results.json of python -m topo.run")
     if policy not in results["policies"]:
         raise EchelonError(f"policy: {policy!r} is not in the results")
+    if model not in MODELS:
+        raise EchelonError(f"model: {model!r} is not one of {list(MODELS)}")
     payload = int(results.get("packet_bytes", 1000)) - ECHELON_HEADER_LEN
     specs = specs_from_results(results)
     closed = results.get("release", "open") == "closed"  # files before closed loop: open
@@ -140,28 +163,55 @@ def compare(results: dict[str, Any], policy: str) -> list[dict[str, Any]]:
     stats = results["policies"][policy].get("online") or {}
     interval = float(stats.get("interval_s", 0.01))
     delay = float((stats.get("reaction_ms") or {}).get("p50") or 0.0) / 1e3
-    pred = predict_finish_times(
-        list(specs) if closed else [OpenLoopJob(spec) for spec in specs],
-        paced_topology(results["topo_path"], float(results.get("rate_mbit", 40.0))),
-        # the simulator re-plans at group events: ``echelon-online`` *is* its echelon
-        policy=policy.removesuffix("-online"),
-        levels_mode="k8",
-        header_bytes=DEFAULT_HEADER_BYTES,
-        payload_bytes=payload,
-        iterations=1,
-        # online: what the controller does -- it re-plans at most every interval and
-        # knows only releases and finishes, so its policy counts in-flight flows whole
-        replan_interval=interval if online else 0.0,
-        policy_sizes="registered" if online else "remaining",
-        # ... acts on an event after its reaction time (the run's median), and a
-        # group released before that competes at the levels it had (at first: the
-        # static plan installed before the run, ``--idle-level keep``)
-        replan_delay=delay if online else 0.0,
-        keep_levels=online and results.get("idle_level", "keep") == "keep",
-        initial_levels=static_levels(results, specs) if online else None,
-        # the host agent paces its released flows round-robin (hostagent.sender)
-        sender_round_robin=True,
-    )
+    paced = paced_topology(results["topo_path"], float(results.get("rate_mbit", 40.0)))
+    if model == "packet":
+        if policy.removesuffix("-online") != "echelon" or not closed:
+            raise EchelonError(
+                "model: the packet model covers echelon and echelon-online, closed loop"
+            )
+        pred = simulate_packets(
+            list(specs),
+            TopologyNetwork(paced, UNLIMITED_BYTES_PER_S),
+            PacketConfig(
+                "echelon",
+                online=online,
+                replan_interval=interval,
+                replan_delay=delay,
+                initial_levels=static_levels(
+                    results, specs, online and bool(results.get("entered_reports"))
+                ),
+                header_bytes=DEFAULT_HEADER_BYTES,
+                payload_bytes=payload,
+            ),
+        )
+    else:
+        pred = predict_finish_times(
+            list(specs) if closed else [OpenLoopJob(spec) for spec in specs],
+            paced,
+            # the simulator re-plans at group events: ``echelon-online`` *is* its echelon
+            policy=policy.removesuffix("-online"),
+            levels_mode="k8",
+            header_bytes=DEFAULT_HEADER_BYTES,
+            payload_bytes=payload,
+            iterations=1,
+            # online: what the controller does -- it re-plans at most every interval and
+            # knows only releases and finishes, so its policy counts in-flight flows whole
+            replan_interval=interval if online else 0.0,
+            policy_sizes="registered" if online else "remaining",
+            # ... acts on an event after its reaction time (the run's median), and a
+            # group released before that competes at the levels it had (at first: the
+            # static plan installed before the run, ``--idle-level keep``, with the
+            # opening groups planned on the agents' "entering iteration 0" reports)
+            replan_delay=delay if online else 0.0,
+            keep_levels=online and results.get("idle_level", "keep") == "keep",
+            initial_levels=(
+                static_levels(results, specs, bool(results.get("entered_reports")))
+                if online
+                else None
+            ),
+            # the host agent paces its released flows round-robin (hostagent.sender)
+            sender_round_robin=True,
+        )
     rows = []
     for job in results["policies"][policy]["jobs"].values():
         for e in job["echelons"]:
@@ -219,10 +269,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("results", nargs="?", default="run/demo-results.json")
     ap.add_argument("--policy", default="echelon")
     ap.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE_S)
+    ap.add_argument("--model", choices=MODELS, default="fluid",
+                    help="fluid: the simulator's engine; packet: port queues that keep "
+                         "each packet's class (echelon, echelon-online)")  # fmt: skip
     args = ap.parse_args(argv)
     try:
         results = json.loads(Path(args.results).read_text())
-        rows = compare(results, args.policy)
+        rows = compare(results, args.policy, args.model)
     except (OSError, ValueError) as exc:
         print(f"error: results: {exc}", file=sys.stderr)
         return 2

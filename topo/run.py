@@ -165,6 +165,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "packet_bytes": PACKET_BYTES,
         "rate_mbit": args.rate_mbit,
         "idle_level": args.idle_level,
+        # the agents report entering iteration 0 before the start (echelon-online):
+        # the controller plans the opening groups before their first packet
+        "entered_reports": True,
         "pcap_dir": str(pcap) if pcap else None,
         "policies": {},
     }

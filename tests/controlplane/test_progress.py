@@ -272,3 +272,54 @@ def test_replans_never_leave_a_packet_without_its_old_or_new_level(
         if fine:  # per-offset keys never change: a re-plan is modifies only
             assert all(s.kind == "MODIFY" for s in steps)
         cur = new
+
+
+@pytest.fixture
+def opening() -> tuple[ProgressTracker, Clock]:
+    """Group a opens every iteration (h1 -> h3, h4); b (h2 -> h4) is produced by a task."""
+    clock = Clock()
+    tr = ProgressTracker(clock, timeout_s=5.0)
+    tr.add_job(
+        "j", {"a": (frozenset({"h3", "h4"}), 0.0), "b": (frozenset({"h4"}), 0.5)}, opening={"a"}
+    )
+    return tr, clock
+
+
+def test_a_host_entering_an_iteration_puts_the_opening_groups_in_flight(opening: Any) -> None:
+    tr, clock = opening
+    clock.t = 3.0
+    assert tr.ingest(rep("h4", 0, 1)), "h4 entered iteration 0: a is about to be sent"
+    assert alive(tr) == {"a": 0}, "b is produced by a task: not anticipated"
+    clock.t = 4.0
+    assert tr.ingest(rep("h4", 1, 2)), "entering iteration 1 implies h4 got iteration 0's a"
+    assert alive(tr) == {"a": 1}
+
+
+def test_without_opening_groups_an_empty_snapshot_puts_nothing_in_flight(tracker: Any) -> None:
+    tr, _ = tracker
+    tr.ingest(rep("h4", 0, 1))
+    assert alive(tr) == {}
+
+
+def test_the_real_release_replaces_the_provisional_iteration_start(opening: Any) -> None:
+    tr, clock = opening
+    clock.t = 3.0
+    tr.ingest(rep("h1", 0, 1))  # entered before sending anything
+    (inst,) = tr.alive()
+    assert inst.iteration_start == pytest.approx(3.0)
+    clock.t = 4.5  # the traffic started 1.5 s later
+    assert tr.ingest(rep("h1", 0, 2, rel=("a",))), "the start moved: a re-plan is due"
+    (inst,) = tr.alive()
+    assert inst.iteration_start == pytest.approx(4.5)
+    clock.t = 4.6
+    assert not tr.ingest(rep("h3", 0, 1, rel=())), "nothing new: h3 entered, a already alive"
+    assert tr.alive()[0].iteration_start == pytest.approx(4.5)
+
+
+def test_an_anticipated_group_finishes_like_a_reported_one(opening: Any) -> None:
+    tr, _ = opening
+    tr.ingest(rep("h3", 0, 1))
+    tr.ingest(rep("h3", 0, 2, fin=("a",)))
+    assert alive(tr) == {"a": 0}, "h4 has not received its part"
+    assert tr.ingest(rep("h4", 0, 1, fin=("a",)))
+    assert alive(tr) == {}

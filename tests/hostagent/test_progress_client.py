@@ -78,6 +78,21 @@ def test_snapshots_carry_the_whole_iteration(sink: Sink) -> None:
     assert rep.errors == 0 and rep.sent == 3
 
 
+def test_entering_an_iteration_sends_an_empty_snapshot_once(sink: Sink) -> None:
+    port = sink.server.server_address[1]
+    rep = ProgressReporter(f"http://127.0.0.1:{port}", job="dp", host="h4")
+    rep.entered(0)
+    assert rep.flush()
+    rep.entered(0)  # again: nothing new
+    rep.released(0, "push")
+    rep.entered(0)  # after a release of that iteration: nothing new, the release stays
+    assert rep.flush()
+    rep.entered(1)
+    rep.close()
+    got = [(b["iteration"], b["seq"], b["released"], b["finished"]) for b in sink.bodies]
+    assert got == [(0, 1, [], []), (0, 2, ["push"], []), (1, 3, [], [])]
+
+
 def test_lost_reports_are_repaired_by_the_next_and_never_raise(sink: Sink) -> None:
     port = sink.server.server_address[1]
     rep = ProgressReporter(f"http://127.0.0.1:{port}", job="dp", host="h4", timeout=1.0)
