@@ -72,6 +72,7 @@ def play(
     bind_ip: str = "0.0.0.0",
     go: str | None = None,
     controller: str | None = None,
+    entered: bool = True,
 ) -> dict[str, Any]:
     sc = load(scenario_path)
     if host not in sc.hosts:
@@ -85,7 +86,7 @@ def play(
         receiver.on_complete = completions(loop, progress)
     if progress is not None:
         rel = ReportingReleaser(rel, progress)
-    if progress is not None:
+    if progress is not None and entered:
         # before "ready": the controller hears that iteration 0 is about to start while
         # the driver gathers the other hosts, and plans the opening groups in time
         progress.entered(0)
@@ -143,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
         "--controller",
         help="controller API (http://host:port): report group releases/finishes to it",
     )
+    p.add_argument(
+        "--no-entered",
+        dest="entered",
+        action="store_false",
+        help="with --controller: do not report entering iteration 0 before the start",
+    )
     r = sub.add_parser("report", help="formation report from agent records")
     r.add_argument("--scenario", required=True)
     r.add_argument("records", nargs="+")
@@ -155,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_term)
     try:
         if args.cmd == "play":
-            rec = play(args.scenario, args.host, args.out, args.bind, args.go, args.controller)
+            rec = play(args.scenario, args.host, args.out, args.bind, args.go, args.controller,
+                       args.entered)  # fmt: skip
             if not args.out:
                 print(json.dumps(rec, indent=1))
             return 0 if rec["complete"] else 1

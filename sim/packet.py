@@ -63,8 +63,6 @@ Slot = tuple[str, str, int]
 
 
 class Plannable(Protocol):
-    job_id: str
-
     def plan(self, iteration: int = 0, t0: float = 0.0) -> IterationPlan: ...
 
 

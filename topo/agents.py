@@ -36,10 +36,12 @@ def play_scenario(
     timeout_s: float = 60.0,
     release: str = "closed",
     controller: str | None = None,
+    entered: bool = True,
 ) -> dict[str, Any]:
     """Write the scenario (``iterations`` of every job's plan, flows released closed or
     open loop: :mod:`hostagent.plan`), run an agent in every host, return the
-    formation report (with iteration times in closed loop)."""
+    formation report (with iteration times in closed loop). ``entered``: with a
+    ``controller``, agents report entering iteration 0 before they say ready."""
     out_dir.mkdir(parents=True, exist_ok=True)
     hosts = {h.name: h.ip for h in net.topo.hosts.values()}
     sc = build_scenario(jobs, iterations, ids, hosts, start_at=time.time() + READY_TIMEOUT_S,
@@ -58,7 +60,8 @@ def play_scenario(
             procs[h] = net[h].popen(
                 [sys.executable, "-m", "hostagent", "play", "--scenario", str(path.resolve()),
                  "--host", h, "--out", str(rec.resolve()), "--go", str(go.resolve()),
-                 *(["--controller", controller] if controller else [])],
+                 *(["--controller", controller] if controller else []),
+                 *([] if entered else ["--no-entered"])],
                 stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT),
             )  # fmt: skip
             log.close()

@@ -44,7 +44,7 @@ from echelon.model import ComputeTask, FlowKey, IterationPlan
 from echelon.topology import Topology, TopologyNetwork, load
 from hostagent.plan import release_times
 from sim.packet import PacketConfig, simulate_packets
-from sim.predict import UNLIMITED_BYTES_PER_S
+from sim.topology import UNLIMITED_BYTES_PER_S
 from topo.demo import specs_from_results
 
 DEFAULT_TOLERANCE_S = 0.02

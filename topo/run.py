@@ -95,6 +95,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="keep",
         help="echelon-online: what a group not in flight gets (controller --idle-level)",
     )
+    p.add_argument(
+        "--no-entered-reports",
+        dest="entered_reports",
+        action="store_false",
+        help="echelon-online: agents do not report entering iteration 0 before the start "
+        "(the controller then plans the opening groups only on their first release)",
+    )
     p.add_argument("--iterations", type=int, default=3)
     p.add_argument("--out-dir", default="run")
     p.add_argument("--prefix", default="ec", help="prefix of root-namespace interface names")
@@ -167,7 +174,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "idle_level": args.idle_level,
         # the agents report entering iteration 0 before the start (echelon-online):
         # the controller plans the opening groups before their first packet
-        "entered_reports": True,
+        "entered_reports": args.entered_reports,
         "pcap_dir": str(pcap) if pcap else None,
         "policies": {},
     }
@@ -199,7 +206,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 with Ticker(view, args.port_view if ticking else 0) if view else nullcontext():
                     report = play_scenario(net, specs, args.iterations, ids, out / policy,
                                            rate_mbit=args.rate_mbit, release=args.release,
-                                           controller=reports)  # fmt: skip
+                                           controller=reports,
+                                           entered=args.entered_reports)  # fmt: skip
                 report["wall_s"] = time.monotonic() - t0
                 if policy == ONLINE:  # re-plans, updates, reaction times during this run
                     report["online"] = ctl.get("/progress").get("online")
