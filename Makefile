@@ -10,6 +10,8 @@ STAMP   := $(VENV)/.installed
 RAY_STAMP := $(VENV)/.installed-ray
 TARGET  ?= auto
 TOPO    ?= topo/star.yaml
+JOBS    ?= topo/jobs/pipe.yaml topo/jobs/dp.yaml topo/jobs/big.yaml
+POLICIES ?= echelon-online,echelon,coflow,fifo
 # tshark: the echelon dissector's test (tools/wireshark/); iputils-ping: `ping` in the Mininet CLI.
 APT_PKGS := mininet iproute2 ethtool tcpdump tshark iputils-ping
 P4C     := $(shell command -v p4c-bm2-ss 2>/dev/null)
@@ -18,7 +20,8 @@ P4C     := $(shell command -v p4c-bm2-ss 2>/dev/null)
 
 help:
 	@echo "make run      end-to-end demo on the emulated network (TARGET=auto|soft|bmv2, TOPO=...,"
-	@echo "              JOBS=\"a.yaml b.yaml\" your own job files, PCAP=1 per-port pcaps,"
+	@echo "              JOBS=\"a.yaml b.yaml\" your own job files, POLICIES=echelon,coflow,fifo,"
+	@echo "              PCAP=1 per-port pcaps,"
 	@echo "              CLI=1|during|after Mininet CLI before/during/after traffic)"
 	@echo "make test     lint, type check and every test (what CI runs)"
 	@echo "make ptf      PTF suite (TARGET=soft|bmv2)"
@@ -84,7 +87,10 @@ else
 	$(P4C) $(P4C_FLAGS) --p4runtime-files tests/p4/programs/build/l3acl.p4info.txtpb -o tests/p4/programs/build/l3acl.json tests/p4/programs/l3acl.p4
 endif
 
-# JOBS="a.yaml b.yaml": play your own job files instead of the demo's two (topo.run --jobs)
+# The demo: three jobs whose best order at h4's port changes as groups come and go, under
+# the controller's online re-planning, its static plan, coflow and FIFO (docs/demo.md).
+# JOBS="a.yaml b.yaml": play your own job files instead (topo.run --jobs);
+# POLICIES=echelon,coflow,fifo: other policies (topo.run --policies).
 # PCAP=1: per-port pcaps of every switch in run/pcap/<switch>/ and per-port counts while it runs;
 # CLI=1 (= before) | during | after: when the Mininet CLI opens (docs/demo.md).
 EMPTY :=
@@ -92,7 +98,7 @@ SPACE := $(EMPTY) $(EMPTY)
 COMMA := ,
 RUN_FLAGS := $(if $(filter-out 0,$(PCAP)),--pcap) \
   $(if $(filter-out 0,$(CLI)),--cli $(if $(filter 1,$(CLI)),before,$(CLI))) \
-  $(if $(strip $(JOBS)),--jobs "$(subst $(SPACE),$(COMMA),$(strip $(JOBS)))")
+  --jobs "$(subst $(SPACE),$(COMMA),$(strip $(JOBS)))" --policies "$(POLICIES)"
 run: deps venv p4
 	$(PY) -m topo.run --topo $(TOPO) --target $(TARGET) $(RUN_FLAGS) $(RUN_ARGS)
 

@@ -262,6 +262,27 @@ def completion_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def summary(results: dict[str, Any]) -> list[str]:
+    """One line per static/online ``echelon`` run of a closed-loop result: the packet
+    model's prediction of iteration 0 against the emulation (what ``make run`` prints)."""
+    if results.get("release", "open") != "closed":
+        return []
+    out = []
+    for policy in ("echelon-online", "echelon"):
+        if policy not in results.get("policies", {}):
+            continue
+        ects = completion_rows(compare(results, policy, "packet"))
+        checked = [e for e in ects if e["checked"]]
+        worst = max((abs(e["diff"]) for e in checked), default=0.0)
+        out.append(
+            f"{policy}: simulator (packet model) vs emulation, iteration 0: largest checked "
+            f"ECT difference {worst * 1000:.1f} ms over {len(checked)} of {len(ects)} "
+            f"EchelonFlows (tolerance {DEFAULT_TOLERANCE_S * 1000:.0f} ms; "
+            f"python -m topo.crosscheck RESULTS --policy {policy} --model packet)"
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m topo.crosscheck", description=__doc__.split("\n")[0]

@@ -49,7 +49,7 @@ from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
 from echelon.topology import load
 from hostagent.scenario import RELEASE_MODES
-from topo import demo, portview
+from topo import crosscheck, demo, portview
 from topo.agents import PACKET_BYTES, play_scenario
 from topo.controller import ControllerProcess
 from topo.interactive import CLI_MODES, Ticker, open_cli, resolve_cli, run_with_cli
@@ -228,6 +228,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(table(results))
         print("mean ECT per EchelonFlow group (s):")
         print(demo.group_table(results))
+        for line in crosscheck.summary(results):
+            print(line)
         plot_finish_times(results, out / "demo-finish-times.png")
         print(f"*** wrote {out / 'demo-results.json'} and {out / 'demo-finish-times.png'}")
         if cli == "after" and net.mn is not None:
