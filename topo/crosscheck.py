@@ -1,6 +1,7 @@
 """Cross-check the emulation against the simulator's fluid model, flow by flow.
 
     python -m topo.crosscheck run/demo-results.json [--policy echelon] [--tolerance 0.02]
+                              [--model fluid|packet]
 
 Runs :func:`sim.predict.predict_finish_times` on the demo jobs and topology of
 a ``make run`` result (the scaled job descriptions stored in the results;
@@ -10,6 +11,10 @@ compute tasks as the agents do; open loop as the agents then play them:
 EchelonFlow, completion times. Exit 1 when a checked EchelonFlow's completion
 differs by more than ``--tolerance`` seconds (checked: those sharing no sending
 host with another group, see :func:`completion_rows`).
+
+``--model packet`` predicts with :mod:`sim.packet` instead: port queues that keep
+each packet's class, which the online mode needs (its re-plans reach only packets
+not yet queued; docs/demo.md, "Cross-check against the simulator").
 
 Which comparisons are meaningful (docs/demo.md has the numbers):
 
