@@ -97,6 +97,23 @@ def test_explicit_specs_through_the_same_parser() -> None:
     assert e.value.field == "grads.flows[1].src"
 
 
+def test_opening_groups_are_those_no_task_produces() -> None:
+    """A PS job's pull leaves at each iteration's start; its push waits for backward
+    compute; a pipeline's activations wait for forward compute. Explicit specs have
+    no tasks: their groups with t_ref 0."""
+    root = Path(__file__).resolve().parents[2]
+    opening = {
+        name: load_description(
+            yaml.safe_load((root / f"topo/jobs/{name}.yaml").read_text())
+        ).opening
+        for name in ("dp", "pipe", "big")
+    }
+    assert opening == {"dp": {"pull"}, "pipe": frozenset(), "big": {"pull"}}
+    later = copy.deepcopy(EXPLICIT)
+    later["echelonflows"].append({**later["echelonflows"][0], "group": "late", "t_ref": 0.5})
+    assert load_description(later).opening == {later["echelonflows"][0]["group"]}
+
+
 def test_unit_warnings() -> None:
     assert load_description(GPIPE).warnings == ()
     w = load_description(gpipe(fwd_s=6)).warnings
