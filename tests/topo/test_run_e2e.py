@@ -121,10 +121,9 @@ def test_online_three_jobs_agrees_with_the_packet_model(tmp_path: Path) -> None:
     assert results["entered_reports"] is True
     online = results["policies"]["echelon-online"]
     assert online["online"]["replans"] > 0 and online["online"]["failures"] == 0
-    # Static: 5.1-6.0 ms in 10 of 10 runs. Online: the model lands every re-plan at the
-    # run's median reaction time, the controller at each one's own (p99 11-17 ms):
-    # 6.4-19.9 ms in 9 of 10 runs, 34.9 ms in one (docs/demo.md) -- so this test holds
-    # online to twice the stated tolerance, the docs report the runs against it.
+    # Static: 4.6-6.4 ms in 26 of 26 runs. Online: 22 of 26 runs within 20 ms, all
+    # within 40 ms; the misses are pipe's fwd flows, cause not found (docs/demo.md) --
+    # so this test holds online to twice the stated tolerance.
     for policy, bound in (
         ("echelon", DEFAULT_TOLERANCE_S),
         ("echelon-online", 2 * DEFAULT_TOLERANCE_S),
