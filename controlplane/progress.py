@@ -42,8 +42,9 @@ slow port those already queued keep them (measured in docs/demo.md: 64 packets o
 pull queued at stale levels, 53 ms of a 10 Mbit/s port). A host that says "I am
 starting iteration 0" before its first byte lets the controller plan the opening
 groups before they send. The iteration start estimated from such a report is
-*provisional*: the first real release of that iteration replaces it (a re-plan
-then moves nothing unless the wait changed the order).
+*provisional*: until the first real release of that iteration replaces it, the job
+counts as starting at the moment of each re-plan (it may start any moment; an old
+estimate would make it look overdue and rank it above jobs that did start).
 
 Why hosts and not the switch's per-class counters (docs/controller.md, "Progress
 signals"): counters tell that bytes of a class passed, not that a group was
@@ -272,6 +273,11 @@ class ProgressTracker:
                 for name, g in job.groups.items():
                     if g.iteration >= 0 and not g.finished:
                         start = job.starts.get(g.iteration, g.released_at - g.t_ref)
+                        if g.iteration in job.provisional:
+                            # entered, nothing sent yet: it starts any moment, i.e. now --
+                            # not when the host said it was entering (an old start would
+                            # make the job look overdue and jump the queue)
+                            start = max(start, now)
                         out.append(Instance(job_id, name, g.iteration, g.released_at, start))
         return out
 

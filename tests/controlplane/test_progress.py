@@ -307,6 +307,9 @@ def test_the_real_release_replaces_the_provisional_iteration_start(opening: Any)
     tr.ingest(rep("h1", 0, 1))  # entered before sending anything
     (inst,) = tr.alive()
     assert inst.iteration_start == pytest.approx(3.0)
+    clock.t = 4.0
+    (inst,) = tr.alive()
+    assert inst.iteration_start == pytest.approx(4.0), "not started yet: starts now, not overdue"
     clock.t = 4.5  # the traffic started 1.5 s later
     assert tr.ingest(rep("h1", 0, 2, rel=("a",))), "the start moved: a re-plan is due"
     (inst,) = tr.alive()
