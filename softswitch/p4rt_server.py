@@ -56,6 +56,15 @@ _INSERT, _MODIFY = p4r.Update.INSERT, p4r.Update.MODIFY
 _U64 = (1 << 64) - 1
 
 
+def _parse(data: bytes, context: grpc.ServicerContext) -> p4r.WriteRequest:
+    """The request parsed by upb; INVALID_ARGUMENT if the bytes are not a WriteRequest."""
+    try:
+        request: p4r.WriteRequest = p4r.WriteRequest.FromString(data)
+    except DecodeError as exc:
+        _abort(context, InvalidArgument("request", f"not a p4.v1.WriteRequest: {exc}"))
+    return request
+
+
 def _abort(context: grpc.ServicerContext, err: SwitchError) -> NoReturn:
     log.info("request refused: %s %s", err.code.name, err)
     context.abort(err.code, str(err))
@@ -197,17 +206,21 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         parsed with upb and written as before."""
         decode = p4rt_batch.decoder() if self._compiled else None
         kernel = self._kernel
+        if decode is not None and (kernel is None or kernel[0] is not self.pipeline):
+            with self._lock:  # the first write since a commit or since the kernel loaded
+                if self.pipeline is not None:
+                    self._writer(self.pipeline)
+            kernel = self._kernel
         decoded = None
         if decode is not None and kernel is not None:
             decoded = kernel[1].decode(decode, data)
         if kernel is None or decoded is None:
-            try:
-                request = p4r.WriteRequest.FromString(data)
-            except DecodeError as exc:
-                _abort(context, InvalidArgument("request", f"not a p4.v1.WriteRequest: {exc}"))
-            self._write(request, context)
+            self._write(_parse(data, context), context)
             return b""
         hdr, rows = decoded
+        # updates the kernel did not take are written from upb's parse, made before
+        # anything is applied: a request upb cannot parse fails as a whole
+        parsed = _parse(data, context).updates if (rows[:, k.STATUS] != k.PLAIN).any() else None
         election = None
         if hdr[k.H_HAS_ELECTION]:
             election = p4r.Uint128(
@@ -224,7 +237,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
                         gc_on = gc.isenabled()
                         gc.disable()
                         try:
-                            results = self._apply_rows(pl, kernel[1], data, rows)
+                            results = self._apply_rows(pl, kernel[1], data, rows, parsed)
                         finally:
                             if gc_on:
                                 gc.enable()
@@ -320,19 +333,16 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         return results
 
     def _apply_rows(
-        self, pl: Pipeline, kt: p4rt_batch.KernelTables, data: bytes, rows: Any
+        self, pl: Pipeline, kt: p4rt_batch.KernelTables, data: bytes, rows: Any, parsed: Any
     ) -> list[SwitchError | None]:
         """:meth:`_apply_all` for a request the kernel decoded: plain runs from their
         columns, the other updates (parsed with upb) one by one, in request order."""
         writer = self._writer(pl)
         results: list[SwitchError | None] = [None] * len(rows)
         touched: set[Table] = set()
-        parsed: Any = None
         try:
             for run in kt.runs(rows):
                 if not run.plain:
-                    if parsed is None:  # a request upb cannot parse fails as a whole, here
-                        parsed = p4r.WriteRequest.FromString(data).updates
                     for i in range(run.start, run.end):
                         u = parsed[i]
                         r = writer.apply(u, touched)
