@@ -11,7 +11,6 @@ from softswitch.bm.pipeline import Pipeline
 from softswitch.p4rt_server import P4RuntimeService, make_server
 from tests.softswitch.helpers import Client, Names, load_p4info
 
-
 # The services below would load the compiled write decoder in the background, so a
 # test's writes would take the compiled path or the upb path depending on timing:
 # load it now, and every in-process server test writes through it (test_ssw_kernel
