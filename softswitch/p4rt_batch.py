@@ -28,14 +28,17 @@ from itertools import repeat
 from typing import Any
 
 import numpy as np
+from finsy.proto import p4r
 
 from softswitch import p4rt_layout as k
+from softswitch.errors import SwitchError
 from softswitch.p4rt_fast import _K, FastWriter, _TableSpec
-from softswitch.tables import EXACT, RANGE, ActionCall, ActionFn
+from softswitch.tables import EXACT, RANGE, ActionCall, ActionFn, Table
 
 log = logging.getLogger("softswitch.p4rt")
 
 Decoder = Callable[..., tuple[int, Any, Any]]
+_INSERT, _MODIFY = p4r.Update.INSERT, p4r.Update.MODIFY
 
 _lock = threading.Lock()
 _decoder: Decoder | None = None
@@ -209,3 +212,43 @@ class KernelTables:
             calls = list(zip(repeat(fn, n), args, strict=True))
         payloads = list(map(data.__getitem__, map(slice, cols[k.TE_START], cols[k.TE_END])))
         return keys, cols[k.PRIORITY], calls, payloads
+
+    def apply(
+        self,
+        data: bytes,
+        rows: Any,
+        parsed: Any,
+        other: Callable[[p4r.Update, set[Table]], SwitchError | None],
+    ) -> list[SwitchError | None]:
+        """Every update of a decoded request in order, under the server's lock: plain
+        runs from their columns, the others (``parsed``: upb's updates) through
+        ``other``; deferred lookup views are rebuilt before returning."""
+        results: list[SwitchError | None] = [None] * len(rows)
+        touched: set[Table] = set()
+        try:
+            for run in self.runs(rows):
+                if not run.plain:
+                    for i in range(run.start, run.end):
+                        results[i] = other(parsed[i], touched)
+                    continue
+                table = self.recipes[run.table].spec.table
+                keys, prios, calls, payloads = self.columns(data, rows, run)
+                touched.add(table)
+                if run.kind == _INSERT:
+                    assert calls is not None
+                    for i, err in table.insert_many(keys, prios, calls, payloads).items():
+                        results[run.start + i] = err
+                    continue
+                for i in range(run.end - run.start):
+                    try:
+                        if run.kind == _MODIFY:
+                            assert calls is not None
+                            table.modify(keys[i], prios[i], calls[i], payloads[i], defer=True)
+                        else:
+                            table.delete(keys[i], prios[i], defer=True)
+                    except SwitchError as err:
+                        results[run.start + i] = err
+        finally:
+            for table in touched:
+                table.flush()
+        return results

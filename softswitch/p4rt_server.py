@@ -52,7 +52,6 @@ API_VERSION = "1.4.1"
 READ_CHUNK = 1000
 _CFG = p4r.SetForwardingPipelineConfigRequest
 _GET = p4r.GetForwardingPipelineConfigRequest
-_INSERT, _MODIFY = p4r.Update.INSERT, p4r.Update.MODIFY
 _U64 = (1 << 64) - 1
 
 
@@ -237,13 +236,12 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
                         gc_on = gc.isenabled()
                         gc.disable()
                         try:
-                            results = self._apply_rows(pl, kernel[1], data, rows, parsed)
+                            results = kernel[1].apply(data, rows, parsed, self._other(pl))
                         finally:
                             if gc_on:
                                 gc.enable()
                     else:  # the pipeline changed since: decode this request again
-                        request = p4r.WriteRequest.FromString(data)
-                        results = self._apply_all(pl, request.updates)
+                        results = self._apply_all(pl, _parse(data, context).updates)
         except SwitchError as err:
             _abort(context, err)
         self._answer(results, context)
@@ -332,44 +330,16 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
                 table.flush()
         return results
 
-    def _apply_rows(
-        self, pl: Pipeline, kt: p4rt_batch.KernelTables, data: bytes, rows: Any, parsed: Any
-    ) -> list[SwitchError | None]:
-        """:meth:`_apply_all` for a request the kernel decoded: plain runs from their
-        columns, the other updates (parsed with upb) one by one, in request order."""
+    def _other(self, pl: Pipeline) -> Callable[[p4r.Update, set[Table]], SwitchError | None]:
+        """How :meth:`KernelTables.apply` writes an update it did not take: as
+        :meth:`_apply_all` does (``FastWriter``, then the codec)."""
         writer = self._writer(pl)
-        results: list[SwitchError | None] = [None] * len(rows)
-        touched: set[Table] = set()
-        try:
-            for run in kt.runs(rows):
-                if not run.plain:
-                    for i in range(run.start, run.end):
-                        u = parsed[i]
-                        r = writer.apply(u, touched)
-                        results[i] = self._apply(pl, u) if r is False else r  # type: ignore[assignment]
-                    continue
-                table = kt.recipes[run.table].spec.table
-                keys, prios, calls, payloads = kt.columns(data, rows, run)
-                touched.add(table)
-                if run.kind == _INSERT:
-                    assert calls is not None
-                    errors = table.insert_many(keys, prios, calls, payloads)
-                    for i, err in errors.items():
-                        results[run.start + i] = err
-                    continue
-                for i in range(run.end - run.start):
-                    try:
-                        if run.kind == _MODIFY:
-                            assert calls is not None
-                            table.modify(keys[i], prios[i], calls[i], payloads[i], defer=True)
-                        else:
-                            table.delete(keys[i], prios[i], defer=True)
-                    except SwitchError as err:
-                        results[run.start + i] = err
-        finally:
-            for table in touched:
-                table.flush()
-        return results
+
+        def other(u: p4r.Update, touched: set[Table]) -> SwitchError | None:
+            r = writer.apply(u, touched)
+            return self._apply(pl, u) if r is False else r  # type: ignore[return-value]
+
+        return other
 
     def _apply(self, pl: Pipeline, update: p4r.Update) -> SwitchError | None:
         try:
