@@ -19,7 +19,7 @@ from finsy.proto import p4i as p4info_pb2
 from finsy.proto import p4r
 
 from softswitch.bm.pipeline import ActionInfo, CounterInfo, Pipeline, TableInfo
-from softswitch.errors import InvalidArgument, NotFound
+from softswitch.errors import InvalidArgument
 from softswitch.tables import (
     EXACT,
     LPM,
@@ -256,10 +256,19 @@ def counter_entry(ci: CounterInfo, index: int) -> p4r.CounterEntry:
     return ce
 
 
-def find_entry(decoded: DecodedEntry) -> p4r.TableEntry:
-    """The stored entry with the decoded key, for a read by match."""
-    entry = decoded.info.table.get(decoded.key, decoded.priority)
-    if entry is None:
-        raise NotFound(decoded.info.name, "no entry with this match key")
-    stored: p4r.TableEntry = entry.payload
-    return stored
+def table_entity(payload: p4r.TableEntry | bytes) -> p4r.Entity:
+    """``Entity(table_entry=...)`` of a stored entry; stored bytes are parsed straight
+    into the Entity (field 2, length-delimited) instead of parsed and copied."""
+    if isinstance(payload, p4r.TableEntry):
+        return p4r.Entity(table_entry=payload)
+    entity: p4r.Entity = p4r.Entity.FromString(b"\x12" + _varint(len(payload)) + payload)
+    return entity
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)

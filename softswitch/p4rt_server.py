@@ -13,6 +13,7 @@ update, in order, OK for those that were applied (CONTINUE_ON_ERROR).
 
 from __future__ import annotations
 
+import gc
 import logging
 import queue
 import threading
@@ -26,8 +27,11 @@ from finsy.proto import p4r, p4r_grpc
 from finsy.proto import rpc_code as code_pb2
 from finsy.proto import rpc_status as status_pb2
 from google.protobuf import any_pb2
+from google.protobuf.message import DecodeError
 
+from softswitch import p4rt_batch
 from softswitch import p4rt_codec as codec
+from softswitch import p4rt_layout as k
 from softswitch.arbitration import Arbiter, Stream
 from softswitch.bm.pipeline import Pipeline
 from softswitch.errors import (
@@ -48,6 +52,16 @@ API_VERSION = "1.4.1"
 READ_CHUNK = 1000
 _CFG = p4r.SetForwardingPipelineConfigRequest
 _GET = p4r.GetForwardingPipelineConfigRequest
+_U64 = (1 << 64) - 1
+
+
+def _parse(data: bytes, context: grpc.ServicerContext) -> p4r.WriteRequest:
+    """The request parsed by upb; INVALID_ARGUMENT if the bytes are not a WriteRequest."""
+    try:
+        request: p4r.WriteRequest = p4r.WriteRequest.FromString(data)
+    except DecodeError as exc:
+        _abort(context, InvalidArgument("request", f"not a p4.v1.WriteRequest: {exc}"))
+    return request
 
 
 def _abort(context: grpc.ServicerContext, err: SwitchError) -> NoReturn:
@@ -64,6 +78,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         device_id: int,
         on_commit: Callable[[Pipeline | None], None],
         limits: Limits | None = None,
+        compiled: bool = True,
     ) -> None:
         self.device_id = device_id
         self.limits = limits or Limits()
@@ -74,6 +89,11 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         self._on_commit = on_commit
         self._lock = threading.Lock()
         self._fast: tuple[Pipeline, FastWriter] | None = None
+        #: the compiled write decoder (p4rt_batch); off: every Write is parsed with upb
+        self._compiled = compiled
+        self._kernel: tuple[Pipeline, p4rt_batch.KernelTables] | None = None
+        if compiled:
+            p4rt_batch.start_loading()
 
     # ------------------------------------------------------------------ helpers
     def _check_device(self, device_id: int) -> None:
@@ -173,55 +193,132 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
 
     # ------------------------------------------------------------------ Write
     def Write(self, request: p4r.WriteRequest, context: grpc.ServicerContext) -> p4r.WriteResponse:
+        """A parsed WriteRequest (in-process callers; gRPC calls :meth:`write_raw`)."""
+        self._write(request, context)
+        return p4r.WriteResponse()
+
+    def write_raw(self, data: bytes, context: grpc.ServicerContext) -> bytes:
+        """The gRPC Write handler: the request's bytes in, the (empty) response's out.
+
+        With the compiled decoder loaded, the bytes are decoded without building a
+        message (:mod:`softswitch.p4rt_batch`); a request it does not take whole is
+        parsed with upb and written as before."""
+        decode = p4rt_batch.decoder() if self._compiled else None
+        kernel = self._kernel
+        if decode is not None and (kernel is None or kernel[0] is not self.pipeline):
+            with self._lock:  # the first write since a commit or since the kernel loaded
+                if self.pipeline is not None:
+                    self._writer(self.pipeline)
+            kernel = self._kernel
+        decoded = None
+        if decode is not None and kernel is not None:
+            decoded = kernel[1].decode(decode, data)
+        if kernel is None or decoded is None:
+            self._write(_parse(data, context), context)
+            return b""
+        hdr, rows = decoded
+        # updates the kernel did not take are written from upb's parse, made before
+        # anything is applied: a request upb cannot parse fails as a whole
+        parsed = _parse(data, context).updates if (rows[:, k.STATUS] != k.PLAIN).any() else None
+        election = None
+        if hdr[k.H_HAS_ELECTION]:
+            election = p4r.Uint128(
+                high=int(hdr[k.H_ELECTION_HIGH]) & _U64, low=int(hdr[k.H_ELECTION_LOW]) & _U64
+            )
         try:
             with self.bounds.request(context.peer(), "Write"):
-                self._check_device(request.device_id)
-                self.arbiter.check_primary(
-                    request.role, request.election_id if request.HasField("election_id") else None
+                self._check_write(
+                    int(hdr[k.H_DEVICE]) & _U64, "", election, int(hdr[k.H_ATOMICITY]), len(rows)
                 )
-                if request.atomicity != p4r.WriteRequest.CONTINUE_ON_ERROR:
-                    raise Unimplemented("atomicity", "only CONTINUE_ON_ERROR is supported")
-                n, limit = len(request.updates), self.limits.max_write_updates
-                if n > limit:
-                    # checked before the lock: a huge batch must not stall every client
-                    raise ResourceExhausted(
-                        "updates", f"{n} updates exceed the limit of {limit} per WriteRequest"
-                    )
+                with self._lock:
+                    pl = self._need_pipeline()
+                    if pl is kernel[0]:
+                        gc_on = gc.isenabled()
+                        gc.disable()
+                        try:
+                            results = kernel[1].apply(data, rows, parsed, self._other(pl))
+                        finally:
+                            if gc_on:
+                                gc.enable()
+                    else:  # the pipeline changed since: decode this request again
+                        results = self._apply_all(pl, _parse(data, context).updates)
+        except SwitchError as err:
+            _abort(context, err)
+        self._answer(results, context)
+        return b""
+
+    def _check_write(
+        self, device_id: int, role: str, election: p4r.Uint128 | None, atomicity: int, n: int
+    ) -> None:
+        """The request-level checks, in the order the spec's errors are reported."""
+        self._check_device(device_id)
+        self.arbiter.check_primary(role, election)
+        if atomicity != p4r.WriteRequest.CONTINUE_ON_ERROR:
+            raise Unimplemented("atomicity", "only CONTINUE_ON_ERROR is supported")
+        limit = self.limits.max_write_updates
+        if n > limit:
+            # checked before the lock: a huge batch must not stall every client
+            raise ResourceExhausted(
+                "updates", f"{n} updates exceed the limit of {limit} per WriteRequest"
+            )
+
+    def _write(self, request: p4r.WriteRequest, context: grpc.ServicerContext) -> None:
+        try:
+            with self.bounds.request(context.peer(), "Write"):
+                self._check_write(
+                    request.device_id,
+                    request.role,
+                    request.election_id if request.HasField("election_id") else None,
+                    request.atomicity,
+                    len(request.updates),
+                )
                 with self._lock:
                     pl = self._need_pipeline()
                     results = self._apply_all(pl, request.updates)
         except SwitchError as err:
             _abort(context, err)
+        self._answer(results, context)
+
+    def _answer(self, results: list[SwitchError | None], context: grpc.ServicerContext) -> None:
+        """Fail the RPC with one ``p4.v1.Error`` per update if any update failed."""
         failed = [r for r in results if r is not None]
-        if failed:
-            status = status_pb2.Status(
-                code=code_pb2.UNKNOWN, message=f"{len(failed)} of {len(results)} updates failed"
-            )
-            for r in results:
-                perr = p4r.Error(canonical_code=code_pb2.OK)
-                if r is not None:
-                    perr = p4r.Error(
-                        canonical_code=r.code.value[0], message=str(r), space="softswitch"
-                    )
-                detail = any_pb2.Any()
-                detail.Pack(perr)
-                status.details.append(detail)
-            for r in failed:
-                log.info("update refused: %s %s", r.code.name, r)
-            context.set_trailing_metadata(
-                (("grpc-status-details-bin", status.SerializeToString()),)
-            )
-            context.abort(grpc.StatusCode.UNKNOWN, status.message)
-        return p4r.WriteResponse()
+        if not failed:
+            return
+        status = status_pb2.Status(
+            code=code_pb2.UNKNOWN, message=f"{len(failed)} of {len(results)} updates failed"
+        )
+        for r in results:
+            perr = p4r.Error(canonical_code=code_pb2.OK)
+            if r is not None:
+                perr = p4r.Error(canonical_code=r.code.value[0], message=str(r), space="softswitch")
+            detail = any_pb2.Any()
+            detail.Pack(perr)
+            status.details.append(detail)
+        for r in failed:
+            log.info("update refused: %s %s", r.code.name, r)
+        context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
+        context.abort(grpc.StatusCode.UNKNOWN, status.message)
+
+    def _writer(self, pl: Pipeline) -> FastWriter:
+        """The pipeline's :class:`FastWriter` (and, with the compiled decoder, its
+        kernel tables), built on first use after a commit."""
+        fast = self._fast
+        if fast is None or fast[0] is not pl:
+            fast = self._fast = (pl, FastWriter(pl))
+        kernel = self._kernel
+        if (
+            self._compiled
+            and p4rt_batch.decoder() is not None
+            and (kernel is None or kernel[0] is not pl)
+        ):
+            self._kernel = (pl, p4rt_batch.KernelTables(fast[1]))
+        return fast[1]
 
     def _apply_all(self, pl: Pipeline, updates: Any) -> list[SwitchError | None]:
         """Every update in order: the plain table writes through the pipeline's
         :class:`FastWriter`, the rest through the codec; deferred lookup views are
         rebuilt before the lock is released."""
-        fast = self._fast
-        if fast is None or fast[0] is not pl:
-            fast = self._fast = (pl, FastWriter(pl))
-        writer = fast[1]
+        writer = self._writer(pl)
         touched: set[Table] = set()
         results: list[SwitchError | None] = []
         try:
@@ -232,6 +329,17 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             for table in touched:
                 table.flush()
         return results
+
+    def _other(self, pl: Pipeline) -> Callable[[p4r.Update, set[Table]], SwitchError | None]:
+        """How :meth:`KernelTables.apply` writes an update it did not take: as
+        :meth:`_apply_all` does (``FastWriter``, then the codec)."""
+        writer = self._writer(pl)
+
+        def other(u: p4r.Update, touched: set[Table]) -> SwitchError | None:
+            r = writer.apply(u, touched)
+            return self._apply(pl, u) if r is False else r  # type: ignore[return-value]
+
+        return other
 
     def _apply(self, pl: Pipeline, update: p4r.Update) -> SwitchError | None:
         try:
@@ -288,7 +396,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
                 # Under the lock only the references: stored table entries are replaced,
                 # never mutated, so wrapping (copying) them into Entities — tens of ms for
                 # thousands of entries — does not hold up writes.
-                found: list[p4r.Entity | p4r.TableEntry] = []
+                found: list[p4r.Entity | p4r.TableEntry | bytes] = []
                 with self._lock:
                     pl = self._need_pipeline()
                     for ent in request.entities:
@@ -297,7 +405,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
                         else:
                             found.extend(self._read(pl, ent))
                 entities = [
-                    p4r.Entity(table_entry=x) if isinstance(x, p4r.TableEntry) else x for x in found
+                    x if isinstance(x, p4r.Entity) else codec.table_entity(x) for x in found
                 ]
         except SwitchError as err:
             _abort(context, err)
@@ -309,7 +417,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
     def _read(self, pl: Pipeline, ent: p4r.Entity) -> list[p4r.Entity]:
         which = ent.WhichOneof("entity")
         if which == "table_entry":
-            return [p4r.Entity(table_entry=te) for te in self._read_tables(pl, ent.table_entry)]
+            return [codec.table_entity(x) for x in self._read_tables(pl, ent.table_entry)]
         if which == "counter_entry":
             cells = codec.counter_cells(pl, ent.counter_entry)
             return [p4r.Entity(counter_entry=codec.counter_entry(ci, i)) for ci, i in cells]
@@ -317,7 +425,9 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             raise InvalidArgument("entity", "empty entity")
         raise InvalidArgument(f"entity.{which}", "the program has no such object")
 
-    def _read_tables(self, pl: Pipeline, te: p4r.TableEntry) -> list[p4r.TableEntry]:
+    def _read_tables(self, pl: Pipeline, te: p4r.TableEntry) -> list[p4r.TableEntry | bytes]:
+        """The matching entries as stored: messages, or a TableEntry's bytes
+        (:func:`codec.table_entity` makes either an Entity)."""
         infos = (
             list(pl.tables.values()) if te.table_id == 0 else [codec.table_info(pl, te.table_id)]
         )
@@ -325,17 +435,14 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             return [codec.default_entry(pl, info) for info in infos]
         if te.table_id and len(te.match):
             d = codec.decode_table_entry(pl, te, needs_action=False)
-            try:
-                return [codec.find_entry(d)]
-            except NotFound:
-                return []
-        out: list[p4r.TableEntry] = []
+            entry = d.info.table.get(d.key, d.priority)
+            return [] if entry is None else [entry.payload]
+        out: list[p4r.TableEntry | bytes] = []
         for info in infos:
             for entry in info.table:
-                stored: p4r.TableEntry = entry.payload
-                if te.priority and stored.priority != te.priority:
+                if te.priority and entry.priority != te.priority:
                     continue
-                out.append(stored)
+                out.append(entry.payload)
         return out
 
     # ------------------------------------------------------------------ Thrift runtime
@@ -440,8 +547,46 @@ def make_server(service: P4RuntimeService, address: str) -> tuple[grpc.Server, i
         ],
         maximum_concurrent_rpcs=2 * WORKERS,
     )
-    p4r_grpc.add_P4RuntimeServicer_to_server(service, server)
+    handlers = _handlers(service)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(_SERVICE, handlers),))
+    server.add_registered_method_handlers(_SERVICE, handlers)
     port = server.add_insecure_port(address)
     if port == 0:
         raise InvalidArgument("grpc-server-addr", f"cannot listen on {address}")
     return server, port
+
+
+_SERVICE = "p4.v1.P4Runtime"
+
+
+def _handlers(service: P4RuntimeService) -> dict[str, Any]:
+    """The generated servicer's method handlers, except Write: its request arrives as
+    bytes (no deserializer) for :meth:`P4RuntimeService.write_raw`."""
+
+    def unary(fn: Any, req: Any, resp: Any) -> Any:
+        return grpc.unary_unary_rpc_method_handler(
+            fn, request_deserializer=req.FromString, response_serializer=resp.SerializeToString
+        )
+
+    return {
+        "Write": grpc.unary_unary_rpc_method_handler(service.write_raw),
+        "Read": grpc.unary_stream_rpc_method_handler(
+            service.Read,
+            request_deserializer=p4r.ReadRequest.FromString,
+            response_serializer=p4r.ReadResponse.SerializeToString,
+        ),
+        "SetForwardingPipelineConfig": unary(
+            service.SetForwardingPipelineConfig, _CFG, p4r.SetForwardingPipelineConfigResponse
+        ),
+        "GetForwardingPipelineConfig": unary(
+            service.GetForwardingPipelineConfig, _GET, p4r.GetForwardingPipelineConfigResponse
+        ),
+        "StreamChannel": grpc.stream_stream_rpc_method_handler(
+            service.StreamChannel,
+            request_deserializer=p4r.StreamMessageRequest.FromString,
+            response_serializer=p4r.StreamMessageResponse.SerializeToString,
+        ),
+        "Capabilities": unary(
+            service.Capabilities, p4r.CapabilitiesRequest, p4r.CapabilitiesResponse
+        ),
+    }

@@ -21,7 +21,13 @@ from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from softswitch.errors import AlreadyExists, InvalidArgument, NotFound, ResourceExhausted
+from softswitch.errors import (
+    AlreadyExists,
+    InvalidArgument,
+    NotFound,
+    ResourceExhausted,
+    SwitchError,
+)
 
 EXACT = "exact"
 LPM = "lpm"
@@ -69,6 +75,9 @@ class Entry:
 # meaning a <= v <= b for ranges and v & a == b for ternary/lpm.
 _Check = tuple[int, bool, int, int]
 _Candidate = tuple[tuple[_Check, ...], ActionCall]
+_C_RANGE, _C_MASK, _C_LPM = range(3)
+_SEQ = attrgetter("seq")
+_PRIORITY = attrgetter("priority")
 
 
 class Table:
@@ -101,6 +110,16 @@ class Table:
             self._groups: dict[Any, tuple[_Candidate, ...]] = {}
             # Control view per group, so a write rebuilds only its own group.
             self._members: dict[Any, dict[tuple[MatchKey, int], Entry]] = {}
+            # the non-exact fields a candidate checks: (position, _C_*, width)
+            self._checks = tuple(
+                (
+                    pos,
+                    _C_RANGE if f.kind == RANGE else _C_LPM if f.kind == LPM else _C_MASK,
+                    f.bitwidth,
+                )
+                for pos, f in enumerate(fields)
+                if f.kind != EXACT
+            )
             ex = [attrs[i] for i in self._exact_pos]
             self._group_get: Callable[[Any], Any] | None = _getter(ex) if ex else None
         elif LPM in kinds:
@@ -217,6 +236,50 @@ class Table:
         self.entries[ident] = entry
         self._index(entry, defer)
 
+    def insert_many(
+        self,
+        keys: list[MatchKey],
+        priorities: list[int],
+        calls: list[ActionCall],
+        payloads: list[Any],
+    ) -> dict[int, SwitchError]:
+        """:meth:`insert` with ``defer=True`` for each entry in order; the errors by index.
+
+        When no entry collides (with the table or another of the batch) and all fit,
+        the control view takes them in one ``dict.update`` (and an exact table's
+        lookup view in another): no Python code runs per entry. Otherwise, one by one."""
+        n = len(keys)
+        idents = list(zip(keys, priorities, strict=True))
+        entries = self.entries
+        if (
+            self.mode != "keyless"
+            and len(entries) + n <= self.size
+            and entries.keys().isdisjoint(idents)
+            and len(set(idents)) == n
+        ):
+            seq = self._seq
+            self._seq = seq + n
+            new = list(map(Entry, keys, priorities, calls, payloads, range(seq + 1, seq + n + 1)))
+            entries.update(zip(idents, new, strict=True))
+            if self.mode == "exact":
+                self._exact.update(
+                    zip(map(itemgetter(0), keys) if self._single else keys, calls, strict=True)
+                )
+            elif self.mode == "lpm":
+                self._index_lpm(keys, calls)
+            else:
+                self._index_groups(keys, idents, new)
+            return {}
+        errors: dict[int, SwitchError] = {}
+        for i, (key, prio, call, payload) in enumerate(
+            zip(keys, priorities, calls, payloads, strict=True)
+        ):
+            try:
+                self.insert(key, prio, call, payload, defer=True)
+            except SwitchError as err:
+                errors[i] = err
+        return errors
+
     def modify(
         self, key: MatchKey, priority: int, call: ActionCall, payload: Any, defer: bool = False
     ) -> None:
@@ -261,6 +324,34 @@ class Table:
                 self._dirty.add(gkey)
             else:
                 self._rebuild_group(gkey)
+
+    def _index_lpm(self, keys: list[MatchKey], calls: list[ActionCall]) -> None:
+        """:meth:`_index` of many LPM entries (one level lookup per prefix length)."""
+        pos, single, width = self._lpm_pos, self._single, self._lpm_width
+        levels: dict[int, dict[Any, ActionCall]] = {}
+        for key, call in zip(keys, calls, strict=True):
+            value, plen = key[pos]  # type: ignore[misc]
+            level = levels.get(plen)
+            if level is None:
+                level = self._level(plen, ((1 << plen) - 1) << (width - plen), create=True)
+                assert level is not None
+                levels[plen] = level
+            level[value if single else (*key[:pos], value, *key[pos + 1 :])] = call
+
+    def _index_groups(
+        self, keys: list[MatchKey], idents: list[tuple[MatchKey, int]], new: list[Entry]
+    ) -> None:
+        """:meth:`_index` of many range/ternary entries, deferred (see :meth:`flush`)."""
+        ex = self._exact_pos
+        gkeys: list[Any]
+        gkeys = [None] * len(keys) if not ex else list(map(itemgetter(*ex), keys))
+        members = self._members
+        for gkey, ident, entry in zip(gkeys, idents, new, strict=True):
+            group = members.get(gkey)
+            if group is None:
+                group = members[gkey] = {}
+            group[ident] = entry
+        self._dirty.update(gkeys)
 
     def _unindex(self, entry: Entry, defer: bool = False) -> None:
         if self.mode == "exact":
@@ -311,28 +402,28 @@ class Table:
         return tuple(key[i] for i in self._exact_pos)
 
     def _rebuild_group(self, gkey: Any) -> None:
-        members = list(self._members.get(gkey, {}).values())
-        if not members:
+        group = self._members.get(gkey)
+        if not group:
             self._groups.pop(gkey, None)
             return
-        members.sort(key=lambda e: (-e.priority, e.seq))
+        # highest priority first, then the oldest (two stable sorts, no key lambda)
+        members = sorted(group.values(), key=_SEQ)
+        members.sort(key=_PRIORITY, reverse=True)
+        checks_of = self._checks
         cands: list[_Candidate] = []
         for e in members:
+            key = e.key
             checks: list[_Check] = []
-            for pos, f in enumerate(self.fields):
-                m = e.key[pos]
-                if f.kind == RANGE:
-                    lo, hi = m  # type: ignore[misc]
-                    checks.append((pos, True, lo, hi))
-                elif f.kind in (TERNARY, OPTIONAL):
-                    value, mask = m  # type: ignore[misc]
-                    if mask:
-                        checks.append((pos, False, mask, value))
-                elif f.kind == LPM:
-                    value, plen = m  # type: ignore[misc]
-                    if plen:
-                        mask = ((1 << plen) - 1) << (f.bitwidth - plen)
-                        checks.append((pos, False, mask, value))
+            for pos, code, width in checks_of:
+                a, b = key[pos]  # type: ignore[misc]
+                if code == _C_RANGE:
+                    checks.append((pos, True, a, b))
+                elif not b:  # a zero mask / prefix length: a wildcard, no check
+                    continue
+                elif code == _C_MASK:
+                    checks.append((pos, False, b, a))
+                else:  # lpm: (value, prefix length)
+                    checks.append((pos, False, ((1 << b) - 1) << (width - b), a))
             cands.append((tuple(checks), e.call))
         self._groups[gkey] = tuple(cands)
 

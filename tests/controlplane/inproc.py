@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from finsy.proto import p4r
 
 from controlplane.controller import Controller
 from controlplane.p4info import P4Info
@@ -34,9 +33,10 @@ class CountingService(P4RuntimeService):
     def _committed(self, pl: Pipeline | None) -> None:
         """No data plane behind this service: a committed pipeline has nowhere to go."""
 
-    def Write(self, request: p4r.WriteRequest, context: grpc.ServicerContext) -> Any:
+    def write_raw(self, data: bytes, context: grpc.ServicerContext) -> bytes:
+        """gRPC's Write handler (the request's bytes)."""
         self.writes += 1
-        return super().Write(request, context)
+        return super().write_raw(data, context)
 
 
 class InProcessSwitch:

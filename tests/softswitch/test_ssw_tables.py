@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from softswitch.errors import AlreadyExists, NotFound, ResourceExhausted
+from softswitch.errors import AlreadyExists, InvalidArgument, NotFound, ResourceExhausted
 from softswitch.tables import EXACT, LPM, RANGE, TERNARY, ActionCall, KeyField, MatchKey, Table
 
 
@@ -126,3 +129,73 @@ def test_lookups_stay_consistent_while_writer_churns(kind: str) -> None:
         th.join()
     assert not errors
     assert seen <= {"churn", "miss"} and "miss" in seen
+
+
+_LAYOUTS = {
+    "exact": (KeyField("a", 8, EXACT, "a"),),
+    "exact2": (KeyField("a", 8, EXACT, "a"), KeyField("b", 8, EXACT, "b")),
+    "lpm": (KeyField("a", 8, LPM, "a"),),
+    "lpm+exact": (KeyField("a", 8, EXACT, "a"), KeyField("b", 8, LPM, "b")),
+    "range+exact": (KeyField("a", 8, EXACT, "a"), KeyField("b", 8, RANGE, "b")),
+    "ternary": (KeyField("a", 8, TERNARY, "a"),),
+    "keyless": (),
+}
+
+
+def _key(layout: str, x: int, y: int) -> MatchKey:
+    """A small key space, so that batches collide with the table and with themselves."""
+    return {
+        "exact": (x,),
+        "exact2": (x, y),
+        "lpm": ((x << 4, 4),),
+        "lpm+exact": (x, (y << 6, 2)),
+        "range+exact": (x, (y, y + 3)),
+        "ternary": ((x, 0x0F),),
+        "keyless": (),
+    }[layout]
+
+
+@given(
+    st.sampled_from(sorted(_LAYOUTS)),
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=6),
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(1, 2)), max_size=8),
+    st.integers(1, 10),
+)
+def test_insert_many_is_insert_in_order(
+    layout: str,
+    before: list[tuple[int, int]],
+    batch: list[tuple[int, int, int]],
+    size: int,
+) -> None:
+    """Errors by index, entries, read order and lookups equal those of one insert per entry:
+    duplicates in the table or in the batch, a table that fills up, a keyless table."""
+    fields = _LAYOUTS[layout]
+    prio = any(f.kind in (RANGE, TERNARY) for f in fields)
+    tables = [Table("t", fields, size, MISS) for _ in range(2)]
+    old = [tag(f"b{i}") for i in range(len(before))]
+    for t in tables:
+        for (x, y), call in zip(before, old, strict=True):
+            with contextlib.suppress(AlreadyExists, ResourceExhausted, InvalidArgument):
+                t.insert(_key(layout, x, y), 1 if prio else 0, call, None)
+    keys = [_key(layout, x, y) for x, y, _p in batch]
+    prios = [p if prio else 0 for _x, _y, p in batch]
+    calls = [tag(f"n{i}") for i in range(len(batch))]
+    one, many = tables
+    expected = {}
+    for i, (key, p, call) in enumerate(zip(keys, prios, calls, strict=True)):
+        try:
+            one.insert(key, p, call, i, defer=True)
+        except (AlreadyExists, ResourceExhausted, InvalidArgument) as err:
+            expected[i] = (type(err), str(err))
+    got = many.insert_many(keys, prios, calls, list(range(len(batch))))
+    assert {i: (type(e), str(e)) for i, e in got.items()} == expected
+    one.flush()
+    many.flush()
+    assert [(e.key, e.priority, e.call, e.payload) for e in one] == [
+        (e.key, e.priority, e.call, e.payload) for e in many
+    ]
+    for a in range(16):
+        for b in range(16):
+            assert hit(one, a << 4 if layout == "lpm" else a, b) == hit(
+                many, a << 4 if layout == "lpm" else a, b
+            )
