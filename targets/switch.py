@@ -157,6 +157,7 @@ def start_target(
     ready_timeout: float = 30.0,
     cpus: str | None = None,
     pcap_dir: str | Path | None = None,
+    nice: int | None = None,
 ) -> Target:
     """Start a switch on ``ports`` ({port number: interface}) and wait until it serves.
 
@@ -165,6 +166,8 @@ def start_target(
     ``taskset`` list such as ``"1"``) pins it, as the benchmarks do. With
     ``pcap_dir`` the switch captures every port into that directory (created
     here; ``IFACE_in.pcap``/``IFACE_out.pcap``, BMv2's names, on both targets).
+    ``nice`` runs it at that ``nice`` increment (the emulation: negative, so the
+    switch is not starved by the emulated hosts it forwards for).
     """
     real = resolve_kind(kind)
     if pcap_dir is not None:
@@ -175,6 +178,8 @@ def start_target(
     )
     if cpus:
         argv = ["taskset", "-c", cpus, *argv]
+    if nice is not None:
+        argv = ["nice", "-n", str(nice), *argv]
     if netns:
         argv = ["ip", "netns", "exec", netns, *argv]
     path = Path(log_path) if log_path else None

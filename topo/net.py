@@ -48,6 +48,11 @@ from topo import tc
 
 log = logging.getLogger(__name__)
 DEFAULT_PREFIX = "ec"
+#: ``nice`` increment of the switch process. A switch is hardware of its own; here it is
+#: one process sharing the CPUs with every emulated host, agent and the controller, and
+#: a single-threaded BMv2 near its packet rate drops at its input when they take its CPU
+#: (measured: docs/demo.md, "On BMv2"), so it runs before them.
+SWITCH_NICE = -10
 _warned_netem = False
 
 
@@ -93,6 +98,7 @@ class P4Switch(Switch):  # type: ignore[misc]
             device_id=self.device_id,
             log_path=self.log_dir / f"{self.name}.log",
             pcap_dir=self.pcap_dir,
+            nice=SWITCH_NICE,
         )
 
     def stop(self, deleteIntfs: bool = True) -> None:
