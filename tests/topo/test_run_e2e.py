@@ -121,9 +121,9 @@ def test_online_three_jobs_agrees_with_the_packet_model(tmp_path: Path) -> None:
     assert results["entered_reports"] is True
     online = results["policies"]["echelon-online"]
     assert online["online"]["replans"] > 0 and online["online"]["failures"] == 0
-    # Static: 4.6-6.4 ms in 26 of 26 runs. Online: 22 of 26 runs within 20 ms, all
-    # within 40 ms; the misses are pipe's fwd flows, cause not found (docs/demo.md) --
-    # so this test holds online to twice the stated tolerance.
+    # Static: 4.6-6.2 ms in 20 of 20 runs. Online: 19 of 20 runs within 20 ms, one at
+    # 27.9 ms (docs/demo.md: the emulation's CPU can delay a host's packets into the
+    # switch) -- so this test holds online to twice the stated tolerance.
     for policy, bound in (
         ("echelon", DEFAULT_TOLERANCE_S),
         ("echelon-online", 2 * DEFAULT_TOLERANCE_S),
