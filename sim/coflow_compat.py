@@ -26,14 +26,20 @@ switched on and its effect measured:
   only when a coflow is admitted or completes -- a flow that finishes earlier
   leaves its bandwidth idle.
   (coflowsim's FIFO is FIFO between coflows; :mod:`echelon.policies` ``fifo`` is
-  per-flow FIFO, another difference.)
+  per-flow FIFO, another difference.) The receiver side of a coflow's bottleneck
+  is each reducer's own running byte count, decremented flow by flow every step,
+  not the sum of its flows: the two drift apart by float rounding and coflowsim's
+  rates depend on which way (:mod:`sim.coflow_steps`; ``reducer_counter``).
 * coflowsim declares "at most 5 concurrent flows per reducer" but its FAIR
   simulator overrides the limit with the reducer's flow count, so every flow
   starts at once; ``max_flows_per_reducer`` is therefore off by default.
 
-The step arithmetic is event-driven: between events the per-step bytes of every
-flow are constant, so the simulator jumps to the step where the next flow
-(fair) or coflow (varys, fifo) finishes, or to the next admission epoch.
+Fair (and varys/fifo with ``reducer_counter=False``) is event-driven: between
+events the per-step bytes of every flow are constant, so the simulator jumps to
+the step where the next flow (fair) or coflow (varys, fifo) finishes, or to the
+next admission epoch. Varys and fifo by default step every 8 ms
+(:mod:`sim.coflow_steps`), because the reducers' counters need coflowsim's exact
+sequence of subtractions.
 """
 
 from __future__ import annotations

@@ -6,20 +6,22 @@ its flows and the reducer's own running total (``shuffleBytesLeft``), and both a
 decremented once per flow per 8-ms step. Its Varys rate rule (MADD) takes the
 receiver side of a coflow's bottleneck from the running total and the sender side
 from the flows. In exact arithmetic the two agree; in floating point, after
-thousands of steps, the total is off from the sum of its flows by up to a few bytes
-in 10^11. MADD then leaves ``capacity x (1 - sum / total)`` unallocated at a
-bottleneck receiver port: a negative or ulp-sized remainder (port full) or up to
-~0.1 bit/s, which is above coflowsim's "zero" of 10^-3. A port with 0.05 bit/s left
-is not full, so the next coflow that uses it is not set aside for an even share of
-what is left: it gets MADD rates computed against that 0.05 bit/s, i.e. almost
-nothing, until the next rate change. Which way each remainder falls depends on
-the exact sequence of subtractions, so the only faithful way to get coflowsim's
-rates is to do its subtractions: every flow, every step, in its order (per
-reducer, mappers by port). Measured on FB2010 (docs/simulator.md): this loop
-gives coflowsim's published FIFO and SEBF averages to the millisecond, where the
-event-driven loop (receiver bytes = sum of the flows) is 6.0 % and -3.1 % off.
+thousands of steps, the total drifts from the sum of its flows (by up to 6 bytes in
+1.1e11 on FB2010). MADD then leaves ``free x (1 - sum / total)`` unallocated at a
+bottleneck receiver port: negative or ulp-sized (port full) when the total is below
+the sum, but above coflowsim's "zero" of 1e-3 bit/s when it is far enough above
+(6 bytes in 1.1e11 is 0.06 bit/s of a 2^30 bit/s port). A port with a few hundredths
+of a bit/s left is not full, so the next coflow that uses it is not set aside for an
+even share of what is left: it gets MADD rates computed against that sliver, i.e.
+almost nothing, until work conservation or the next rate change. Which way each
+remainder falls depends on the exact sequence of subtractions, so the only faithful
+way to get coflowsim's rates is to do its subtractions: every flow, every step, in
+its order (per reducer, mappers by port). Measured on FB2010 (docs/simulator.md):
+this loop gives FIFO 82,648.96 ms and SEBF 28,528.46 ms against coflowsim's
+published 82,649 and 28,529 ms, where the event-driven loop (receiver bytes = sum of
+the flows) is 6.0 % above and 3.1 % below.
 
-The rate rule itself is :func:`sim.coflow_compat._madd` (with the counter); this
+The rate rule itself is :func:`sim.coflow_rates.madd` (with the counter); this
 module is the time loop: admission at epochs, one step at a time, a reducer done
 when its counter or its flow count reaches zero, a coflow done with its last
 reducer, rates recomputed at admissions and departures only.
