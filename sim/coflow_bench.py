@@ -159,24 +159,33 @@ def cmd_ablate(trace: CoflowTrace, policy: str) -> str:
 
 
 def cmd_probe(trace: CoflowTrace, policies: list[str]) -> str:
-    """The compatible simulator with one FIFO/SEBF rate rule changed at a time: how
-    much each moves the averages (the search for FIFO's gap to coflowsim)."""
+    """The compatible simulator with one FIFO/SEBF rule changed at a time: how much
+    each moves the averages (the search for FIFO's and SEBF's gaps to coflowsim).
+    The rows after the first four run the event-driven loop (``reducer_counter=False``,
+    receiver bytes = the sum of the flows), the loop these probes were first run on."""
+    event = CompatOptions(reducer_counter=False)
     probes = [
-        ("as coflowsim's source", CompatOptions()),
+        ("as coflowsim's source (reducer counters, 8-ms steps)", CompatOptions()),
         (
-            "earlier CoflowSimulator revision (skipped coflows keep rates)",
-            CompatOptions(skipped="keep-rates"),
+            "without the negative-counter quotient in the bottleneck",
+            CompatOptions(negative_counters=False),
+        ),
+        ("leftover flows keep moving after an admission", CompatOptions(relayout=False)),
+        ("receiver bytes = sum of the flows, event-driven (the earlier default)", event),
+        (
+            "event-driven: earlier CoflowSimulator revision (skipped coflows keep rates)",
+            replace(event, skipped="keep-rates"),
         ),
         (
-            "work conservation in coflow order, not deadline order",
-            CompatOptions(wc_order="arrival"),
+            "event-driven: work conservation in coflow order, not deadline order",
+            replace(event, wc_order="arrival"),
         ),
         (
-            "a flow ending exactly on a step boundary takes one more step",
-            CompatOptions(step_slack=1e-3),
+            "event-driven: a flow ending exactly on a step boundary takes one more step",
+            replace(event, step_slack=1e-3),
         ),
     ] + [
-        (f"deadline multipliers from Random({s})", CompatOptions(deadline_seed=s))
+        (f"event-driven: deadline multipliers from Random({s})", replace(event, deadline_seed=s))
         for s in range(18, 23)
     ]
     head = " | ".join(f"{p} avg CCT (ms) | vs coflowsim" for p in policies)
@@ -187,7 +196,7 @@ def cmd_probe(trace: CoflowTrace, policies: list[str]) -> str:
             res = simulate_compat(trace, p, PORT, opt)
             avg = res.cct.mean() * 1e3
             ref = REFERENCE.get(p)
-            cells.append(f"{avg:,.0f} | {avg / ref - 1:+.1%}" if ref else f"{avg:,.0f} | --")
+            cells.append(f"{avg:,.1f} | {avg / ref - 1:+.2%}" if ref else f"{avg:,.0f} | --")
         rows.append(f"| {label} | " + " | ".join(cells) + " |")
         print(rows[-1], file=sys.stderr, flush=True)
     return "\n".join(rows)

@@ -26,14 +26,20 @@ switched on and its effect measured:
   only when a coflow is admitted or completes -- a flow that finishes earlier
   leaves its bandwidth idle.
   (coflowsim's FIFO is FIFO between coflows; :mod:`echelon.policies` ``fifo`` is
-  per-flow FIFO, another difference.)
+  per-flow FIFO, another difference.) The receiver side of a coflow's bottleneck
+  is each reducer's own running byte count, decremented flow by flow every step,
+  not the sum of its flows: the two drift apart by float rounding and coflowsim's
+  rates depend on which way (:mod:`sim.coflow_steps`; ``reducer_counter``).
 * coflowsim declares "at most 5 concurrent flows per reducer" but its FAIR
   simulator overrides the limit with the reducer's flow count, so every flow
   starts at once; ``max_flows_per_reducer`` is therefore off by default.
 
-The step arithmetic is event-driven: between events the per-step bytes of every
-flow are constant, so the simulator jumps to the step where the next flow
-(fair) or coflow (varys, fifo) finishes, or to the next admission epoch.
+Fair (and varys/fifo with ``reducer_counter=False``) is event-driven: between
+events the per-step bytes of every flow are constant, so the simulator jumps to
+the step where the next flow (fair) or coflow (varys, fifo) finishes, or to the
+next admission epoch. Varys and fifo by default step every 8 ms
+(:mod:`sim.coflow_steps`), because the reducers' counters need coflowsim's exact
+sequence of subtractions.
 """
 
 from __future__ import annotations
@@ -44,10 +50,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit  # type: ignore[import-untyped]
 
 from echelon.errors import SpecError
 from sim.coflow_engine import CoflowResult
+from sim.coflow_rates import madd
+from sim.coflow_steps import step_coflows
 from sim.coflow_trace import CoflowTrace, flow_arrays
 
 #: coflowsim's floating-point "zero" (bytes and bits/s).
@@ -70,7 +77,19 @@ class CompatOptions:
     skipped: str = "fair-share"  # or "keep-rates": its earlier CoflowSimulator revision
     wc_order: str = "deadline"  # or "arrival": work conservation in coflow order
     step_slack: float = 0.0  # added to a flow's steps before rounding up: +1e-3 makes
-    # a flow that ends exactly on a step boundary take one more (rounding probe)
+    # a flow that ends exactly on a step boundary take one more (rounding probe; only
+    # with reducer_counter=False, the event-driven loop)
+    # varys/fifo: a reducer's receiver bytes are its own running total, decremented
+    # every 8-ms step as coflowsim does (sim.coflow_steps; ~1-2 min on FB2010); False:
+    # the sum of its flows, event-driven (seconds; 6.0 % / -3.1 % off on FB2010)
+    reducer_counter: bool = True
+    # with reducer_counter (probes of two details of coflowsim's source, both on by
+    # default as coflowsim does them): a finished reducer's counter below zero over an
+    # overdrawn port counts in the bottleneck (its unguarded division); at an
+    # admission, flows left in a reducer its counter closed stop moving (it lays the
+    # flows out afresh from unfinished reducers only)
+    negative_counters: bool = True
+    relayout: bool = True
 
 
 class JavaRandom:
@@ -90,132 +109,6 @@ class JavaRandom:
         return ((self._next(26) << 27) + self._next(27)) * 2.0**-53
 
 
-@njit(cache=True)  # type: ignore[misc]
-def _madd(
-    order: Any,
-    edf: Any,
-    first: Any,
-    count: Any,
-    src: Any,
-    dst: Any,
-    rem: Any,
-    bps: Any,
-    ports: int,
-    cap_bps: float,
-    zero: float,
-    keep_rates: bool,
-) -> None:  # pragma: no cover - compiled
-    send_free = np.full(ports, cap_bps)
-    recv_free = np.full(ports, cap_bps)
-    s_bytes = np.zeros(ports)
-    r_bytes = np.zeros(ports)
-    s_used = np.zeros(ports)
-    r_used = np.zeros(ports)
-    skipped = np.zeros(order.shape[0], dtype=np.int64)
-    n_skip = 0
-    for c in order:
-        lo = first[c]
-        hi = lo + count[c]
-        for i in range(lo, hi):
-            if not keep_rates:
-                bps[i] = 0.0  # every rate is decided afresh
-            s_bytes[src[i]] = 0.0
-            r_bytes[dst[i]] = 0.0
-            s_used[src[i]] = 0.0
-            r_used[dst[i]] = 0.0
-        for i in range(lo, hi):
-            if rem[i] > 0.0:
-                s_bytes[src[i]] += rem[i]
-                r_bytes[dst[i]] += rem[i]
-        alpha = 0.0
-        skip = False
-        for i in range(lo, hi):
-            sb = s_bytes[src[i]]
-            rb = r_bytes[dst[i]]
-            if sb > 0.0:
-                if send_free[src[i]] <= zero:
-                    skip = True
-                else:
-                    alpha = max(alpha, sb * 8.0 / send_free[src[i]])
-            if rb > 0.0:
-                if recv_free[dst[i]] <= zero:
-                    skip = True
-                else:
-                    alpha = max(alpha, rb * 8.0 / recv_free[dst[i]])
-        if skip or alpha <= 0.0:
-            skipped[n_skip] = c
-            n_skip += 1
-            continue
-        i = lo
-        while i < hi:  # one reducer (same dst) at a time
-            j = i
-            while j < hi and dst[j] == dst[i]:
-                j += 1
-            if recv_free[dst[i]] > zero:
-                for k in range(i, j):
-                    if rem[k] <= 0.0:
-                        continue
-                    cur = rem[k] * 8.0 / alpha
-                    if cur > send_free[src[k]] or cur > recv_free[dst[k]]:
-                        cur = min(send_free[src[k]], recv_free[dst[k]])
-                    s_used[src[k]] += cur
-                    r_used[dst[k]] += cur
-                    bps[k] = cur
-            i = j
-        for i in range(lo, hi):
-            send_free[src[i]] -= s_used[src[i]]
-            s_used[src[i]] = 0.0
-            recv_free[dst[i]] -= r_used[dst[i]]
-            r_used[dst[i]] = 0.0
-    if keep_rates:  # the earlier revision: they keep their rates, get no share
-        n_skip = 0
-    # coflows that could not get their bottleneck share split what is left evenly
-    n_map = np.zeros(ports, dtype=np.int64)
-    n_red = np.zeros(ports, dtype=np.int64)
-    for q in range(n_skip):
-        c = skipped[q]
-        for k in range(first[c], first[c] + count[c]):
-            if rem[k] > 0.0 and recv_free[dst[k]] > zero and send_free[src[k]] > zero:
-                n_map[src[k]] += 1
-                n_red[dst[k]] += 1
-    s_used[:] = 0.0
-    r_used[:] = 0.0
-    for q in range(n_skip):
-        c = skipped[q]
-        for k in range(first[c], first[c] + count[c]):
-            if rem[k] <= 0.0 or recv_free[dst[k]] <= zero or n_red[dst[k]] == 0:
-                continue
-            if send_free[src[k]] <= zero or n_map[src[k]] == 0:
-                continue
-            m = min(send_free[src[k]] / n_map[src[k]], recv_free[dst[k]] / n_red[dst[k]])
-            if m <= zero:
-                m = 0.0
-            bps[k] = m
-            s_used[src[k]] += m
-            r_used[dst[k]] += m
-    send_free -= s_used
-    recv_free -= r_used
-    for c in edf:  # work conservation
-        lo = first[c]
-        hi = lo + count[c]
-        i = lo
-        while i < hi:
-            j = i
-            while j < hi and dst[j] == dst[i]:
-                j += 1
-            if recv_free[dst[i]] > zero:
-                for k in range(i, j):
-                    if rem[k] <= 0.0:
-                        continue
-                    m = min(send_free[src[k]], recv_free[dst[k]])
-                    if m <= zero:
-                        m = 0.0
-                    bps[k] += m
-                    send_free[src[k]] -= m
-                    recv_free[dst[k]] -= m
-            i = j
-
-
 def simulate_compat(
     trace: CoflowTrace,
     policy: str,
@@ -228,6 +121,8 @@ def simulate_compat(
         raise SpecError("skipped", f"must be fair-share or keep-rates, got {opt.skipped!r}")
     if opt.wc_order not in ("deadline", "arrival"):
         raise SpecError("wc_order", f"must be deadline or arrival, got {opt.wc_order!r}")
+    if opt.step_slack and opt.reducer_counter:
+        raise SpecError("step_slack", "only with reducer_counter=False (the event-driven loop)")
     algo = POLICIES.get(policy)
     if algo is None:
         raise SpecError("policy", f"--coflowsim supports {sorted(POLICIES)}, not {policy!r}")
@@ -262,6 +157,37 @@ def simulate_compat(
         alpha0[c] = max(per_red.sum() / m, per_red.max())
         mult = 1.0 + rng.next_double()
         deadline[c] = alpha0[c] / port_bytes_per_s * mult * 1000.0
+    if algo != "fair" and opt.reducer_counter:
+        # reducers: runs of one (coflow, port) in the sorted flows
+        new = np.r_[True, (cf_of[1:] != cf_of[:-1]) | (dst[1:] != dst[:-1])]
+        red_of = np.cumsum(new) - 1
+        red_job = cf_of[new]
+        red_bytes = np.bincount(red_of, weights=size)
+        start, finish, events = step_coflows(
+            arr_ms,
+            alpha0,
+            deadline,
+            algo == "sebf",
+            fa.first,
+            fa.count,
+            src,
+            dst,
+            size,
+            red_of,
+            red_job,
+            red_bytes,
+            fa.ports,
+            cap_bps,
+            opt.epoch_ms,
+            opt.step_ms,
+            opt.second_ms,
+            ZERO,
+            opt.skipped == "keep-rates",
+            opt.wc_order == "deadline",
+            opt.negative_counters,
+            opt.relayout,
+        )
+        return _result(algo, fa, start, finish, events, wall, opt)
     sorted_jobs: list[int] = []
     act = np.zeros(0, dtype=np.int64)  # admitted, unfinished flows
     limit = opt.max_flows_per_reducer
@@ -355,7 +281,13 @@ def simulate_compat(
                     cap_bps,
                     opt,
                 )
-    res = CoflowResult(
+    return _result(algo, fa, start, finish, events, wall, opt)
+
+
+def _result(
+    algo: str, fa: Any, start: Any, finish: Any, events: int, wall: float, opt: CompatOptions
+) -> CoflowResult:
+    return CoflowResult(
         policy=f"coflowsim-{algo}",
         model="coflow",
         names=list(fa.names),
@@ -369,9 +301,9 @@ def simulate_compat(
             "second_ms": opt.second_ms,
             "epoch_ms": opt.epoch_ms,
             "coflowsim_sizes": opt.sizes,
+            "reducer_counter": opt.reducer_counter,
         },
     )
-    return res
 
 
 def _first_per_reducer(act: Any, dst: Any, job: Any, limit: int) -> Any:
@@ -405,4 +337,22 @@ def _update(
     left = [math.trunc(start[c] + deadline[c] - now) for c in sorted_jobs]
     edf = jobs[np.argsort(np.array(left), kind="stable")] if opt.wc_order == "deadline" else jobs
     keep = opt.skipped == "keep-rates"
-    _madd(jobs, edf, fa.first, fa.count, src, dst, rem, bps, fa.ports, cap_bps, ZERO, keep)
+    none = np.zeros(0, dtype=np.int64)
+    madd(
+        jobs,
+        edf,
+        fa.first,
+        fa.count,
+        src,
+        dst,
+        rem,
+        bps,
+        fa.ports,
+        cap_bps,
+        ZERO,
+        keep,
+        none,
+        none.astype(np.float64),
+        False,
+        False,
+    )

@@ -131,5 +131,8 @@ def test_probe_options_are_checked() -> None:
 def test_step_slack_moves_a_boundary_finish_by_one_step() -> None:
     # 2 MB at 1 MB/step ends exactly on the second step boundary (16 ms); with the
     # rounding probe it takes a third step
-    assert _ccts(["a 0 1 0 1 1:2"], "fifo") == {"a": 16.0}
-    assert _ccts(["a 0 1 0 1 1:2"], "fifo", step_slack=1e-3) == {"a": 24.0}
+    event = {"reducer_counter": False}
+    assert _ccts(["a 0 1 0 1 1:2"], "fifo", **event) == {"a": 16.0}
+    assert _ccts(["a 0 1 0 1 1:2"], "fifo", step_slack=1e-3, **event) == {"a": 24.0}
+    with pytest.raises(SpecError, match="step_slack"):  # the stepping loop has no rounding
+        _ccts(["a 0 1 0 1 1:2"], "fifo", step_slack=1e-3)
