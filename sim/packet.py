@@ -50,20 +50,18 @@ import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, cast
+from typing import cast
 
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, FlowKey, IterationPlan
 from echelon.policies import get_policy
 from echelon.quantize import flow_levels
 from echelon.schedule import Network
+from sim.config import Plannable
+from sim.predict import DEFAULT_HEADER_BYTES
 
 #: (job, group, flow index): one classification entry on the switch, as in sim.engine
 Slot = tuple[str, str, int]
-
-
-class Plannable(Protocol):
-    def plan(self, iteration: int = 0, t0: float = 0.0) -> IterationPlan: ...
 
 
 @dataclass(frozen=True)
@@ -76,8 +74,8 @@ class PacketConfig:
     replan_interval: float = 0.0
     replan_delay: float = 0.0
     initial_levels: Mapping[Slot, int] = field(default_factory=dict)
-    header_bytes: int = 58
-    payload_bytes: int = 984
+    header_bytes: int = DEFAULT_HEADER_BYTES
+    payload_bytes: int = 1400
 
     def __post_init__(self) -> None:
         if self.levels < 2:

@@ -121,7 +121,7 @@ def static_levels(
     t = 0 as the online controller does on those reports (:mod:`controlplane.progress`)."""
     from echelon.jobs import opening_groups
     from echelon.policies import get_policy
-    from echelon.quantize import quantize
+    from echelon.quantize import level_of, quantize
 
     path = results.get("controller_topo_path")
     topo = (
@@ -138,13 +138,11 @@ def static_levels(
         if opening:
             at_start = get_policy("echelon").schedule(opening, net, None, 0.0)
             levels.update(quantize(at_start, opening))
-    out = {}
-    for ef in efs:
-        lv = levels[ef.name]
-        for f in ef.flows:
-            at = next((r.priority for r in lv.ranges if r.lo_us <= f.offset_us <= r.hi_us), None)
-            out[(ef.job, ef.group, f.index)] = lv.priority if at is None else at
-    return out
+    return {
+        (ef.job, ef.group, f.index): level_of(levels[ef.name], f.offset_us)
+        for ef in efs
+        for f in ef.flows
+    }
 
 
 def compare(results: dict[str, Any], policy: str, model: str = "fluid") -> list[dict[str, Any]]:
@@ -169,6 +167,13 @@ def compare(results: dict[str, Any], policy: str, model: str = "fluid") -> list[
     interval = float(stats.get("interval_s", 0.01))
     delay = float((stats.get("reaction_ms") or {}).get("p50") or 0.0) / 1e3
     paced = paced_topology(results["topo_path"], float(results.get("rate_mbit", 40.0)))
+    # what the switch holds when the run starts (online: with the opening groups
+    # planned on the agents' "entering iteration 0" reports, when they sent them)
+    installed = (
+        static_levels(results, specs, online and bool(results.get("entered_reports")))
+        if online or model == "packet"
+        else None
+    )
     if model == "packet":
         if policy.removesuffix("-online") != "echelon" or not closed:
             raise EchelonError(
@@ -182,9 +187,7 @@ def compare(results: dict[str, Any], policy: str, model: str = "fluid") -> list[
                 online=online,
                 replan_interval=interval,
                 replan_delay=delay,
-                initial_levels=static_levels(
-                    results, specs, online and bool(results.get("entered_reports"))
-                ),
+                initial_levels=installed or {},
                 header_bytes=DEFAULT_HEADER_BYTES,
                 payload_bytes=payload,
             ),
@@ -204,16 +207,11 @@ def compare(results: dict[str, Any], policy: str, model: str = "fluid") -> list[
             replan_interval=interval if online else 0.0,
             policy_sizes="registered" if online else "remaining",
             # ... acts on an event after its reaction time (the run's median), and a
-            # group released before that competes at the levels it had (at first: the
-            # static plan installed before the run, ``--idle-level keep``, with the
-            # opening groups planned on the agents' "entering iteration 0" reports)
+            # group released before that competes at the levels it had (at first:
+            # ``installed``, ``--idle-level keep``)
             replan_delay=delay if online else 0.0,
             keep_levels=online and results.get("idle_level", "keep") == "keep",
-            initial_levels=(
-                static_levels(results, specs, bool(results.get("entered_reports")))
-                if online
-                else None
-            ),
+            initial_levels=installed,
             # the host agent paces its released flows round-robin (hostagent.sender)
             sender_round_robin=True,
         )

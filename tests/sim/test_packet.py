@@ -34,6 +34,7 @@ class StarNet:
 class Job:
     def __init__(self, plan: IterationPlan) -> None:
         self._plan = plan
+        self.job_id = plan.job
 
     def plan(self, iteration: int = 0, t0: float = 0.0) -> IterationPlan:
         return self._plan
