@@ -41,10 +41,11 @@ controller with its first packets, and the re-plan lands a reaction time later
 slow port those already queued keep them (measured in docs/demo.md: 64 packets of a
 pull queued at stale levels, 53 ms of a 10 Mbit/s port). A host that says "I am
 starting iteration 0" before its first byte lets the controller plan the opening
-groups before they send. The iteration start estimated from such a report is
-*provisional*: until the first real release of that iteration replaces it, the job
-counts as starting at the moment of each re-plan (it may start any moment; an old
-estimate would make it look overdue and rank it above jobs that did start).
+groups before they send. Such a report says nothing of *when* the iteration starts:
+until a first real release of that iteration sets its start, an anticipated group
+counts as starting at the moment of each re-plan (it may start any moment; the
+report's own time would make the job look overdue and rank it above jobs that did
+start).
 
 Why hosts and not the switch's per-class counters (docs/controller.md, "Progress
 signals"): counters tell that bytes of a class passed, not that a group was
@@ -142,10 +143,9 @@ class _Job:
     groups: dict[str, _Group]
     snaps: dict[str, Report] = field(default_factory=dict)
     last_report: float = 0.0
-    #: iteration -> estimated start (min over its groups of release time - t_ref)
+    #: iteration -> estimated start (min over its groups of release time - t_ref);
+    #: absent while only an entering host told of the iteration
     starts: dict[int, float] = field(default_factory=dict)
-    #: iterations whose start was estimated from a host entering them, not a release
-    provisional: set[int] = field(default_factory=set)
 
 
 class ProgressTracker:
@@ -211,15 +211,16 @@ class ProgressTracker:
             if it > g.iteration:
                 g.iteration, g.released_at = it, now
                 g.anticipated = listed < it
-                self._estimate_start(job, it, now - g.t_ref, g.anticipated)
+                if not g.anticipated:
+                    self._estimate_start(job, it, now - g.t_ref)
                 g.finished = False
                 changed = True
             elif g.anticipated and listed == g.iteration:
-                # the release we anticipated: it sets the iteration's start if only an
-                # entering host had (the plan's t_ref moves: re-plan)
+                # the release we anticipated: it may set the iteration's start (the
+                # plan's t_ref stops following "now": re-plan)
                 g.anticipated = False
                 g.released_at = now
-                changed |= self._estimate_start(job, it, now - g.t_ref, False)
+                changed |= self._estimate_start(job, it, now - g.t_ref)
             if g.iteration < 0 or g.finished:
                 continue
             if all(self._received(job.snaps.get(h), name, g.iteration) for h in g.receivers):
@@ -227,28 +228,17 @@ class ProgressTracker:
                 changed = True
         for it in [i for i in job.starts if i < max(job.starts) - 1]:
             del job.starts[it]  # keep the current and the previous iteration only
-            job.provisional.discard(it)
         return changed
 
     @staticmethod
-    def _estimate_start(job: _Job, it: int, start: float, provisional: bool) -> bool:
-        """Fold one estimate of iteration ``it``'s start in; ``True`` if it moved. A
-        release's estimate replaces a provisional one (a host entering the iteration
-        before it sent anything); otherwise the earliest estimate wins."""
+    def _estimate_start(job: _Job, it: int, start: float) -> bool:
+        """Fold one release's estimate of iteration ``it``'s start in (the earliest
+        wins); ``True`` if the estimate moved."""
         old = job.starts.get(it)
-        if old is None:
-            job.starts[it] = start
-            if provisional:
-                job.provisional.add(it)
-            return True
-        if it in job.provisional and not provisional:
-            job.provisional.discard(it)
-            job.starts[it] = start
-            return start != old
-        if start < old:
-            job.starts[it] = start
-            return True
-        return False
+        if old is not None and old <= start:
+            return False
+        job.starts[it] = start
+        return True
 
     @staticmethod
     def _received(snap: Report | None, group: str, iteration: int) -> bool:
@@ -272,12 +262,11 @@ class ProgressTracker:
                     continue
                 for name, g in job.groups.items():
                     if g.iteration >= 0 and not g.finished:
-                        start = job.starts.get(g.iteration, g.released_at - g.t_ref)
-                        if g.iteration in job.provisional:
-                            # entered, nothing sent yet: it starts any moment, i.e. now --
-                            # not when the host said it was entering (an old start would
-                            # make the job look overdue and jump the queue)
-                            start = max(start, now)
+                        start = job.starts.get(g.iteration)
+                        if start is None:
+                            # anticipated, nothing of the iteration sent yet: it starts
+                            # any moment, i.e. now
+                            start = now if g.anticipated else g.released_at - g.t_ref
                         out.append(Instance(job_id, name, g.iteration, g.released_at, start))
         return out
 
