@@ -1,4 +1,4 @@
-"""Packet-level model of one iteration on a small network: queues keep their packets' class.
+"""Packet-level model of a few iterations on a small network: queues keep their packets' class.
 
 The fluid engine (:mod:`sim.engine`) re-ranks every byte in flight at a re-plan.
 A switch does not: a packet is classified when it enters the switch, and once it
@@ -18,6 +18,12 @@ What it models, and how that maps to the emulation:
   packets, each ``payload + header_bytes`` on the wire (the last one shorter).
 * **Hosts.** A host's released flows share its first link round-robin, packet by
   packet, at that link's rate (the host agent's pacing, :mod:`hostagent.sender`).
+  With ``pacing`` (config: bytes/s per host) the round-robin runs at the agent's
+  pacing rate instead and feeds the host's own link as a FIFO queue (the host's
+  plain rate limit, :func:`topo.tc.link_commands`): where a host paces faster
+  than its link (h4 in the demo: 40 Mbit/s into 10), its flows leave in the order
+  the pacer queued them, so a flow released later waits behind what the others
+  are ahead by.
 * **Switch ports.** Every later link is a port with strict priority between
   levels and FIFO inside a level (the bottleneck's HTB classes, one pfifo each),
   non-preemptive. A packet's level is looked up when it reaches the switch in
@@ -31,12 +37,23 @@ What it models, and how that maps to the emulation:
   between coalesce into it; it asks the policy at that instant over the groups
   in flight, counting every flow whole (what progress reports give), and
   quantises to ``levels`` switch levels (:func:`echelon.quantize.flow_levels`).
-* **Compute.** Iteration 0 of each job, its plan's tasks: one at a time per
-  (job, host) in plan order, each starting when its ``after_tasks`` ended and its
-  ``after_flows`` arrived; a task's end releases the flows it produces, flows with
-  no producer leave at time 0. One iteration only: the emulation's per-host
-  barrier and the simulator's global one differ after it
-  (:mod:`hostagent.closedloop`), and the cross-check compares iteration 0.
+* **Compute, closed loop, as the host agents play it** (:mod:`hostagent.closedloop`).
+  Each (job, host) taking part in a job is a *lane*: it runs its tasks one at a
+  time in plan order, iteration after iteration, each starting when its
+  ``after_tasks`` ended and its ``after_flows`` arrived; a task's end releases the
+  flows it produces. A lane enters iteration ``i + 1`` when its own iteration-``i``
+  tasks are done (a *local* barrier, not the fluid engine's global one) and then
+  releases the flows of ``i + 1`` it sends that have no producer (a parameter
+  server's pull). ``iterations`` (config) says how many; every lane enters
+  iteration 0 at time 0.
+* **What the controller knows of an iteration** (:mod:`controlplane.progress`):
+  a group instance is in flight from its first released flow until its last flow
+  arrived; only the newest instance of a (job, group) is planned; a job's
+  *opening* groups (:func:`echelon.jobs.opening_groups`) are in flight as soon as
+  anything of their iteration is; the iteration's start is the earliest
+  ``release - t_ref`` over its released groups (``t_ref`` relative to the
+  iteration's start), and an opening group planned before any release of its
+  iteration counts as starting at the re-plan.
 
 Not modelled: propagation and switch processing delay, the agents' 1-ms pacing
 bursts, HTB's token leaks to lower classes; links are shared by nothing else.
@@ -49,10 +66,11 @@ import itertools
 import math
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 from echelon.errors import SpecError
+from echelon.jobs import opening_groups
 from echelon.model import EchelonFlow, FlowKey, IterationPlan
 from echelon.policies import get_policy
 from echelon.quantize import flow_levels
@@ -76,12 +94,18 @@ class PacketConfig:
     initial_levels: Mapping[Slot, int] = field(default_factory=dict)
     header_bytes: int = DEFAULT_HEADER_BYTES
     payload_bytes: int = 1400
+    iterations: int = 1
+    pacing: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.iterations < 1:
+            raise SpecError("iterations", f"need at least one iteration, got {self.iterations}")
         if self.levels < 2:
             raise SpecError("levels", f"need at least 2 switch levels, got {self.levels}")
         if self.payload_bytes <= 0 or self.header_bytes < 0:
             raise SpecError("payload_bytes", "payload > 0 and header >= 0 bytes required")
+        if any(rate <= 0 for rate in self.pacing.values()):
+            raise SpecError("pacing", "host pacing rates must be > 0 bytes/s")
         if self.replan_interval < 0 or self.replan_delay < 0:
             raise SpecError("replan_delay", "re-plan interval and delay must be >= 0")
 
@@ -107,11 +131,14 @@ class _Link:
     queues: dict[int, deque[tuple[int, int, int]]] = field(default_factory=dict)
     #: a host's first link: flows with packets left, served round-robin
     ready: deque[int] = field(default_factory=deque)
+    #: a queue without priorities (a host's own link behind its pacer)
+    fifo: bool = False
 
 
 @dataclass
 class _Task:
     lane: tuple[str, str]  # (job, host): one task at a time
+    iteration: int
     duration: float
     after_tasks: tuple[str, ...]
     after_flows: tuple[FlowKey, ...]
@@ -119,12 +146,44 @@ class _Task:
     done: bool = False
 
 
+@dataclass
+class _Lane:
+    """One (job, host): its tasks per iteration, run one at a time (local barrier)."""
+
+    tasks: list[deque[str]]  # per iteration, in plan order
+    #: flows this host sends with no producer task, per iteration: released on entry
+    fresh: list[list[int]]
+    current: int = -1  # the iteration this lane is in; -1 before the start
+    running: bool = False
+
+
+@dataclass
+class _Group:
+    """One instance (job, iteration, group) and what the controller knows of it."""
+
+    ef: EchelonFlow  # planned at t0 = 0: ``t_ref`` relative to the iteration's start
+    iteration: int
+    flows: list[int]
+    opening: bool
+    released: bool = False  # a flow of it left its host
+    alive: bool = False  # the controller plans it (released, or anticipated)
+    finished: bool = False
+
+
 class PacketModel:
     """One run of the packet-level model; :meth:`run` returns per-flow finish times."""
 
-    def __init__(self, jobs: Sequence[Plannable], network: Network, cfg: PacketConfig) -> None:
+    def __init__(
+        self,
+        jobs: Sequence[Plannable],
+        network: Network,
+        cfg: PacketConfig,
+        plan_network: Network | None = None,
+    ) -> None:
         self.cfg = cfg
         self.net = network
+        #: what the controller plans with (its own topology file), if not ``network``
+        self.plan_net = plan_network if plan_network is not None else network
         self.policy = get_policy(cfg.policy)
         self.now = 0.0
         self._heap: list[tuple[float, int, str, object]] = []
@@ -132,52 +191,78 @@ class PacketModel:
         self.links = {name: _Link(rate) for name, rate in network.links.items()}
         self.flows: list[_Flow] = []
         self.by_key: dict[FlowKey, int] = {}
-        self.groups: list[EchelonFlow] = []
-        self.group_flows: list[list[int]] = []
-        self.released: set[int] = set()  # groups with a released flow
-        self.finished: set[int] = set()
+        self.groups: list[_Group] = []
+        #: (job, iteration) -> its groups; and its start as the controller estimates it
+        self.instances: dict[tuple[str, int], list[int]] = {}
+        self.starts: dict[tuple[str, int], float] = {}
+        #: (job, iteration) -> when it began (its first task start or producer-less
+        #: release on any host) and ended (its last task end), as the emulation's
+        #: report measures them (:func:`hostagent.report.iteration_times`)
+        self.iteration_start: dict[tuple[str, int], float] = {}
+        self.iteration_end: dict[tuple[str, int], float] = {}
         self.level: dict[Slot, int] = dict(cfg.initial_levels)
         self.tasks: dict[str, _Task] = {}
-        self.lanes: dict[tuple[str, str], deque[str]] = {}
-        self.running: set[tuple[str, str]] = set()
+        self.lanes: dict[tuple[str, str], _Lane] = {}
         self._last_replan = -math.inf
         self._replan_pending = False
         self.replans = 0
         for job in jobs:
-            self._add(job.plan(0, 0.0))
+            for it in range(cfg.iterations):
+                self._add(job.plan(it, 0.0), it)
 
     # ------------------------------------------------------------ set-up
 
-    def _add(self, plan: IterationPlan) -> None:
+    def _add(self, plan: IterationPlan, it: int) -> None:
+        opening = opening_groups(plan)
+        ids_of: dict[str, list[int]] = {}
         for ef in plan.echelons:
-            self.groups.append(ef)
-            gi = len(self.groups) - 1
             ids = []
             for f in ef.flows:
                 path = tuple(self.net.path(f.src, f.dst))
                 if not path:
                     raise SpecError(f"{ef.name}#{f.index}", f"no path from {f.src} to {f.dst}")
+                if f.src in self.cfg.pacing:
+                    pacer = f"pace:{f.src}"
+                    self.links.setdefault(pacer, _Link(self.cfg.pacing[f.src]))
+                    self.links[path[0]].fifo = True
+                    path = (pacer, *path)
                 n = max(1, math.ceil(f.size / self.cfg.payload_bytes))
                 last = f.size - (n - 1) * self.cfg.payload_bytes + self.cfg.header_bytes
+                gi = len(self.groups)
                 self.flows.append(
                     _Flow((ef.name, f.index), (ef.job, ef.group, f.index), path, n, last, gi)
                 )
                 self.by_key[(ef.name, f.index)] = len(self.flows) - 1
                 ids.append(len(self.flows) - 1)
-            self.group_flows.append(ids)
+            ids_of[ef.name] = ids
+            self.groups.append(_Group(ef, it, ids, ef.group in opening))
+            self.instances.setdefault((plan.job, it), []).append(len(self.groups) - 1)
+        produced: set[FlowKey] = set(plan.producer)
         for t in plan.tasks:
-            self.tasks[t.id] = _Task((plan.job, t.host), t.duration, t.after_tasks, t.after_flows)
-            self.lanes.setdefault((plan.job, t.host), deque()).append(t.id)
+            if t.id in self.tasks:
+                raise SpecError(f"tasks.{t.id}", "task ids must differ between iterations")
+            self.tasks[t.id] = _Task(
+                (plan.job, t.host), it, t.duration, t.after_tasks, t.after_flows
+            )
+            self._lane(plan.job, t.host).tasks[it].append(t.id)
         for key, task in plan.producer.items():
             if task not in self.tasks:
                 raise SpecError(f"producer.{key[0]}#{key[1]}", f"unknown task {task!r}")
             self.tasks[task].produces.append(self.by_key[key])
+        for ef in plan.echelons:
+            for f, fid in zip(ef.flows, ids_of[ef.name], strict=True):
+                if (ef.name, f.index) not in produced:
+                    self._lane(plan.job, f.src).fresh[it].append(fid)
+
+    def _lane(self, job: str, host: str) -> _Lane:
+        n = self.cfg.iterations
+        return self.lanes.setdefault(
+            (job, host), _Lane([deque() for _ in range(n)], [[] for _ in range(n)])
+        )
 
     # ------------------------------------------------------------ the loop
 
     def run(self) -> dict[FlowKey, float]:
-        producers = {f for t in self.tasks.values() for f in t.produces}
-        self._release([i for i in range(len(self.flows)) if i not in producers])
         self._advance_lanes()
         while self._heap:
             t, _, kind, what = heapq.heappop(self._heap)
@@ -203,12 +288,24 @@ class PacketModel:
             f = self.flows[fid]
             first = self.links[f.path[0]]
             first.ready.append(fid)
-            if f.group not in self.released:
-                self.released.add(f.group)
+            g = self.groups[f.group]
+            if not g.released:
+                g.released = True
                 events = True
+                self._started(g)
             self._serve(f.path[0])
         if events:
             self._group_event()
+
+    def _started(self, g: _Group) -> None:
+        """A group's first flow left: it is in flight, it dates its iteration's start,
+        and its iteration's opening groups are in flight too (anticipated)."""
+        key = (g.ef.job, g.iteration)
+        self.starts[key] = min(self.starts.get(key, math.inf), self.now - g.ef.t_ref)
+        g.alive = True
+        for gi in self.instances[key]:
+            if self.groups[gi].opening:
+                self.groups[gi].alive = True
 
     def _serve(self, name: str) -> None:
         """Start the next transmission on an idle link, if it has anything to send."""
@@ -246,7 +343,8 @@ class PacketModel:
         f = self.flows[fid]
         if hop + 1 < len(f.path):
             nxt = f.path[hop + 1]
-            level = self.level.get(f.slot, 0)  # classified on entering the switch
+            # classified on entering the switch; a host's own queue has no classes
+            level = 0 if self.links[nxt].fifo else self.level.get(f.slot, 0)
             self.links[nxt].queues.setdefault(level, deque()).append((fid, hop + 1, size))
             self._serve(nxt)
         else:
@@ -260,30 +358,44 @@ class PacketModel:
     def _arrived(self, fid: int) -> None:
         f = self.flows[fid]
         f.finish = self.now
-        g = f.group
-        if all(not math.isnan(self.flows[i].finish) for i in self.group_flows[g]):
-            self.finished.add(g)
+        g = self.groups[f.group]
+        if all(not math.isnan(self.flows[i].finish) for i in g.flows):
+            g.finished = True
             self._group_event()
         self._advance_lanes()
 
     def _task_end(self, tid: str) -> None:
         task = self.tasks[tid]
         task.done = True
-        self.running.discard(task.lane)
+        self.lanes[task.lane].running = False
+        key = (task.lane[0], task.iteration)
+        self.iteration_end[key] = max(self.iteration_end.get(key, -math.inf), self.now)
         self._release(task.produces)
         self._advance_lanes()
 
     def _advance_lanes(self) -> None:
-        for key, lane in self.lanes.items():
-            if not lane or key in self.running:
-                continue
-            task = self.tasks[lane[0]]
-            if not all(self.tasks[t].done for t in task.after_tasks):
-                continue
-            if not all(not math.isnan(self.flows[self.by_key[k]].finish) for k in task.after_flows):
-                continue
-            self.running.add(key)
-            self._push(self.now + task.duration, "task", lane.popleft())
+        for lane in self.lanes.values():
+            while not lane.running and lane.current < self.cfg.iterations:
+                if lane.current < 0 or not lane.tasks[lane.current]:
+                    lane.current += 1  # local barrier: this lane's iteration is over
+                    if lane.current < self.cfg.iterations and lane.fresh[lane.current]:
+                        self._began(self.flows[lane.fresh[lane.current][0]].slot[0], lane.current)
+                        self._release(lane.fresh[lane.current])
+                    continue
+                task = self.tasks[lane.tasks[lane.current][0]]
+                if not all(self.tasks[t].done for t in task.after_tasks):
+                    break
+                if not all(
+                    not math.isnan(self.flows[self.by_key[k]].finish) for k in task.after_flows
+                ):
+                    break
+                lane.running = True
+                self._began(task.lane[0], lane.current)
+                self._push(self.now + task.duration, "task", lane.tasks[lane.current].popleft())
+
+    def _began(self, job: str, iteration: int) -> None:
+        key = (job, iteration)
+        self.iteration_start[key] = min(self.iteration_start.get(key, math.inf), self.now)
 
     # ------------------------------------------------------------ the controller
 
@@ -299,10 +411,20 @@ class PacketModel:
 
     def _replan(self) -> None:
         self._last_replan = self.now
-        alive = [self.groups[g] for g in sorted(self.released - self.finished)]
+        newest: dict[tuple[str, str], _Group] = {}  # one instance per (job, group)
+        for g in self.groups:
+            if g.alive:
+                key = (g.ef.job, g.ef.group)
+                if key not in newest or newest[key].iteration < g.iteration:
+                    newest[key] = g
+        alive = [
+            replace(g.ef, t_ref=self.starts.get((g.ef.job, g.iteration), self.now) + g.ef.t_ref)
+            for g in newest.values()
+            if not g.finished
+        ]
         if not alive:
             return
-        sched = self.policy.schedule(alive, self.net, None, self.now)
+        sched = self.policy.schedule(alive, self.plan_net, None, self.now)
         levels = flow_levels(sched, alive, tuple(range(1, self.cfg.levels)))
         for ef in alive:
             for f in ef.flows:
@@ -313,8 +435,12 @@ class PacketModel:
 
 
 def simulate_packets(
-    jobs: Sequence[Plannable], network: Network, cfg: PacketConfig
+    jobs: Sequence[Plannable],
+    network: Network,
+    cfg: PacketConfig,
+    plan_network: Network | None = None,
 ) -> dict[FlowKey, float]:
-    """Per-flow finish times of iteration 0 (seconds after the common start);
+    """Per-flow finish times of iterations ``0 .. cfg.iterations - 1`` (seconds after
+    the common start);
     ``nan`` for a flow that never arrives (it cannot: every queue drains)."""
-    return PacketModel(jobs, network, cfg).run()
+    return PacketModel(jobs, network, cfg, plan_network).run()

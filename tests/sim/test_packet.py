@@ -6,7 +6,8 @@ h3 drains 1 packet/s, hosts' links are faster, so packets queue at that port.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 import pytest
 
@@ -106,3 +107,83 @@ def test_bad_config_names_the_field() -> None:
         PacketConfig(levels=1)
     with pytest.raises(SpecError, match="replan_delay"):
         PacketConfig(replan_delay=-1.0)
+    with pytest.raises(SpecError, match="iterations"):
+        PacketConfig(iterations=0)
+    with pytest.raises(SpecError, match="pacing"):
+        PacketConfig(pacing={"h1": 0.0})
+
+
+class Iterated:
+    """A job whose every iteration is the same plan, named per iteration (as the
+    paradigm builders name instances: ``<job>/<iteration>/<group>``)."""
+
+    def __init__(self, job: str, build: Callable[[int], IterationPlan]) -> None:
+        self.job_id = job
+        self._build = build
+
+    def plan(self, iteration: int = 0, t0: float = 0.0) -> IterationPlan:
+        return self._build(iteration)
+
+
+def ps_plan(i: int) -> IterationPlan:
+    """A parameter server h1 pulls to h2 (1 packet, no producer: released when h1's
+    lane enters the iteration); h2 computes 0.5 s on it and pushes back (1 packet);
+    h1 updates for 0.25 s on the push; h3 computes 5 s, needing nothing, producing
+    nothing. Links: 1 packet/s h1 -> h2, 2 packets/s back."""
+    pull = EchelonFlow(f"j/{i}/pull", "j", "pull", (Flow(0, "h1", "h2", PKT, 0.0),), 0.0)
+    push = EchelonFlow(f"j/{i}/push", "j", "push", (Flow(0, "h2", "h1", PKT, 0.0),), 1.5)
+    work = ComputeTask(f"j/{i}/work", "h2", 0.5, after_flows=((f"j/{i}/pull", 0),))
+    update = ComputeTask(f"j/{i}/update", "h1", 0.25, after_flows=((f"j/{i}/push", 0),))
+    long = ComputeTask(f"j/{i}/long", "h3", 5.0)
+    tasks = (work, update, long)
+    return IterationPlan("j", i, (pull, push), tasks, {(f"j/{i}/push", 0): f"j/{i}/work"})
+
+
+PS_NET = StarNet({"h1>s": 1e9, "s>h2": 1000.0, "h2>s": 1e9, "s>h1": 2000.0})
+
+
+def test_iterations_follow_each_hosts_own_barrier() -> None:
+    """h1 enters iteration 1 when its update ends (1 + 0.5 + 0.5 + 0.25 = 2.25 s) and
+    releases pull 1 then, although h3 is still in iteration 0 until 5 s (a global
+    barrier, the fluid engine's, would hold pull 1 until then)."""
+    c = PacketConfig("echelon", online=False, header_bytes=0, payload_bytes=PKT, iterations=3)
+    got = simulate_packets([Iterated("j", ps_plan)], PS_NET, c)
+    for i in range(3):
+        assert got[(f"j/{i}/pull", 0)] == pytest.approx(2.25 * i + 1.0)
+        assert got[(f"j/{i}/push", 0)] == pytest.approx(2.25 * i + 2.0)
+    assert len(got) == 6
+
+
+def test_a_host_paced_faster_than_its_link_queues_in_fifo_order() -> None:
+    """h1 paces at 4 packets/s into its own 1-packet/s link. a (4 packets) is
+    released at 0, b (1 packet) at 0.5 s, when the pacer is sending a's 3rd packet:
+    it queues a0 a1 a2 b a3 (0.25 s apart) and h1's FIFO link sends them in that
+    order, so b waits for three of a's packets. Without the pacer the link itself
+    round-robins over the released flows: b goes right after the packet on the wire
+    at 0.5 s and the one that follows it (a1, 1-2 s)."""
+    net = StarNet({"h1>s": 1000.0, "s>h3": 1e9})
+    a = EchelonFlow("a/0/g", "a", "g", (Flow(0, "h1", "h3", 4 * PKT, 0.0),), 0.0)
+    b_flow = EchelonFlow("b/0/g", "b", "g", (Flow(0, "h1", "h3", PKT, 0.0),), 0.0)
+    hold = ComputeTask("b/0/hold", "h1", 0.5)
+    jobs = [
+        Job(IterationPlan("a", 0, (a,), (), {})),
+        Job(IterationPlan("b", 0, (b_flow,), (hold,), {("b/0/g", 0): "b/0/hold"})),
+    ]
+    base = PacketConfig("echelon", online=False, header_bytes=0, payload_bytes=PKT)
+    plain = simulate_packets(jobs, net, base)
+    assert plain[("b/0/g", 0)] == pytest.approx(3.0)  # a0 0-1, a1 1-2, b 2-3
+    assert plain[("a/0/g", 0)] == pytest.approx(5.0)
+    paced = simulate_packets(jobs, net, replace(base, pacing={"h1": 4000.0}))
+    # on h1's link from 0.25 s, one packet per second: a0 a1 a2 b a3
+    assert paced[("b/0/g", 0)] == pytest.approx(0.25 + 4.0)
+    assert paced[("a/0/g", 0)] == pytest.approx(0.25 + 5.0)
+
+
+def test_replans_rank_on_the_controllers_network() -> None:
+    """The controller plans with its own topology. If that says h1's link is very
+    slow, a (2 packets from h1) is the larger group and b goes first -- the opposite
+    of what the network the packets cross would say (test above: a first)."""
+    slow_h1 = StarNet({"h1>s": 1.0, "h2>s": 4000.0, "s>h3": 1000.0})
+    got = simulate_packets(JOBS, NET, cfg(online=True, initial_levels=STALE), slow_h1)
+    assert got[("b/0/g", 0)] == pytest.approx(0.25 + 8.0)
+    assert got[("a/0/g", 0)] == pytest.approx(0.25 + 8.0 + 2.0)

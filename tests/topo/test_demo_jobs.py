@@ -90,9 +90,23 @@ def test_groups_sharing_a_sending_host_are_not_held_to_the_tolerance() -> None:
         return {"echelon": ef, "index": 0, "src": src, "ideal": 0.0, "predicted": 0.1,
                 "measured": 0.1}  # fmt: skip
 
-    ects = completion_rows([r("a", "h1"), r("b", "h4"), r("c", "h3"), r("c", "h4")])
+    rows = [r("a", "h1"), r("b", "h4"), r("c", "h3"), r("c", "h4")]
+    ects = completion_rows(rows)
     assert {e["echelon"]: e["shared_host"] for e in ects} == {"a": [], "b": ["h4"], "c": ["h4"]}
     assert [e["checked"] for e in ects] == [True, False, False]
+    # the packet model has the hosts' pacers and FIFO links: every group is checked
+    assert [e["checked"] for e in completion_rows(rows, "packet")] == [True, True, True]
+
+
+def test_completion_is_measured_from_each_models_own_iteration_start() -> None:
+    """The model started this iteration 30 ms before the emulation did: its flows'
+    ideal finishes are 30 ms earlier too, so a formation that is equally late in both
+    compares equal, whatever happened in earlier iterations."""
+    rows = [{"echelon": "a", "index": 0, "src": "h1", "ideal": 1.0, "ideal_predicted": 0.97,
+             "predicted": 1.07, "measured": 1.1}]  # fmt: skip
+    (row,) = completion_rows(rows, "packet")
+    assert row["predicted"] == pytest.approx(0.1) and row["measured"] == pytest.approx(0.1)
+    assert row["diff"] == pytest.approx(0.0)
 
 
 def test_the_ps_pull_to_h4_is_released_together_and_consumed_staggered() -> None:

@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from targets.process import free_port, stop_process, wait_until
-from topo.crosscheck import DEFAULT_TOLERANCE_S, compare, completion_rows
+from topo.crosscheck import (
+    DEFAULT_TOLERANCE_S,
+    compare,
+    completion_rows,
+    iteration_rows,
+    predict,
+)
 from topo.demo import specs_from_results
 from topo.net import root_links
 
@@ -87,9 +93,11 @@ def test_demo_runs_echelon_beats_fifo_for_the_pipeline_and_coflow_for_the_pull(
     assert {"pipe/0/fwd/s0-s1", "dp/0/pull"} <= checked, ects
     worst = max(abs(e["diff"]) for e in ects if e["checked"])
     assert worst <= DEFAULT_TOLERANCE_S, ects
-    # ... and with the packet-level model (queues keep each packet's class)
-    packet = completion_rows(compare(results, "echelon", "packet"))
-    assert max(abs(e["diff"]) for e in packet if e["checked"]) <= DEFAULT_TOLERANCE_S, packet
+    # ... and with the packet-level model (host pacers and FIFOs, queues keep each
+    # packet's class), which checks every group
+    packet = completion_rows(compare(results, "echelon", "packet"), "packet")
+    assert len(packet) == len(planned) and all(e["checked"] for e in packet), packet
+    assert max(abs(e["diff"]) for e in packet) <= DEFAULT_TOLERANCE_S, packet
     # Nothing left behind: interfaces with our prefix, the switch, controller, agents.
     assert not {n for n in root_links() if n.startswith(PREFIX)}
     assert not procs_mentioning(f"@{PREFIX}s1-") and not procs_mentioning(str(tmp_path))
@@ -99,15 +107,15 @@ def test_online_three_jobs_agrees_with_the_packet_model(tmp_path: Path) -> None:
     """The online scenario (docs/demo.md): three jobs whose best order at h4 changes
     as groups come and go. The controller re-plans on the agents' reports (and plans
     the opening pulls on their "entering iteration 0" reports, before any packet);
-    the packet-level model of that controller predicts the checked groups'
-    completion within the tolerance (the fluid model cannot: queued packets keep
-    their class)."""
+    the packet-level model of that controller, the agents' pacers and their per-host
+    barrier predicts every group's completion and every iteration's time (the fluid
+    model cannot: queued packets keep their class)."""
     topo = topo_on_free_ports("topo/star.yaml", tmp_path / "star.yaml")
     out = tmp_path / "run"
     jobs = ",".join(f"topo/jobs/{j}.yaml" for j in ("pipe", "dp", "big"))
     argv = [sys.executable, "-m", "topo.run", "--headless", "--target", "soft",
             "--topo", str(topo), "--out-dir", str(out), "--prefix", PREFIX,
-            "--api-port", str(free_port()), "--iterations", "1", "--jobs", jobs,
+            "--api-port", str(free_port()), "--iterations", "2", "--jobs", jobs,
             "--policies", "echelon-online,echelon"]  # fmt: skip
     proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
@@ -121,18 +129,22 @@ def test_online_three_jobs_agrees_with_the_packet_model(tmp_path: Path) -> None:
     assert results["entered_reports"] is True
     online = results["policies"]["echelon-online"]
     assert online["online"]["replans"] > 0 and online["online"]["failures"] == 0
-    # Static: 4.6-6.2 ms in 20 of 20 runs. Online: 19 of 20 runs within 20 ms, one at
-    # 27.9 ms (docs/demo.md: the emulation's CPU can delay a host's packets into the
-    # switch) -- so this test holds online to twice the stated tolerance.
+    # Every group instance of both iterations, and both iterations' times, against the
+    # packet model. docs/demo.md: over 15 soft-switch runs of three iterations the
+    # largest difference was 17.8 ms online (one run; the others 8.0-10.8 ms) and 8.4
+    # ms static; the test allows 1.5x the stated tolerance online so that one run in
+    # fifteen does not fail it.
     for policy, bound in (
         ("echelon", DEFAULT_TOLERANCE_S),
-        ("echelon-online", 2 * DEFAULT_TOLERANCE_S),
+        ("echelon-online", 1.5 * DEFAULT_TOLERANCE_S),
     ):
-        ects = completion_rows(compare(results, policy, "packet"))
-        checked = {e["echelon"] for e in ects if e["checked"]}
-        assert {"pipe/0/fwd/s0-s1", "dp/0/pull"} <= checked, ects
-        worst = max(abs(e["diff"]) for e in ects if e["checked"])
-        assert worst <= bound, (policy, ects)
+        pred = predict(results, policy, "packet")
+        ects = completion_rows(compare(results, policy, "packet", pred), "packet")
+        assert len(ects) == 2 * 6 and all(e["checked"] for e in ects), ects
+        assert max(abs(e["diff"]) for e in ects) <= bound, (policy, ects)
+        its = iteration_rows(results, policy, pred)
+        assert len(its) == 2 * 3, its
+        assert max(abs(r["diff"]) for r in its) <= bound, (policy, its)
     assert not {n for n in root_links() if n.startswith(PREFIX)}
 
 
