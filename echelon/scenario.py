@@ -92,5 +92,8 @@ class ScenarioFile(SpecModel):
     rate_mbit: dict[str, Positive] = Field(default_factory=dict)
     default_rate_mbit: Positive = 20.0
     timeout_s: Positive = 60.0
+    #: an agent waiting for packets that ends when nothing moved on its host this long
+    #: (a lost packet would otherwise hold a closed-loop run until ``timeout_s``)
+    idle_timeout_s: Positive | None = None
     release: Literal["closed", "open"] = "closed"
     tasks: tuple[TaskEntry, ...] = ()

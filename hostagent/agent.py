@@ -98,10 +98,18 @@ def play(
     stop_at = start_at + sc.timeout_s
     thread = threading.Thread(target=receiver.run, args=(stop_at,), daemon=True)
     thread.start()
+    idle = sc.idle_timeout_s
+
+    def stalled() -> bool:
+        """Nothing left or arrived on this host for ``idle`` seconds (lost packets)."""
+        if idle is None:
+            return False
+        return time.time() - max(start_at, receiver.last_packet, sender.last_send) > idle
+
     sent: dict[str, Any] = {}
     try:
-        sent = sender.run(stop_at, rel).flows
-        while thread.is_alive() and time.time() < stop_at:
+        sent = sender.run(stop_at, rel, stalled).flows
+        while thread.is_alive() and time.time() < stop_at and not stalled():
             thread.join(0.2)
     except _Stop:  # SIGTERM: still write what was sent and received so far
         pass
@@ -121,6 +129,8 @@ def play(
         and len(sent) == len(sender.flows)
         and all(s["packets"] == s["expected"] for s in sent.values()),
     }
+    # ended early because nothing moved on this host (idle_timeout_s), not done
+    record["stalled"] = not record["complete"] and stalled()
     if progress is not None:
         progress.close()
         record["progress_reports"] = {

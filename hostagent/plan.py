@@ -97,6 +97,7 @@ def build_scenario(
     default_rate_mbit: float = 20.0,
     timeout_s: float = 60.0,
     release: str = "closed",
+    idle_timeout_s: float | None = None,
 ) -> Scenario:
     """A scenario playing ``iterations`` iterations of every job in ``jobs``.
 
@@ -135,4 +136,5 @@ def build_scenario(
         timeout_s=timeout_s,
         release=release,
         tasks=tuple(tasks),
+        idle_timeout_s=idle_timeout_s,
     )

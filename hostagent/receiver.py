@@ -58,6 +58,8 @@ class Receiver:
         #: the closed loop's input arrivals.
         self.on_complete: Callable[[str, float], None] | None = None
         self.pending = len(self.expect)
+        #: wall-clock time of the last datagram received (0: none yet)
+        self.last_packet = 0.0
         self.done = threading.Event()
         if not self.expect:
             self.done.set()
@@ -80,6 +82,7 @@ class Receiver:
                     data, cmsgs, _, addr = self.sock.recvmsg(2048, anc)
                 except TimeoutError:
                     continue
+                self.last_packet = time.time()
                 stamp = None
                 for level, kind, blob in cmsgs:
                     if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:

@@ -116,6 +116,10 @@ class Scenario:
     timeout_s: float = 60.0
     release: str = "closed"
     tasks: tuple[TaskSpec, ...] = ()
+    #: End early when nothing was sent or received on this host for this long while
+    #: flows are still missing (None: wait until ``timeout_s``). A packet lost on the
+    #: way never arrives, so in closed loop everything waiting on it waits forever.
+    idle_timeout_s: float | None = None
 
     @property
     def chunk(self) -> int:
@@ -180,6 +184,7 @@ def parse(data: Any) -> Scenario:
         rate_mbit=dict(m.rate_mbit),
         default_rate_mbit=m.default_rate_mbit,
         timeout_s=m.timeout_s,
+        idle_timeout_s=m.idle_timeout_s,
         release=m.release,
         tasks=tuple(
             TaskSpec(

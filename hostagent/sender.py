@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from echelon.constants import ECHELON_UDP_PORT
@@ -76,6 +77,8 @@ class Sender:
             / (scenario.packet_bytes + IP_UDP_OVERHEAD + ETHERNET_OVERHEAD)
         )
         self.flows = [self._open(e, f) for e, f in scenario.flows_from(host)]
+        #: wall-clock time of the last packet sent (0: none yet)
+        self.last_send = 0.0
 
     def _open(self, e: EchelonSpec, f: FlowSpec) -> _Active:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -88,9 +91,15 @@ class Sender:
     def packet(self, a: _Active) -> bytes:
         return pack_header(a.echelon_id, a.deadline_us, a.index, a.sent) + self.pad
 
-    def run(self, stop_at: float, releaser: Releaser | None = None) -> SendReport:
+    def run(
+        self,
+        stop_at: float,
+        releaser: Releaser | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> SendReport:
         """Send every flow as ``releaser`` releases it (default: the scenario's mode),
-        until it has nothing more to release and all is sent, or wall-clock ``stop_at``."""
+        until it has nothing more to release and all is sent, wall-clock ``stop_at``, or
+        ``should_stop()`` (asked between bursts and while waiting for a release)."""
         t0 = self.start_at
         rel = releaser if releaser is not None else make_releaser(self.sc, self.host)
         by_uid = {a.uid: a for a in self.flows}
@@ -100,6 +109,8 @@ class Sender:
         rr = 0
         try:
             while (active or not rel.finished()) and time.time() < stop_at:
+                if should_stop is not None and should_stop():
+                    break
                 now = time.time()
                 for uid in rel.due(now - t0):
                     a = by_uid[uid]
@@ -122,6 +133,7 @@ class Sender:
                     if a.start is None:
                         a.start = time.time() - t0
                     a.sock.sendto(self.packet(a), a.dst)
+                    self.last_send = time.time()
                     a.sent += 1
                     sent_total += 1
                     if a.sent >= a.total:

@@ -24,6 +24,26 @@ GO_MARGIN_S = 0.3
 #: UDP payload per packet (echelon header + data): ~1 kB frames, as the demo brief asks.
 PACKET_BYTES = 1000
 READY_TIMEOUT_S = 30.0
+#: An agent still missing packets ends when nothing moved on its host for this many
+#: contention-free iterations of the slowest job, and never sooner than IDLE_MIN_S: a
+#: packet lost between a host and the switch never arrives, and closed loop everything
+#: behind it waits (docs/demo.md, "BMv2 packet loss under load").
+IDLE_ITERATIONS = 5.0
+IDLE_MIN_S = 2.0
+
+
+def idle_timeout(jobs: Sequence[JobSpec]) -> float:
+    """How long an agent waits with nothing sent or received before it gives up."""
+    longest = max((j.ideal_iteration_s or 0.0 for j in jobs), default=0.0)
+    return max(IDLE_MIN_S, IDLE_ITERATIONS * longest)
+
+
+def lost_packets(records: Sequence[Mapping[str, Any]]) -> int:
+    """Packets the agents sent that no agent received (duplicates are not counted twice
+    by the receivers): lost on the way, or still queued when the run ended."""
+    sent = sum(int(f.get("packets") or 0) for r in records for f in r.get("sent", {}).values())
+    got = sum(int(f.get("packets") or 0) for r in records for f in r.get("received", {}).values())
+    return max(0, sent - got)
 
 
 def play_scenario(
@@ -46,7 +66,8 @@ def play_scenario(
     hosts = {h.name: h.ip for h in net.topo.hosts.values()}
     sc = build_scenario(jobs, iterations, ids, hosts, start_at=time.time() + READY_TIMEOUT_S,
                         default_rate_mbit=rate_mbit, timeout_s=timeout_s,
-                        packet_bytes=PACKET_BYTES, release=release)  # fmt: skip
+                        packet_bytes=PACKET_BYTES, release=release,
+                        idle_timeout_s=idle_timeout(jobs))  # fmt: skip
     path = out_dir / "scenario.json"
     sc.save(path)
     procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -87,6 +108,8 @@ def play_scenario(
         data.append(json.loads(rec.read_text()))
     ideal = {spec.job_id: spec.ideal_iteration_s for spec in jobs}
     report = formation_report(sc, merge_records(data), data, ideal)
-    report["agents"] = {d["host"]: {"complete": d["complete"], "unknown": d["unknown_packets"]}
+    report["agents"] = {d["host"]: {"complete": d["complete"], "unknown": d["unknown_packets"],
+                                     "stalled": d.get("stalled", False)}
                         for d in data}  # fmt: skip
+    report["lost_packets"] = lost_packets(data)
     return report

@@ -40,6 +40,7 @@ import logging
 import signal
 import sys
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from types import FrameType
@@ -113,7 +114,38 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--release", default="closed", choices=RELEASE_MODES,
                    help="closed: a flow leaves when its producer task ends, tasks wait for "
                         "their input flows; open: at the producer's ideal end")  # fmt: skip
+    p.add_argument("--retries", type=int, default=2,
+                   help="play a policy again (at most this many times) when packets were "
+                        "lost between the hosts and the switch")  # fmt: skip
     return p.parse_args(argv)
+
+
+def play_with_retries(
+    play: Callable[[], dict[str, Any]], policy: str, retries: int
+) -> dict[str, Any]:
+    """``play()`` once, and again while it lost packets and ``retries`` allow.
+
+    Why: the agents send UDP without retransmission, so a packet lost between a host
+    and the switch (BMv2 drops some at its input when it does not get the CPU in time;
+    docs/demo.md) leaves a flow, and closed loop everything after it, unfinished. Such
+    a run measures the loss, not the policy. The report keeps every attempt's loss
+    (``lost_packets_per_attempt``); the last attempt's data is the policy's."""
+    losses: list[int] = []
+    while True:
+        report = play()
+        incomplete = not all(a["complete"] for a in report.get("agents", {}).values())
+        losses.append(int(report.get("lost_packets", 0)))
+        if not incomplete or losses[-1] == 0 or len(losses) > retries:
+            break
+        print(f"*** {policy}: {losses[-1]} packets lost between the hosts and the switch, "
+              f"flows unfinished; playing it again (attempt {len(losses) + 1} of "
+              f"{retries + 1})", flush=True)  # fmt: skip
+    report["attempts"] = len(losses)
+    report["lost_packets_per_attempt"] = losses
+    if losses[-1]:
+        print(f"*** {policy}: {losses[-1]} packets lost in the last attempt; its flows are "
+              "reported incomplete", flush=True)  # fmt: skip
+    return report
 
 
 def read_echelon_ids(ctl: ControllerProcess, specs: list[JobSpec]) -> dict[tuple[str, str], int]:
@@ -198,16 +230,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         def traffic() -> None:
             for policy in policies:
-                ctl.set_policy("echelon" if policy == ONLINE else policy)  # drops online plans
                 reports = f"unix:{ctl.progress_socket}" if policy == ONLINE else None
                 t0 = time.monotonic()
                 before = view.poll() if view else {}
                 ticking = view is not None and cli != "during"
                 with Ticker(view, args.port_view if ticking else 0) if view else nullcontext():
-                    report = play_scenario(net, specs, args.iterations, ids, out / policy,
-                                           rate_mbit=args.rate_mbit, release=args.release,
-                                           controller=reports,
-                                           entered=args.entered_reports)  # fmt: skip
+
+                    def play_once(policy: str = policy, reports: str | None = reports) -> Any:
+                        ctl.set_policy("echelon" if policy == ONLINE else policy)  # fresh plans
+                        return play_scenario(net, specs, args.iterations, ids, out / policy,
+                                             rate_mbit=args.rate_mbit, release=args.release,
+                                             controller=reports,
+                                             entered=args.entered_reports)  # fmt: skip
+
+                    report = play_with_retries(play_once, policy, args.retries)
                 report["wall_s"] = time.monotonic() - t0
                 if policy == ONLINE:  # re-plans, updates, reaction times during this run
                     report["online"] = ctl.get("/progress").get("online")

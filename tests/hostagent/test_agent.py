@@ -144,11 +144,15 @@ def stop(procs: list[subprocess.Popen[bytes]]) -> None:
 
 
 def play(
-    tmp_path: Path, scenario: dict[str, Any], hosts: list[str], extra: tuple[str, ...] = ()
+    tmp_path: Path,
+    scenario: dict[str, Any],
+    hosts: list[str],
+    extra: tuple[str, ...] = (),
+    exit_code: int = 0,
 ) -> list[dict[str, Any]]:
     """Run one agent process per host on ``scenario`` over loopback (``extra``: more
-    ``play`` options), release them together, wait for each to exit 0 and return
-    their records."""
+    ``play`` options), release them together, wait for each to exit with ``exit_code``
+    (1: incomplete) and return their records."""
     path = tmp_path / "scenario.json"
     path.write_text(json.dumps(scenario))
     go = tmp_path / "go"
@@ -163,7 +167,7 @@ def play(
         go.write_text(repr(time.time() + 0.2))
         for p in procs:
             p.wait(30)
-            assert p.returncode == 0, p.stderr.read() if p.stderr else ""
+            assert p.returncode == exit_code, p.stderr.read() if p.stderr else ""
     finally:
         stop(procs)
     return [json.loads((tmp_path / f"{h}.json").read_text()) for h in hosts]
@@ -223,3 +227,23 @@ def test_flows_released_together_are_interleaved_packet_by_packet() -> None:
     r0, r1 = report.flows["pipe/0/fwd#0"], report.flows["pipe/0/fwd#1"]
     assert r0["end"] is not None and r1["end"] is not None
     assert abs(r0["end"] - r1["end"]) < 0.01  # same size, same share: end together
+
+
+def test_an_agent_waiting_for_packets_that_never_come_gives_up_when_idle(
+    tmp_path: Path,
+) -> None:
+    """h2 expects flows from h1 and h3, whose agents never run (as if every packet were
+    lost): with ``idle_timeout_s`` it ends about that long after the start, not at the
+    scenario's 20-s timeout, and says it stalled."""
+    t0 = time.monotonic()
+    (rec,) = play(tmp_path, scenario_dict(0.0, idle_timeout_s=0.5), ["h2"], exit_code=1)
+    assert time.monotonic() - t0 < 10.0
+    assert rec["stalled"] and not rec["complete"]
+    assert all(r["packets"] == 0 for r in rec["received"].values())
+
+
+def test_an_idle_timeout_does_not_cut_a_run_that_progresses(tmp_path: Path) -> None:
+    """The same three agents as the end-to-end test, with an idle timeout shorter than
+    the run: packets keep moving, so nobody stalls and every flow completes."""
+    records = play(tmp_path, scenario_dict(0.0, idle_timeout_s=0.3), list(HOSTS))
+    assert all(r["complete"] and not r["stalled"] for r in records)

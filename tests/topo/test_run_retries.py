@@ -1,0 +1,50 @@
+"""``topo.run.play_with_retries``: a policy's run that lost packets is played again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from topo.run import play_with_retries
+
+
+def fake(results: list[tuple[bool, int]]) -> tuple[list[int], Any]:
+    """A ``play`` returning (complete, lost packets) in turn; counts its calls."""
+    calls: list[int] = []
+
+    def play() -> dict[str, Any]:
+        complete, lost = results[len(calls)]
+        calls.append(1)
+        return {"agents": {"h1": {"complete": complete}, "h2": {"complete": True}},
+                "lost_packets": lost}  # fmt: skip
+
+    return calls, play
+
+
+def test_a_run_that_lost_packets_is_played_again(capsys: pytest.CaptureFixture[str]) -> None:
+    calls, play = fake([(False, 7), (True, 0)])
+    report = play_with_retries(play, "coflow", retries=2)
+    assert len(calls) == 2
+    assert report["attempts"] == 2 and report["lost_packets_per_attempt"] == [7, 0]
+    assert "coflow: 7 packets lost" in capsys.readouterr().out
+
+
+def test_retries_are_bounded_and_the_last_attempt_is_kept() -> None:
+    calls, play = fake([(False, 3), (False, 2), (False, 1), (True, 0)])
+    report = play_with_retries(play, "fifo", retries=2)
+    assert len(calls) == 3
+    assert report["lost_packets_per_attempt"] == [3, 2, 1]
+    assert report["lost_packets"] == 1 and not report["agents"]["h1"]["complete"]
+
+
+def test_an_incomplete_run_without_loss_is_not_repeated() -> None:
+    """Nothing was lost (e.g. the run hit its timeout): playing it again would not help."""
+    calls, play = fake([(False, 0), (True, 0)])
+    report = play_with_retries(play, "echelon", retries=2)
+    assert len(calls) == 1 and report["attempts"] == 1
+
+
+def test_a_complete_run_is_played_once() -> None:
+    calls, play = fake([(True, 0)])
+    assert play_with_retries(play, "echelon", retries=2)["attempts"] == 1 and len(calls) == 1
