@@ -21,6 +21,11 @@ replaces a lost earlier one. That is how lost reports and restarts are tolerated
   per process) resets that host's sequence.
 * **Controller restart.** Progress is soft state, never persisted: the next
   report of each host rebuilds it. Until then the switch keeps the entries it has.
+* **Job restart.** A report of iteration 0 from a new ``session`` when the job has
+  been past iteration 0 means the job runs again from the start (a training job
+  restarted from scratch, or the demo playing a policy again): the job's progress is
+  forgotten and rebuilt from the reports that follow. A reporter that restarts in the
+  middle of a run reports the iteration it is in, not 0.
 * **Silent jobs.** A job with no report for ``timeout_s`` has nothing in flight
   (its reporter died or stopped reporting); its groups leave the re-plan.
 
@@ -195,9 +200,23 @@ class ProgressTracker:
             if old is not None and old.session == rep.session and rep.seq <= old.seq:
                 self.ignored += 1
                 return False
+            restarted = False
+            if rep.iteration == 0 and (old is None or old.session != rep.session):
+                if any(g.iteration > 0 for g in job.groups.values()):
+                    self._restart(job)  # a new reporter at iteration 0 of a job past it
+                    restarted = True
             job.snaps[rep.host] = rep
             job.last_report = now
-            return self._update(job, now)
+            return self._update(job, now) or restarted
+
+    @staticmethod
+    def _restart(job: _Job) -> None:
+        """Forget a job's progress: it runs again from iteration 0 (restarted from the
+        beginning, or played again by the demo); what was in flight is not any more."""
+        job.snaps.clear()
+        job.starts.clear()
+        for g in job.groups.values():
+            g.iteration, g.released_at, g.finished, g.anticipated = -1, 0.0, True, False
 
     def _update(self, job: _Job, now: float) -> bool:
         changed = False

@@ -112,6 +112,28 @@ def test_reporter_restart_starts_a_new_session(tracker: Any) -> None:
     assert alive(tr) == {"a": 1}
 
 
+def test_a_job_that_runs_again_from_iteration_0_is_tracked_afresh(tracker: Any) -> None:
+    """The job reached iteration 2 (b still in flight there), then runs again from the
+    start: new reporters at iteration 0 make its progress start over, so b's release
+    in the new iteration 0 is in flight -- not ignored as older than iteration 2."""
+    tr, _ = tracker
+    tr.ingest(rep("h1", 2, 9, rel=("a",)))
+    tr.ingest(rep("h2", 2, 9, rel=("b",)))
+    assert alive(tr) == {"a": 2, "b": 2}
+    assert tr.ingest(rep("h2", 0, 1, rel=("b",), session="again"))
+    assert alive(tr) == {"b": 0}
+    assert tr.ingest(rep("h1", 0, 1, rel=("a",), session="again2"))
+    assert alive(tr) == {"a": 0, "b": 0}
+
+
+def test_a_reporter_restarting_mid_run_does_not_reset_the_job(tracker: Any) -> None:
+    """A new session at the iteration the job is in (not 0) is a reporter restart."""
+    tr, _ = tracker
+    tr.ingest(rep("h1", 1, 9, rel=("a",)))
+    assert not tr.ingest(rep("h1", 1, 1, rel=("a",), session="s2"))
+    assert alive(tr) == {"a": 1}
+
+
 def test_iteration_start_is_estimated_from_planned_t_ref(tracker: Any) -> None:
     tr, clock = tracker
     clock.t = 10.0
