@@ -200,11 +200,14 @@ class ProgressTracker:
             if old is not None and old.session == rep.session and rep.seq <= old.seq:
                 self.ignored += 1
                 return False
-            restarted = False
-            if rep.iteration == 0 and (old is None or old.session != rep.session):
-                if any(g.iteration > 0 for g in job.groups.values()):
-                    self._restart(job)  # a new reporter at iteration 0 of a job past it
-                    restarted = True
+            # a new reporter at iteration 0 of a job that was past it: the job restarted
+            restarted = (
+                rep.iteration == 0
+                and (old is None or old.session != rep.session)
+                and any(g.iteration > 0 for g in job.groups.values())
+            )
+            if restarted:
+                self._restart(job)
             job.snaps[rep.host] = rep
             job.last_report = now
             return self._update(job, now) or restarted
