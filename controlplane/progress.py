@@ -21,11 +21,12 @@ replaces a lost earlier one. That is how lost reports and restarts are tolerated
   per process) resets that host's sequence.
 * **Controller restart.** Progress is soft state, never persisted: the next
   report of each host rebuilds it. Until then the switch keeps the entries it has.
-* **Job restart.** A report of iteration 0 from a new ``session`` when the job has
-  been past iteration 0 means the job runs again from the start (a training job
-  restarted from scratch, or the demo playing a policy again): the job's progress is
-  forgotten and rebuilt from the reports that follow. A reporter that restarts in the
-  middle of a run reports the iteration it is in, not 0.
+* **Job restart.** ``run`` numbers the times a job was started from the beginning
+  (the host agent sends its scenario's start instant in ms; a training process its
+  launch time). A report with a higher ``run`` than the job's makes the controller
+  forget the job's progress (what was in flight is not any more) and rebuild it from
+  the reports that follow; one with a lower ``run`` is stale and ignored. A reporter
+  restarting in the middle of a run keeps the run's number.
 * **Silent jobs.** A job with no report for ``timeout_s`` has nothing in flight
   (its reporter died or stopped reporting); its groups leave the re-plan.
 
@@ -93,6 +94,7 @@ class Report:
     seq: int
     released: frozenset[str]
     finished: frozenset[str]
+    run: int = 0
 
 
 class ReportBody(SpecModel):
@@ -103,6 +105,8 @@ class ReportBody(SpecModel):
     iteration: Index
     session: Text = ""
     seq: Index
+    #: which start of the job this is; higher = restarted from the beginning
+    run: Index = 0
     released: Annotated[tuple[Name, ...], Field(max_length=MAX_GROUPS_PER_REPORT)] = ()
     finished: Annotated[tuple[Name, ...], Field(max_length=MAX_GROUPS_PER_REPORT)] = ()
 
@@ -115,7 +119,14 @@ def parse_report(data: Any, hosts: Iterable[str] | None = None) -> Report:
     if hosts is not None and m.host not in set(hosts):
         raise UnknownHostError("host", f"unknown host {m.host!r}")
     return Report(
-        m.job, m.host, m.iteration, m.session, m.seq, frozenset(m.released), frozenset(m.finished)
+        m.job,
+        m.host,
+        m.iteration,
+        m.session,
+        m.seq,
+        frozenset(m.released),
+        frozenset(m.finished),
+        m.run,
     )
 
 
@@ -148,6 +159,7 @@ class _Job:
     groups: dict[str, _Group]
     snaps: dict[str, Report] = field(default_factory=dict)
     last_report: float = 0.0
+    run: int = 0
     #: iteration -> estimated start (min over its groups of release time - t_ref);
     #: absent while only an entering host told of the iteration
     starts: dict[int, float] = field(default_factory=dict)
@@ -196,26 +208,25 @@ class ProgressTracker:
                     if g not in job.groups:
                         raise SpecError(name, f"job {rep.job!r} has no group {g!r}")
             self.reports += 1
+            if rep.run < job.run:  # from a run of the job that has been restarted since
+                self.ignored += 1
+                return False
+            restarted = rep.run > job.run
+            if restarted:
+                self._restart(job, rep.run)
             old = job.snaps.get(rep.host)
             if old is not None and old.session == rep.session and rep.seq <= old.seq:
                 self.ignored += 1
                 return False
-            # a new reporter at iteration 0 of a job that was past it: the job restarted
-            restarted = (
-                rep.iteration == 0
-                and (old is None or old.session != rep.session)
-                and any(g.iteration > 0 for g in job.groups.values())
-            )
-            if restarted:
-                self._restart(job)
             job.snaps[rep.host] = rep
             job.last_report = now
             return self._update(job, now) or restarted
 
     @staticmethod
-    def _restart(job: _Job) -> None:
-        """Forget a job's progress: it runs again from iteration 0 (restarted from the
-        beginning, or played again by the demo); what was in flight is not any more."""
+    def _restart(job: _Job, run: int) -> None:
+        """Forget a job's progress: it runs again from the start (restarted, or played
+        again by the demo); what was in flight is not any more."""
+        job.run = run
         job.snaps.clear()
         job.starts.clear()
         for g in job.groups.values():

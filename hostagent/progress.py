@@ -54,6 +54,7 @@ class ProgressReporter:
         token: str | None = None,
         timeout: float = 2.0,
         wait: bool = False,
+        run: int = 0,
     ) -> None:
         #: ``unix:PATH``: datagrams to the controller's --progress-socket (no answer)
         self._unix = api[len("unix:") :] if api.startswith("unix:") else None
@@ -68,6 +69,8 @@ class ProgressReporter:
         self.timeout = timeout
         self.job, self.host = job, host
         self.session = uuid.uuid4().hex[:12]
+        #: which start of the job this process reports (higher: restarted from scratch)
+        self.run = run
         self.seq = 0
         self.iteration = -1
         self._released: set[str] = set()
@@ -122,6 +125,7 @@ class ProgressReporter:
                 "iteration": self.iteration,
                 "session": self.session,
                 "seq": self.seq,
+                "run": self.run,
                 "released": sorted(self._released),
                 "finished": sorted(self._finished),
             }
@@ -198,6 +202,9 @@ class HostProgress:
     """
 
     def __init__(self, sc: Scenario, host: str, api: str, token: str | None = None) -> None:
+        # the scenario's start instant numbers this run of its jobs: a scenario played
+        # again (a later start) is a restart, and the controller forgets the old progress
+        run = round(sc.start_at * 1000)
         self.reporters: dict[str, ProgressReporter] = {}
         self._of: dict[str, tuple[str, int, str]] = {}
         self._left: dict[tuple[str, int, str], int] = {}
@@ -209,7 +216,7 @@ class HostProgress:
                     key = (e.job, e.iteration, e.group)
                     self._left[key] = self._left.get(key, 0) + 1
                 if host in (f.src, f.dst) and e.job not in self.reporters:
-                    self.reporters[e.job] = ProgressReporter(api, e.job, host, token)
+                    self.reporters[e.job] = ProgressReporter(api, e.job, host, token, run=run)
         self._lock = threading.Lock()
 
     def entered(self, iteration: int) -> None:

@@ -38,7 +38,7 @@ class Clock:
 
 
 def rep(host: str, it: int, seq: int, rel: tuple[str, ...] = (), fin: tuple[str, ...] = (),
-        session: str = "s1", job: str = "j") -> Any:  # fmt: skip
+        session: str = "s1", job: str = "j", run: int = 0) -> Any:  # fmt: skip
     return parse_report(
         {
             "job": job,
@@ -48,6 +48,7 @@ def rep(host: str, it: int, seq: int, rel: tuple[str, ...] = (), fin: tuple[str,
             "seq": seq,
             "released": list(rel),
             "finished": list(fin),
+            "run": run,
         }
     )
 
@@ -112,26 +113,30 @@ def test_reporter_restart_starts_a_new_session(tracker: Any) -> None:
     assert alive(tr) == {"a": 1}
 
 
-def test_a_job_that_runs_again_from_iteration_0_is_tracked_afresh(tracker: Any) -> None:
-    """The job reached iteration 2 (b still in flight there), then runs again from the
-    start: new reporters at iteration 0 make its progress start over, so b's release
-    in the new iteration 0 is in flight -- not ignored as older than iteration 2."""
+def test_a_job_started_again_is_tracked_afresh_and_its_old_run_ignored(tracker: Any) -> None:
+    """The job reached iteration 2 (a and b in flight), then is started again from the
+    beginning (run 2): its progress starts over, so b's release in the new iteration 0
+    is in flight -- not ignored as older than iteration 2 -- and a late report of the
+    old run changes nothing."""
     tr, _ = tracker
-    tr.ingest(rep("h1", 2, 9, rel=("a",)))
-    tr.ingest(rep("h2", 2, 9, rel=("b",)))
+    tr.ingest(rep("h1", 2, 9, rel=("a",), run=1))
+    tr.ingest(rep("h2", 2, 9, rel=("b",), run=1))
     assert alive(tr) == {"a": 2, "b": 2}
-    assert tr.ingest(rep("h2", 0, 1, rel=("b",), session="again"))
+    assert tr.ingest(rep("h2", 0, 1, rel=("b",), session="again", run=2))
     assert alive(tr) == {"b": 0}
-    assert tr.ingest(rep("h1", 0, 1, rel=("a",), session="again2"))
+    assert not tr.ingest(rep("h1", 2, 10, rel=("a", "b"), run=1)), "stale run"
+    assert alive(tr) == {"b": 0}
+    assert tr.ingest(rep("h1", 0, 1, rel=("a",), session="again2", run=2))
     assert alive(tr) == {"a": 0, "b": 0}
 
 
-def test_a_reporter_restarting_mid_run_does_not_reset_the_job(tracker: Any) -> None:
-    """A new session at the iteration the job is in (not 0) is a reporter restart."""
+def test_a_reporter_restarting_mid_run_keeps_the_jobs_progress(tracker: Any) -> None:
+    """A new session of the same run is a reporter restart, not a job restart."""
     tr, _ = tracker
-    tr.ingest(rep("h1", 1, 9, rel=("a",)))
-    assert not tr.ingest(rep("h1", 1, 1, rel=("a",), session="s2"))
-    assert alive(tr) == {"a": 1}
+    tr.ingest(rep("h1", 1, 9, rel=("a",), run=5))
+    tr.ingest(rep("h2", 1, 3, rel=("b",), run=5))
+    assert not tr.ingest(rep("h1", 1, 1, rel=("a",), session="s2", run=5))
+    assert alive(tr) == {"a": 1, "b": 1}
 
 
 def test_iteration_start_is_estimated_from_planned_t_ref(tracker: Any) -> None:
