@@ -50,7 +50,7 @@ from echelon.constants import ECHELON_LEVELS, MAX_DEADLINE_US
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, FlowKey, offset_us
 from echelon.policies.echelon import EchelonPolicy
-from echelon.policies.table import Floats, FlowTable, Ints, TablePolicy
+from echelon.policies.table import Floats, FlowTable, Ints, TablePolicy, job_ids
 from echelon.schedule import DeadlineRange, EchelonLevels, Schedule
 from echelon.topology import TopologyNetwork
 
@@ -457,6 +457,7 @@ def _table(s: _State, cap: Floats) -> FlowTable:
         inc_flow=s.inc_flow,
         inc_link=s.inc_link,
         cap=cap,
+        job=job_ids(s.echelons),
     )
 
 

@@ -438,6 +438,7 @@ class CoflowSimulator:
             inc_flow=np.repeat(np.arange(n, dtype=np.int64), 2),
             inc_link=np.stack((fa.src[gids], fa.ports + fa.dst[gids]), axis=1).ravel(),
             cap=self.cap.copy(),
+            job=np.arange(len(alive), dtype=np.int64),  # a trace coflow is its own job
         )
         return t, gids
 

@@ -1,4 +1,4 @@
-"""The EchelonFlow policy (v2): size classes, virtual deadlines, DAG slack.
+"""The EchelonFlow policy (v2): job tiers, virtual deadlines, DAG slack.
 
 What it computes at each re-plan (reasoning and measurements: docs/model.md,
 docs/evaluation.md):
@@ -8,23 +8,25 @@ docs/evaluation.md):
    (``Flow.slack``, from the job's DAG). A stage's gradient all-reduce that only
    its own optimizer step waits for yields to an activation another stage is
    blocked on.
-2. **Group key and size class.** Each group gets v1's modified-due-date key
-   ``k = (p + max(0, t_ref + s - Γ - now)) / w`` (``p``: coflow bottleneck,
-   ``Γ``: effective bottleneck, ``s``: the group's smallest slack) and the class
-   ``floor(log10(k / 1 ms))``. Smaller classes go first (SEBF across orders of
-   magnitude, which keeps the mean low).
-3. **Virtual deadlines.** Groups in (class, key) order are laid out whole on
-   every link; ``E`` is how late that serial layout would make each group's
-   formation. A flow's virtual deadline is its latest finish plus ``β · E``
-   (``β = 1/4``).
-4. **Rank = (class, virtual deadline).** Inside a class flows go by virtual
-   deadline, whichever group they belong to: a group's early flows pass another
-   group's late ones (interleaving), and a group the serial order would make late
-   keeps part of its urgency, so a job of the same size class as others is not
-   starved behind them (bounded tail). ``β = 1`` serves a class in serial
-   (key) order with interleaving: lowest mean, longest tail; ``β = 0`` is plain
-   EDF inside a class: shortest tail, higher mean (peers progress in lockstep and
-   stop overlapping one job's computation with another's communication).
+2. **Job tiers.** A job's work is the time its busiest link needs for everything
+   the job has left in the plan (all its live groups). Jobs in order of work,
+   smallest first: the longest run of them whose work adds up to at most
+   ``α = 0.3`` of the largest job's is *tier 0*, served strictly ahead of every
+   other job (tier 1). Small jobs finish their iterations at once (the mean), and
+   the large jobs, which decide the tail, share what is left by deadline instead
+   of waiting for one another.
+3. **Virtual deadlines.** Groups in (tier, key) order, where the key is v1's
+   modified due date ``(p + max(0, t_ref + s - Γ - now)) / w`` (``p``: coflow
+   bottleneck, ``Γ``: effective bottleneck, ``s``: the group's smallest slack), are
+   laid out whole on every link; ``E`` is how late that serial layout would make
+   each group's formation. A flow's virtual deadline is its latest finish plus
+   ``β · E`` (``β = 1/4``).
+4. **Rank = (tier, virtual deadline).** Inside a tier flows go by virtual
+   deadline, whichever group or job they belong to: a group's early flows pass
+   another group's late ones (interleaving), and a group the serial order would
+   make late keeps most of its urgency (bounded tail). ``β = 1`` serves a tier in
+   serial (key) order with interleaving: lowest mean, longest tail; ``β = 0`` is
+   plain EDF inside a tier.
 
 Ranks are interleaved across groups, so the quantiser maps them to levels flow by
 flow (``Schedule.interleaved``); the data plane's deadline ranges express that.
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
 
@@ -45,6 +48,7 @@ from echelon.policies.table import (
     TablePolicy,
     bottlenecks,
     dense_rank,
+    segments,
     serial_finish,
 )
 from echelon.schedule import Schedule
@@ -55,6 +59,8 @@ CLASS_BASE = 10.0
 CLASS_UNIT_S = 1e-3
 #: Share of its serial-order lateness a group's virtual deadlines are pushed back by.
 LATENESS_SHARE = 0.25
+#: Tier 0 holds the smallest jobs whose work adds up to at most this share of the largest's.
+TIER_SHARE = 0.3
 
 
 def group_keys(t: FlowTable, now: float, slack: Floats) -> Floats:
@@ -72,13 +78,39 @@ def size_class(key: Floats) -> Ints:
     return np.floor(np.log(scaled) / math.log(CLASS_BASE) + 1e-12).astype(np.int64)
 
 
+def job_work(t: FlowTable) -> Floats:
+    """Per job: seconds its busiest link needs for all the job's bytes left in ``t``."""
+    n_jobs = int(t.job.max()) + 1 if len(t.job) else 0
+    work = np.zeros(n_jobs)
+    _f, e, lk, secs, _ = segments(t)
+    if not len(e):
+        return work
+    cell = t.job[e] * len(t.cap) + lk
+    cells, inverse = np.unique(cell, return_inverse=True)
+    np.maximum.at(work, cells // len(t.cap), np.bincount(inverse, weights=secs))
+    return work
+
+
+def job_tiers(work: Floats, share: float = TIER_SHARE) -> Ints:
+    """0 for the smallest jobs whose work sums to at most ``share`` of the largest
+    job's (ties in job-id order), 1 for the others."""
+    tier = np.ones(len(work), dtype=np.int64)
+    if len(work):
+        order = np.argsort(work, kind="stable")
+        small = np.cumsum(work[order]) <= share * work.max()
+        tier[order[small]] = 0
+    return tier
+
+
 class EchelonPolicy(TablePolicy):
-    """Ours (v2): rank flows by (size class of their group, virtual deadline).
+    """Ours (v2): rank flows by (tier of their job, virtual deadline).
 
     The switches exist for the ablation in docs/evaluation.md (registered in
-    :data:`ABLATIONS`): ``slack=False`` reads every slack as 0; ``classes=False``
-    puts every group in one class; ``share`` is β (0: EDF inside a class);
-    ``interleave=False`` serves groups whole in (class, key) order, virtual-deadline
+    :data:`ABLATIONS`): ``slack=False`` reads every slack as 0; ``tiers`` is
+    ``"job"`` (the policy), ``"size"`` (the previous revision: each *group* in the
+    size class ``floor(log10(key / 1 ms))`` of its key, smaller classes strictly
+    first) or ``"none"`` (one tier); ``share`` is β (0: EDF inside a tier);
+    ``interleave=False`` serves groups whole in (tier, key) order, virtual-deadline
     order inside each group.
     """
 
@@ -87,12 +119,14 @@ class EchelonPolicy(TablePolicy):
     def __init__(
         self,
         slack: bool = True,
-        classes: bool = True,
+        tiers: Literal["job", "size", "none"] = "job",
         share: float = LATENESS_SHARE,
         interleave: bool = True,
     ) -> None:
+        if tiers not in ("job", "size", "none"):
+            raise ValueError(f"tiers must be 'job', 'size' or 'none', got {tiers!r}")
         self.use_slack = slack
-        self.use_classes = classes
+        self.tiers = tiers
         self.share = share
         self.interleave = interleave
 
@@ -110,7 +144,12 @@ class EchelonPolicy(TablePolicy):
         Schedule's dict (the controller's incremental planner reads the arrays)."""
         slack = t.slack if self.use_slack else np.zeros_like(t.slack)
         key = group_keys(t, now, slack)
-        cls = size_class(key) if self.use_classes else np.zeros(len(key), dtype=np.int64)
+        if self.tiers == "job":
+            cls = job_tiers(job_work(t))[t.job]
+        elif self.tiers == "size":
+            cls = size_class(key)
+        else:
+            cls = np.zeros(len(key), dtype=np.int64)
         order = np.lexsort((t.name_rank, t.t_ref, key, cls))
         position = np.empty(len(order), dtype=np.int64)
         position[order] = np.arange(len(order))
@@ -120,7 +159,7 @@ class EchelonPolicy(TablePolicy):
         np.maximum.at(late, t.ech[live], (serial_finish(t, position, now) - due)[live])
         virtual = due + self.share * late[t.ech]
         if self.interleave:
-            # flows with the same class and virtual deadline share a rank (max-min)
+            # flows with the same tier and virtual deadline share a rank (max-min)
             rank = dense_rank(cls[t.ech], virtual)
         else:
             rank = dense_rank(position[t.ech], virtual)
@@ -130,7 +169,8 @@ class EchelonPolicy(TablePolicy):
 #: Ablations of :class:`EchelonPolicy` (docs/evaluation.md), by policy name.
 ABLATIONS: dict[str, Callable[[], EchelonPolicy]] = {
     "echelon-noslack": lambda: EchelonPolicy(slack=False),
-    "echelon-noclass": lambda: EchelonPolicy(classes=False),
+    "echelon-notier": lambda: EchelonPolicy(tiers="none"),
+    "echelon-sizeclass": lambda: EchelonPolicy(tiers="size"),
     "echelon-edf": lambda: EchelonPolicy(share=0.0),
     "echelon-serial": lambda: EchelonPolicy(share=1.0),
     "echelon-grouped": lambda: EchelonPolicy(interleave=False),

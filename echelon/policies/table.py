@@ -38,6 +38,7 @@ class FlowTable:
     inc_flow: Ints  # i
     inc_link: Ints  # i
     cap: Floats  # per link, bytes/s
+    job: Ints  # e: the echelon's training job, dense ids in job-name order
 
     @property
     def deadline(self) -> Floats:
@@ -104,7 +105,15 @@ def build_table(
         inc_flow=inc_flow.astype(np.int64),
         inc_link=hops[inc_flow, hop].astype(np.int64),
         cap=np.array([network.links[x] for x in link_names], dtype=np.float64),
+        job=job_ids(echelons),
     )
+
+
+def job_ids(echelons: Sequence[EchelonFlow]) -> Ints:
+    """Dense job id per echelon, numbered in sorted job-name order (deterministic ties)."""
+    jobs = np.array([ef.job for ef in echelons], dtype=object)
+    _names, ids = np.unique(jobs, return_inverse=True)
+    return ids.astype(np.int64).reshape(len(echelons))
 
 
 def segments(t: FlowTable) -> tuple[Ints, Ints, Ints, Floats, Ints]:

@@ -23,7 +23,8 @@ BASELINES = POLICIES[1:]
 ABLATION_POLICIES = (
     "echelon",
     "echelon-noslack",
-    "echelon-noclass",
+    "echelon-notier",
+    "echelon-sizeclass",
     "echelon-edf",
     "echelon-serial",
     "echelon-grouped",
