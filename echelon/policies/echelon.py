@@ -1,4 +1,4 @@
-"""The EchelonFlow policy (v2): job tiers, virtual deadlines, DAG slack.
+"""The EchelonFlow policy (v2): size classes, virtual deadlines, DAG slack.
 
 What it computes at each re-plan (reasoning and measurements: docs/model.md,
 docs/evaluation.md):
@@ -8,28 +8,33 @@ docs/evaluation.md):
    (``Flow.slack``, from the job's DAG). A stage's gradient all-reduce that only
    its own optimizer step waits for yields to an activation another stage is
    blocked on.
-2. **Job tiers.** A job's work is the time its busiest link needs for everything
-   the job has left in the plan (all its live groups). Jobs in order of work,
-   smallest first: the longest run of them whose work adds up to at most
-   ``α = 0.3`` of the largest job's is *tier 0*, served strictly ahead of every
-   other job (tier 1). Small jobs finish their iterations at once (the mean), and
-   the large jobs, which decide the tail, share what is left by deadline instead
-   of waiting for one another.
-3. **Virtual deadlines.** Groups in (tier, key) order, where the key is v1's
-   modified due date ``(p + max(0, t_ref + s - Γ - now)) / w`` (``p``: coflow
-   bottleneck, ``Γ``: effective bottleneck, ``s``: the group's smallest slack), are
-   laid out whole on every link; ``E`` is how late that serial layout would make
-   each group's formation. A flow's virtual deadline is its latest finish plus
-   ``β · E`` (``β = 1/4``).
-4. **Rank = (tier, virtual deadline).** Inside a tier flows go by virtual
-   deadline, whichever group or job they belong to: a group's early flows pass
-   another group's late ones (interleaving), and a group the serial order would
-   make late keeps most of its urgency (bounded tail). ``β = 1`` serves a tier in
-   serial (key) order with interleaving: lowest mean, longest tail; ``β = 0`` is
-   plain EDF inside a tier.
+2. **Group key and size class.** Each group gets v1's modified-due-date key
+   ``k = (p + max(0, t_ref + s - Γ - now)) / w`` (``p``: coflow bottleneck,
+   ``Γ``: effective bottleneck, ``s``: the group's smallest slack) and the class
+   ``floor(log10(k / 1 ms))``. Smaller classes go first (SEBF across orders of
+   magnitude, which keeps the mean low).
+3. **Virtual deadlines.** Groups in (class, key) order are laid out whole on
+   every link; ``E`` is how late that serial layout would make each group's
+   formation. A flow's virtual deadline is its latest finish plus ``β · E``
+   (``β = 1/4``).
+4. **Rank = (class, virtual deadline).** Inside a class flows go by virtual
+   deadline, whichever group they belong to: a group's early flows pass another
+   group's late ones (interleaving), and a group the serial order would make late
+   keeps part of its urgency, so a job of the same size class as others is not
+   starved behind them (bounded tail). ``β = 1`` serves a class in serial
+   (key) order with interleaving: lowest mean, longest tail; ``β = 0`` is plain
+   EDF inside a class: shortest tail, higher mean (peers progress in lockstep and
+   stop overlapping one job's computation with another's communication).
 
 Ranks are interleaved across groups, so the quantiser maps them to levels flow by
 flow (``Schedule.interleaved``); the data plane's deadline ranges express that.
+
+The variant ``echelon-jobtier`` replaces the groups' size classes with two *job*
+tiers: the smallest jobs whose work (their busiest link's time for all they have
+left) adds up to at most ``TIER_SHARE`` of the largest job's go strictly first,
+the rest share one tier by virtual deadline. It trades about a point of mean for
+five to ten points of tail on the evaluation's ``hybrid`` mix (docs/model.md); it
+is not the default because it has not been validated end to end (docs/demo.md).
 """
 
 from __future__ import annotations
@@ -103,15 +108,15 @@ def job_tiers(work: Floats, share: float = TIER_SHARE) -> Ints:
 
 
 class EchelonPolicy(TablePolicy):
-    """Ours (v2): rank flows by (tier of their job, virtual deadline).
+    """Ours (v2): rank flows by (size class of their group, virtual deadline).
 
-    The switches exist for the ablation in docs/evaluation.md (registered in
+    The switches exist for the ablations in docs/evaluation.md (registered in
     :data:`ABLATIONS`): ``slack=False`` reads every slack as 0; ``tiers`` is
-    ``"job"`` (the policy), ``"size"`` (the previous revision: each *group* in the
-    size class ``floor(log10(key / 1 ms))`` of its key, smaller classes strictly
-    first) or ``"none"`` (one tier); ``share`` is β (0: EDF inside a tier);
-    ``interleave=False`` serves groups whole in (tier, key) order, virtual-deadline
-    order inside each group.
+    ``"size"`` (the policy: each group in the size class ``floor(log10(key / 1 ms))``
+    of its key, smaller classes strictly first), ``"job"`` (two job tiers,
+    :func:`job_tiers`) or ``"none"`` (one class for all); ``share`` is β (0: EDF
+    inside a class); ``interleave=False`` serves groups whole in (class, key) order,
+    virtual-deadline order inside each group.
     """
 
     name = "echelon"
@@ -119,7 +124,7 @@ class EchelonPolicy(TablePolicy):
     def __init__(
         self,
         slack: bool = True,
-        tiers: Literal["job", "size", "none"] = "job",
+        tiers: Literal["job", "size", "none"] = "size",
         share: float = LATENESS_SHARE,
         interleave: bool = True,
     ) -> None:
@@ -159,7 +164,7 @@ class EchelonPolicy(TablePolicy):
         np.maximum.at(late, t.ech[live], (serial_finish(t, position, now) - due)[live])
         virtual = due + self.share * late[t.ech]
         if self.interleave:
-            # flows with the same tier and virtual deadline share a rank (max-min)
+            # flows with the same class and virtual deadline share a rank (max-min)
             rank = dense_rank(cls[t.ech], virtual)
         else:
             rank = dense_rank(position[t.ech], virtual)
@@ -169,8 +174,8 @@ class EchelonPolicy(TablePolicy):
 #: Ablations of :class:`EchelonPolicy` (docs/evaluation.md), by policy name.
 ABLATIONS: dict[str, Callable[[], EchelonPolicy]] = {
     "echelon-noslack": lambda: EchelonPolicy(slack=False),
-    "echelon-notier": lambda: EchelonPolicy(tiers="none"),
-    "echelon-sizeclass": lambda: EchelonPolicy(tiers="size"),
+    "echelon-noclass": lambda: EchelonPolicy(tiers="none"),
+    "echelon-jobtier": lambda: EchelonPolicy(tiers="job"),
     "echelon-edf": lambda: EchelonPolicy(share=0.0),
     "echelon-serial": lambda: EchelonPolicy(share=1.0),
     "echelon-grouped": lambda: EchelonPolicy(interleave=False),

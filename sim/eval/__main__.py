@@ -376,12 +376,12 @@ def _ablation_section(w: Any, rows: list[dict[str, Any]], n_runs: int) -> None:
     w(
         "Closed batches on 8 queues, same jobs and seeds as section 3 "
         f"({n_runs} runs). `echelon-noslack`: flow slack from the DAG read as 0; "
-        "`echelon-notier`: one tier for all jobs (virtual deadlines alone); "
-        "`echelon-sizeclass`: the previous revision, each group in the decade size class of "
-        "its key instead of job tiers; "
-        "`echelon-edf`: β = 0 (EDF on latest finish inside a tier); `echelon-serial`: "
-        "β = 1 (a tier served in key order, interleaved); `echelon-grouped`: no "
-        "interleaving (groups whole in (tier, key) order); `echelon-v1`: the first policy.\n"
+        "`echelon-noclass`: one size class for all groups (virtual deadlines alone); "
+        "`echelon-jobtier`: two job tiers instead of the groups' size classes (the smallest "
+        "jobs, together at most 0.3 of the largest job's work, strictly first; docs/model.md); "
+        "`echelon-edf`: β = 0 (EDF on latest finish inside a class); `echelon-serial`: "
+        "β = 1 (a class served in key order, interleaved); `echelon-grouped`: no "
+        "interleaving (groups whole in (class, key) order); `echelon-v1`: the first policy.\n"
     )
     for gbit in sorted({float(r["gbit"]) for r in rows}, reverse=True):
         for mix in experiments.ABLATION_MIXES:

@@ -23,8 +23,8 @@ BASELINES = POLICIES[1:]
 ABLATION_POLICIES = (
     "echelon",
     "echelon-noslack",
-    "echelon-notier",
-    "echelon-sizeclass",
+    "echelon-noclass",
+    "echelon-jobtier",
     "echelon-edf",
     "echelon-serial",
     "echelon-grouped",

@@ -203,7 +203,7 @@ def analysis(batch: Sequence[Mapping[str, Any]], mixes: Sequence[str]) -> str:
                 f"{pct(e['iter_mean'], best['iter_mean'])}); EchelonFlow completion mean "
                 f"{fmt(e['ecct_mean'])} s vs {fmt(best['ecct_mean'])} s, total tardiness "
                 f"{fmt(e['tardiness_total'])} s vs {fmt(best['tardiness_total'])} s. Inside "
-                "a tier the echelon policy lets a group that the serial order would "
+                "a size class the echelon policy lets a group that the serial order would "
                 "make late go ahead of its peers (a quarter of that lateness moves its virtual "
                 "deadlines): that bounds the tail and costs some mean where serving peers one "
                 "after another would overlap one job's computation with another's "
@@ -223,8 +223,8 @@ def analysis(batch: Sequence[Mapping[str, Any]], mixes: Sequence[str]) -> str:
             )
             if e["job_slowdown_max"] > best["job_slowdown_max"]:
                 head += (
-                    "Strict priority for the smallest jobs (tier 0) finishes their iterations "
-                    "first and makes the larger jobs wait for them; the baseline spreads the delay "
+                    "Strict priority between size classes finishes the smaller groups first and "
+                    "makes the larger ones wait for them; the baseline spreads the delay "
                     "more evenly over jobs. EchelonFlow's ordering trades tail for mean here."
                 )
             else:

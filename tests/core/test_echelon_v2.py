@@ -1,4 +1,4 @@
-"""The echelon policy (v2): the documented tiers and key, computed by hand on small cases."""
+"""The echelon policy (v2) and its job-tier variant: the documented keys, computed by hand."""
 
 from __future__ import annotations
 
@@ -53,25 +53,27 @@ def test_tier_zero_is_the_smallest_jobs_up_to_the_documented_share() -> None:
     assert job_tiers(np.array([0.0, 8.0])).tolist() == [0, 1]  # a finished job costs nothing
 
 
-def test_small_job_goes_first_however_late_a_large_one_is() -> None:
-    """Job big (50 s, due 100 s ago) and job small (1 s, due in 1 s): small's work is
-    1/50 of big's, so small is tier 0 and goes first. Without tiers the overdue group
-    goes first (virtual deadline 0 vs 101)."""
+def test_job_tier_small_job_goes_first_however_late_a_large_one_is() -> None:
+    """``echelon-jobtier``: job big (50 s, due 100 s ago) and job small (1 s, due in
+    1 s): small's work is 1/50 of big's, so small is tier 0 and goes first. With one
+    class for all (``echelon-noclass``) the overdue group goes first (virtual deadline
+    0 vs 101)."""
     big, small = ef("big", [50], [0.0], t_ref=0.0), ef("small", [1], [0.0], t_ref=101.0)
-    r = get_policy("echelon").schedule([big, small], NET, now=100.0).flow_rank
+    r = get_policy("echelon-jobtier").schedule([big, small], NET, now=100.0).flow_rank
     assert r[("small", 0)] < r[("big", 0)]
-    r = get_policy("echelon-notier").schedule([big, small], NET, now=100.0).flow_rank
+    r = get_policy("echelon-noclass").schedule([big, small], NET, now=100.0).flow_rank
     assert r[("big", 0)] < r[("small", 0)]
 
 
 def test_large_jobs_share_one_tier_by_deadline() -> None:
-    """Three jobs of comparable size (none under 0.3 of the largest): one tier, ranked
-    by latest finish across jobs, so each job's early flow passes the others' late
-    ones. The size-class revision (keys 4 s, 6 s, 7 s: one decade) agrees here."""
+    """Three jobs of comparable size (none under 0.3 of the largest): ``echelon-jobtier``
+    puts them in one tier, ranked by latest finish across jobs, so each job's early flow
+    passes the others' late ones. The size classes (keys 4 s, 6 s, 7 s: one decade)
+    agree here."""
     a = ef("a", [2, 2], [0.0, 6.0], t_ref=2.0)
     b = ef("b", [2, 3], [0.0, 6.0], t_ref=3.0)
     c = ef("c", [3, 3], [0.0, 6.0], t_ref=4.0)
-    for name in ("echelon", "echelon-sizeclass"):
+    for name in ("echelon", "echelon-jobtier"):
         r = get_policy(name).schedule([a, b, c], NET).flow_rank
         firsts = [r[(n, 0)] for n in "abc"]
         lasts = [r[(n, 1)] for n in "abc"]
@@ -85,9 +87,9 @@ def test_size_classes_are_decades_of_the_key() -> None:
 
 def test_overdue_peer_goes_first_where_v1_starves_it() -> None:
     """Where aging matters. now = 100. x: 5 s of bytes, due at 0 (100 s overdue);
-    y: 2 s of bytes, due at 103. One tier (y's 2 s of work is over 0.3 x x's 5 s). Keys
-    (v1's modified due date): x 5, y 2 + (103-2-100) = 3: serial order y, x. Serially y
-    ends at 102 (on time), x at 107, 107 s late. Virtual deadlines: x 0 + β·107, y 103 + 0:
+    y: 2 s of bytes, due at 103. Keys (v1's modified due date): x 5, y 2 + (103-2-100) = 3:
+    one class (1 s..10 s), serial order y, x. Serially y ends at 102 (on time), x at 107,
+    107 s late. Virtual deadlines: x 0 + β·107, y 103 + 0:
     x first. v1 serves y first."""
     x, y = ef("x", [5], [0.0], t_ref=0.0), ef("y", [2], [0.0], t_ref=103.0)
     rem = {("x", 0): 5, ("y", 0): 2}
@@ -102,11 +104,11 @@ def test_overdue_peer_goes_first_where_v1_starves_it() -> None:
     assert serial.flow_rank[("y", 0)] < serial.flow_rank[("x", 0)]
 
 
-def test_size_class_revision_keeps_small_groups_first() -> None:
-    """The ``echelon-sizeclass`` ablation: an overdue 50 s group (key 50: class 4) does
-    not pass a 1 s one due in 1 s (key 1: class 3), however late it is."""
+def test_classes_keep_small_groups_first() -> None:
+    """An overdue 50 s group (key 50: class 4) does not pass a 1 s one due in 1 s
+    (key 1: class 3), however late it is: different decades."""
     big, small = ef("big", [50], [0.0], t_ref=0.0), ef("small", [1], [0.0], t_ref=101.0)
-    r = get_policy("echelon-sizeclass").schedule([big, small], NET, now=100.0).flow_rank
+    r = get_policy("echelon").schedule([big, small], NET, now=100.0).flow_rank
     assert r[("small", 0)] < r[("big", 0)]
 
 

@@ -108,8 +108,8 @@ def test_too_large_refused() -> None:
 
 def test_ratio_on_the_random_set() -> None:
     """The numbers docs/evaluation.md reports (300 instances, seed 0), kept from
-    sliding: echelon within 10 % of the optimum on average (1.095 when written, 1.076
-    with the size classes of the previous revision; the
+    sliding: echelon within 10 % of the optimum on average (1.076 when written; the
+    job-tier variant: 1.095; the
     issue's target of 1.005 is not met, see docs/model.md), echelon-v1 within 2 %, and
     the myopic optimum within 0.1 % (what an online policy could reach)."""
     r = ratios(get_policy("echelon"), 300, seed=0)
