@@ -23,6 +23,7 @@ Random, seeded by the batch's seed: the same command gives the same answer.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import sys
@@ -38,9 +39,8 @@ from echelon.schedule import Network, Schedule
 from sim.config import JobRun, SimConfig
 from sim.engine import Simulator
 from sim.eval.experiments import BASELINES, NETWORK, REPLAN_INTERVAL_S
-from sim.sweep import Point, load_inputs
+from sim.sweep import Point, load_inputs, point_jobs
 from sim.topology import hosts_of
-from sim.workloads import generate_mix
 
 #: (job, iteration) -> tier; absent: the last tier.
 Tiers = Mapping[tuple[str, int], int]
@@ -91,16 +91,8 @@ class Batch:
     levels: int = 8
 
     def runs(self) -> tuple[Network, list[JobRun]]:
-        point = Point(
-            self.mix, "echelon", self.levels, None, self.seed, self.n_jobs, self.iterations,
-            json.dumps(NETWORK), replan_interval=REPLAN_INTERVAL_S,
-        )  # fmt: skip
-        inputs = load_inputs(point)
-        net = inputs.network()
-        bw = float(inputs.net_spec.get("gbit", 100)) * 1e9 / 8
-        hosts = hosts_of(net)
-        jobs = generate_mix(self.mix, hosts, bw, self.n_jobs, None, self.iterations, self.seed)
-        return net, [j.to_run(hosts) for j in jobs]
+        """The batch's network and jobs: those of ``python -m sim.eval``'s point."""
+        return _runs(self)
 
     def simulate(self, policy: str | TablePolicy) -> tuple[float, float]:
         """(mean, p99) iteration time of the batch under ``policy``."""
@@ -124,6 +116,18 @@ class Batch:
         return sorted(size, key=lambda j: (size[j], j))
 
 
+@functools.cache
+def _runs(batch: Batch) -> tuple[Network, list[JobRun]]:
+    """Read and generated once per process: every candidate simulates the same jobs."""
+    point = Point(
+        batch.mix, "echelon", batch.levels, None, batch.seed, batch.n_jobs, batch.iterations,
+        json.dumps(NETWORK), replan_interval=REPLAN_INTERVAL_S,
+    )  # fmt: skip
+    net, jobs = point_jobs(point, load_inputs(point))
+    hosts = hosts_of(net)
+    return net, [j.to_run(hosts) for j in jobs]
+
+
 def _simulate_tiers(args: tuple[Batch, dict[tuple[str, int], int]]) -> tuple[float, float]:
     batch, tiers = args
     return batch.simulate(TierPolicy(tiers))
@@ -136,6 +140,8 @@ class Result:
     best_p99: float
     best_p99_policy: str
     starts: dict[str, tuple[float, float]]
+    #: the ``echelon`` policy's (mean, p99) on the same batch, for reference
+    echelon: tuple[float, float]
     tiers: dict[tuple[str, int], int]
     mean: float
     p99: float
@@ -146,6 +152,7 @@ class Result:
             "best_mean": [self.best_mean_policy, self.best_mean],
             "best_p99": [self.best_p99_policy, self.best_p99],
             "starts": self.starts,
+            "echelon": self.echelon,
             "tiers": {f"{j}/{i}": v for (j, i), v in sorted(self.tiers.items())},
             "mean": self.mean,
             "p99": self.p99,
@@ -205,7 +212,8 @@ def search(
             k = min(range(len(rs)), key=lambda i: objective(rs[i]))
             if objective(rs[k]) < objective(cur_r):
                 cur, cur_r, accepted = cands[k], rs[k], accepted + 1
-    return Result(bm, bm_pol, bp, bp_pol, measured, cur, cur_r[0], cur_r[1], accepted)
+    ours = batch.simulate("echelon")
+    return Result(bm, bm_pol, bp, bp_pol, measured, ours, cur, cur_r[0], cur_r[1], accepted)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -232,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{a.mix} seed {a.seed}: best baseline mean {res.best_mean_policy} {res.best_mean:.3f} s, "
         f"p99 {res.best_p99_policy} {res.best_p99:.3f} s (8 queues)"
     )
+    em, ep = res.echelon
+    print(f"  policy echelon: mean {em:.3f} s ({em / res.best_mean - 1:+.1%}), "
+          f"p99 {ep:.3f} s ({ep / res.best_p99 - 1:+.1%})")  # fmt: skip
     for k, (m, p) in res.starts.items():
         print(
             f"  start {k:>18}: mean {m:.3f} s ({m / res.best_mean - 1:+.1%}), "

@@ -107,23 +107,29 @@ def load_inputs(point: Point) -> Inputs:
     return Inputs(net_spec, topology, jobs)
 
 
+def point_jobs(point: Point, inputs: Inputs) -> tuple[Network, list[TraceJob]]:
+    """The network and the jobs a point simulates: its trace's, or its mix drawn from
+    its seed (the same jobs whatever the policy)."""
+    from sim.workloads import generate_mix
+
+    net = inputs.network()
+    if inputs.jobs is not None:
+        return net, list(inputs.jobs)
+    bw = float(inputs.net_spec.get("gbit", 100)) * 1e9 / 8
+    jobs = generate_mix(
+        point.mix, hosts_of(net), bw, point.n_jobs, point.load, point.iterations, point.seed
+    )
+    return net, jobs
+
+
 def run_point(point: Point, inputs: Inputs | None = None) -> dict[str, Any]:
     """Simulate one point; returns its parameters and the run's summary.
 
     ``inputs`` is :func:`load_inputs` of the point, read beforehand (shared by many
     points); without it the point reads its files itself."""
-    from sim.workloads import generate_mix
-
     if inputs is None:
         inputs = load_inputs(point)
-    net = inputs.network()
-    if inputs.jobs is not None:
-        jobs = list(inputs.jobs)
-    else:
-        bw = float(inputs.net_spec.get("gbit", 100)) * 1e9 / 8
-        jobs = generate_mix(
-            point.mix, hosts_of(net), bw, point.n_jobs, point.load, point.iterations, point.seed
-        )
+    net, jobs = point_jobs(point, inputs)
     hosts = hosts_of(net)
     runs = [j.to_run(hosts) for j in jobs]
     rerank: Literal["group", "flow"] = "flow" if point.rerank == "flow" else "group"

@@ -47,6 +47,7 @@ def test_search_keeps_its_best_start_or_improves_it() -> None:
     best_start = min(objective(*r) for r in res.starts.values())
     assert objective(res.mean, res.p99) <= best_start + 1e-12
     assert res.best_mean == min(batch.simulate(p)[0] for p in ("fifo", "sebf-edf", "edf"))
+    assert res.echelon == batch.simulate("echelon")  # the same jobs every time
 
 
 def test_cli_reports_a_bad_mix_without_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
