@@ -44,6 +44,7 @@ from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from echelon.policies.group import mdd_key
 from echelon.policies.table import (
@@ -53,6 +54,7 @@ from echelon.policies.table import (
     TablePolicy,
     bottlenecks,
     dense_rank,
+    layout_finish,
     segments,
     serial_finish,
 )
@@ -62,15 +64,22 @@ from echelon.schedule import Schedule
 CLASS_BASE = 10.0
 #: Keys below this many seconds all fall in class 0.
 CLASS_UNIT_S = 1e-3
-#: Share of its serial-order lateness a group's virtual deadlines are pushed back by.
+#: Share of its serial-order lateness (beyond the grace below) a group's virtual
+#: deadlines are pushed back by.
 LATENESS_SHARE = 0.25
+#: Grace, in median bottleneck times of the group's size class: serial-order lateness up
+#: to this counts whole (peers served one after another), only the rest by the share.
+LATENESS_GRACE = 3.0
 #: Tier 0 holds the smallest jobs whose work adds up to at most this share of the largest's.
 TIER_SHARE = 0.3
 
 
-def group_keys(t: FlowTable, now: float, slack: Floats) -> Floats:
-    """v1's modified-due-date key per group, with ``t_ref`` moved by the group's slack."""
-    p, gamma = bottlenecks(t)
+def group_keys(
+    t: FlowTable, now: float, slack: Floats, p_gamma: tuple[Floats, Floats] | None = None
+) -> Floats:
+    """v1's modified-due-date key per group, with ``t_ref`` moved by the group's slack
+    (``p_gamma``: :func:`bottlenecks` of ``t`` if already computed)."""
+    p, gamma = bottlenecks(t) if p_gamma is None else p_gamma
     lead = np.full(len(t.names), np.inf)
     np.minimum.at(lead, t.ech, slack)
     lead[~np.isfinite(lead)] = 0.0
@@ -81,6 +90,21 @@ def size_class(key: Floats) -> Ints:
     """``floor(log_B(key / unit))``, clamped at 0 (keys below one unit share class 0)."""
     scaled = np.maximum(key, CLASS_UNIT_S) / CLASS_UNIT_S
     return np.floor(np.log(scaled) / math.log(CLASS_BASE) + 1e-12).astype(np.int64)
+
+
+def lateness_grace(p: Floats, cls: Ints, alive: npt.NDArray[np.bool_]) -> Floats:
+    """Per group, :data:`LATENESS_GRACE` times the median bottleneck time ``p`` of the
+    live groups of its class (0 where the class has none)."""
+    grace = np.zeros(len(p))
+    for c in np.unique(cls[alive]):
+        members = cls == c
+        grace[members] = LATENESS_GRACE * float(np.median(p[members & alive]))
+    return grace
+
+
+def counted_lateness(late: Floats, grace: Floats, share: float) -> Floats:
+    """Lateness up to ``grace`` counts whole, the rest by ``share`` (β)."""
+    return np.minimum(late, grace) + share * np.maximum(late - grace, 0.0)
 
 
 def job_work(t: FlowTable) -> Floats:
@@ -114,8 +138,9 @@ class EchelonPolicy(TablePolicy):
     :data:`ABLATIONS`): ``slack=False`` reads every slack as 0; ``tiers`` is
     ``"size"`` (the policy: each group in the size class ``floor(log10(key / 1 ms))``
     of its key, smaller classes strictly first), ``"job"`` (two job tiers,
-    :func:`job_tiers`) or ``"none"`` (one class for all); ``share`` is β (0: EDF
-    inside a class); ``interleave=False`` serves groups whole in (class, key) order,
+    :func:`job_tiers`) or ``"none"`` (one class for all); ``share`` is β;
+    ``grace=False`` counts all serial lateness by β (with ``share=0``: EDF inside a
+    class); ``interleave=False`` serves groups whole in (class, key) order,
     virtual-deadline order inside each group.
     """
 
@@ -127,12 +152,14 @@ class EchelonPolicy(TablePolicy):
         tiers: Literal["job", "size", "none"] = "size",
         share: float = LATENESS_SHARE,
         interleave: bool = True,
+        grace: bool = True,
     ) -> None:
         if tiers not in ("job", "size", "none"):
             raise ValueError(f"tiers must be 'job', 'size' or 'none', got {tiers!r}")
         self.use_slack = slack
         self.tiers = tiers
         self.share = share
+        self.graced = grace
         self.interleave = interleave
 
     def decide(self, t: FlowTable, now: float) -> Schedule:
@@ -148,7 +175,8 @@ class EchelonPolicy(TablePolicy):
         """``(group order, flow ranks)`` as arrays: :meth:`decide` without building the
         Schedule's dict (the controller's incremental planner reads the arrays)."""
         slack = t.slack if self.use_slack else np.zeros_like(t.slack)
-        key = group_keys(t, now, slack)
+        p_gamma = bottlenecks(t)
+        key = group_keys(t, now, slack, p_gamma)
         if self.tiers == "job":
             cls = job_tiers(job_work(t))[t.job]
         elif self.tiers == "size":
@@ -159,13 +187,29 @@ class EchelonPolicy(TablePolicy):
         position = np.empty(len(order), dtype=np.int64)
         position[order] = np.arange(len(order))
         due = t.deadline + slack
-        late = np.zeros(len(t.names))
         live = t.remaining > 0
-        np.maximum.at(late, t.ech[live], (serial_finish(t, position, now) - due)[live])
-        virtual = due + self.share * late[t.ech]
+        alive = np.zeros(len(t.names), dtype=bool)
+        alive[t.ech[live]] = True
+        grace = lateness_grace(p_gamma[0], cls, alive) if self.graced else np.zeros(len(cls))
+
+        def virtual_deadlines(finish: Floats) -> Floats:
+            late = np.zeros(len(t.names))
+            np.maximum.at(late, t.ech[live], (finish - due)[live])
+            return due + counted_lateness(late, grace, self.share)[t.ech]
+
+        virtual = virtual_deadlines(serial_finish(t, position, now))
+        if self.graced:
+            # the serial layout overstates how late a group is when another group's
+            # flows with time to spare can let it pass: measure it once more on the
+            # interleaved layout those deadlines produce
+            flow_cls = cls[t.ech]
+            virtual = virtual_deadlines(
+                layout_finish(t, (position[t.ech], due, virtual, flow_cls), now)
+            )
         if self.interleave:
-            # flows with the same class and virtual deadline share a rank (max-min)
-            rank = dense_rank(cls[t.ech], virtual)
+            # equal virtual deadlines: the earlier latest finish first (its own formation
+            # is what is due sooner); fully equal flows share a rank (max-min)
+            rank = dense_rank(cls[t.ech], virtual, due)
         else:
             rank = dense_rank(position[t.ech], virtual)
         return order, rank
@@ -175,8 +219,9 @@ class EchelonPolicy(TablePolicy):
 ABLATIONS: dict[str, Callable[[], EchelonPolicy]] = {
     "echelon-noslack": lambda: EchelonPolicy(slack=False),
     "echelon-noclass": lambda: EchelonPolicy(tiers="none"),
-    "echelon-jobtier": lambda: EchelonPolicy(tiers="job"),
-    "echelon-edf": lambda: EchelonPolicy(share=0.0),
+    "echelon-jobtier": lambda: EchelonPolicy(tiers="job", grace=False),
+    "echelon-edf": lambda: EchelonPolicy(share=0.0, grace=False),
     "echelon-serial": lambda: EchelonPolicy(share=1.0),
     "echelon-grouped": lambda: EchelonPolicy(interleave=False),
+    "echelon-nograce": lambda: EchelonPolicy(grace=False),
 }

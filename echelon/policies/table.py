@@ -231,9 +231,17 @@ def serial_finish(t: FlowTable, position: Ints, now: float) -> Floats:
     A flow's finish is the latest over the links it crosses, so on a path this is
     an upper bound that ignores pipelining across links; finished flows get ``now``.
     """
+    return layout_finish(t, (t.index, position[t.ech]), now)
+
+
+def layout_finish(t: FlowTable, keys: tuple[npt.NDArray[np.generic], ...], now: float) -> Floats:
+    """Finish time of every flow if each link served its flows one at a time, at full
+    capacity, in the order of the per-flow ``keys`` (``np.lexsort`` convention: the
+    last key is the most significant); same bound and conventions as
+    :func:`serial_finish`."""
     live = t.remaining[t.inc_flow] > 0
     f, lk = t.inc_flow[live], t.inc_link[live]
-    order = np.lexsort((t.index[f], position[t.ech[f]], lk))
+    order = np.lexsort((*(k[f] for k in keys), lk))
     f, lk = f[order], lk[order]
     secs = t.remaining[f] / t.cap[lk]
     done = np.cumsum(secs)

@@ -378,10 +378,12 @@ def _ablation_section(w: Any, rows: list[dict[str, Any]], n_runs: int) -> None:
         f"({n_runs} runs). `echelon-noslack`: flow slack from the DAG read as 0; "
         "`echelon-noclass`: one size class for all groups (virtual deadlines alone); "
         "`echelon-jobtier`: two job tiers instead of the groups' size classes (the smallest "
-        "jobs, together at most 0.3 of the largest job's work, strictly first; docs/model.md); "
-        "`echelon-edf`: β = 0 (EDF on latest finish inside a class); `echelon-serial`: "
-        "β = 1 (a class served in key order, interleaved); `echelon-grouped`: no "
-        "interleaving (groups whole in (class, key) order); `echelon-v1`: the first policy.\n"
+        "jobs, together at most 0.3 of the largest job's work, strictly first; without the "
+        "grace; docs/model.md); `echelon-edf`: β = 0 and no grace (EDF on latest finish "
+        "inside a class); `echelon-serial`: β = 1 (a class served in key order, "
+        "interleaved); `echelon-grouped`: no interleaving (groups whole in (class, key) "
+        "order); `echelon-nograce`: all serial lateness counted by β = 1/4, on the serial "
+        "layout only (the policy until 2026-12-01); `echelon-v1`: the first policy.\n"
     )
     for gbit in sorted({float(r["gbit"]) for r in rows}, reverse=True):
         for mix in experiments.ABLATION_MIXES:

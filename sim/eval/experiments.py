@@ -28,6 +28,7 @@ ABLATION_POLICIES = (
     "echelon-edf",
     "echelon-serial",
     "echelon-grouped",
+    "echelon-nograce",
     "echelon-v1",
 )
 #: Mixes and host-link Gbit/s of the ablation.

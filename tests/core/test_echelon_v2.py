@@ -8,7 +8,16 @@ import pytest
 from echelon.model import EchelonFlow, Flow
 from echelon.network import BigSwitch
 from echelon.policies import ABLATIONS, get_policy
-from echelon.policies.echelon import LATENESS_SHARE, TIER_SHARE, job_tiers, job_work, size_class
+from echelon.policies.echelon import (
+    LATENESS_GRACE,
+    LATENESS_SHARE,
+    TIER_SHARE,
+    counted_lateness,
+    job_tiers,
+    job_work,
+    lateness_grace,
+    size_class,
+)
 from echelon.policies.table import build_table
 from echelon.quantize import flow_levels, level_of, quantize
 
@@ -68,16 +77,46 @@ def test_job_tier_small_job_goes_first_however_late_a_large_one_is() -> None:
 def test_large_jobs_share_one_tier_by_deadline() -> None:
     """Three jobs of comparable size (none under 0.3 of the largest): ``echelon-jobtier``
     puts them in one tier, ranked by latest finish across jobs, so each job's early flow
-    passes the others' late ones. The size classes (keys 4 s, 6 s, 7 s: one decade)
-    agree here."""
+    passes the others' late ones. The size classes without the grace (keys 4 s, 6 s,
+    7 s: one decade) agree here."""
     a = ef("a", [2, 2], [0.0, 6.0], t_ref=2.0)
     b = ef("b", [2, 3], [0.0, 6.0], t_ref=3.0)
     c = ef("c", [3, 3], [0.0, 6.0], t_ref=4.0)
-    for name in ("echelon", "echelon-jobtier"):
+    for name in ("echelon-nograce", "echelon-jobtier"):
         r = get_policy(name).schedule([a, b, c], NET).flow_rank
         firsts = [r[(n, 0)] for n in "abc"]
         lasts = [r[(n, 1)] for n in "abc"]
         assert firsts == sorted(firsts) and max(firsts) < min(lasts), name
+
+
+def test_grace_keeps_peers_in_serial_order_with_interleaving() -> None:
+    """The same three groups under the policy. Serially (key order a, b, c) they are
+    0, 3 and 8 s late, all within the grace (3 x the class's median bottleneck, 5 s),
+    so the lateness counts whole: virtual deadlines a 2, 8; b 6, 12; c 12, 18. On the
+    interleaved layout those give (a0, b0, a1, c0 tie-broken by the earlier latest
+    finish, b1, c1) c is only 5 s late: c 9, 15. a's late flow goes before c's early
+    one (peers one after another, which is what minimises their summed delay); only
+    flows with time to spare yield."""
+    a = ef("a", [2, 2], [0.0, 6.0], t_ref=2.0)
+    b = ef("b", [2, 3], [0.0, 6.0], t_ref=3.0)
+    c = ef("c", [3, 3], [0.0, 6.0], t_ref=4.0)
+    assert LATENESS_GRACE * 5.0 > 8.0  # the case is about lateness inside the grace
+    r = get_policy("echelon").schedule([a, b, c], NET).flow_rank
+    order = sorted(r, key=r.__getitem__)
+    assert order == [("a", 0), ("b", 0), ("a", 1), ("c", 0), ("b", 1), ("c", 1)]
+    assert len(set(r.values())) == 6
+
+
+def test_lateness_beyond_the_grace_counts_by_the_share() -> None:
+    """``counted_lateness``: whole up to the grace, β of the rest; the grace is the
+    documented multiple of the median bottleneck of the class's live groups."""
+    late = np.array([0.0, 2.0, 10.0, 30.0])
+    assert counted_lateness(late, np.full(4, 10.0), 0.25).tolist() == [0.0, 2.0, 10.0, 15.0]
+    p = np.array([1.0, 2.0, 9.0, 100.0, 7.0])
+    cls = np.array([3, 3, 3, 5, 3])
+    alive = np.array([True, True, True, True, False])  # the dead group's p is ignored
+    g = lateness_grace(p, cls, alive)
+    assert g.tolist() == [LATENESS_GRACE * 2.0] * 3 + [LATENESS_GRACE * 100.0, LATENESS_GRACE * 2.0]
 
 
 def test_size_classes_are_decades_of_the_key() -> None:
@@ -89,12 +128,12 @@ def test_overdue_peer_goes_first_where_v1_starves_it() -> None:
     """Where aging matters. now = 100. x: 5 s of bytes, due at 0 (100 s overdue);
     y: 2 s of bytes, due at 103. Keys (v1's modified due date): x 5, y 2 + (103-2-100) = 3:
     one class (1 s..10 s), serial order y, x. Serially y ends at 102 (on time), x at 107,
-    107 s late. Virtual deadlines: x 0 + β·107, y 103 + 0:
-    x first. v1 serves y first."""
+    107 s late. The grace is 3 x the class's median bottleneck (3.5 s): x's virtual
+    deadline is 0 + 10.5 + β·96.5 ≈ 34.6, y's 103 + 0: x first. v1 serves y first."""
     x, y = ef("x", [5], [0.0], t_ref=0.0), ef("y", [2], [0.0], t_ref=103.0)
     rem = {("x", 0): 5, ("y", 0): 2}
     ours = get_policy("echelon").schedule([x, y], NET, rem, now=100.0)
-    assert LATENESS_SHARE * 107 < 103  # the case is about the documented β
+    assert LATENESS_GRACE * 3.5 + LATENESS_SHARE * (107 - LATENESS_GRACE * 3.5) < 103
     assert ours.flow_rank[("x", 0)] < ours.flow_rank[("y", 0)]
     assert ours.echelon_order == ("y", "x")  # the serial (key) order is still y, x
     v1 = get_policy("echelon-v1").schedule([x, y], NET, rem, now=100.0)

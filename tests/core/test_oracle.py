@@ -108,13 +108,15 @@ def test_too_large_refused() -> None:
 
 def test_ratio_on_the_random_set() -> None:
     """The numbers docs/evaluation.md reports (300 instances, seed 0), kept from
-    sliding: echelon within 10 % of the optimum on average (1.076 when written; the
-    job-tier variant: 1.095; the
-    issue's target of 1.005 is not met, see docs/model.md), echelon-v1 within 2 %, and
-    the myopic optimum within 0.1 % (what an online policy could reach)."""
+    sliding: echelon within 1 % of the optimum on average (1.0056 when written; the
+    issue's target of 1.005 is not met, see docs/model.md; without the grace 1.076, the
+    job-tier variant 1.094), echelon-v1 within 2 %, and the myopic optimum within
+    0.1 % (what an online policy could reach)."""
     r = ratios(get_policy("echelon"), 300, seed=0)
     assert min(r) >= 1.0
-    assert sum(r) / len(r) < 1.10 and max(r) <= 1.5
+    assert sum(r) / len(r) < 1.01 and max(r) <= 1.25
+    nograce = ratios(get_policy("echelon-nograce"), 300, seed=0)
+    assert sum(nograce) / len(nograce) > 1.05  # the grace is what closes the gap
     v1 = ratios(get_policy("echelon-v1"), 300, seed=0)
     assert sum(v1) / len(v1) < 1.02
     myopic = ratios(MyopicOptimum(), 300, seed=0)
