@@ -15,16 +15,23 @@ docs/evaluation.md):
    magnitude, which keeps the mean low).
 3. **Virtual deadlines.** Groups in (class, key) order are laid out whole on
    every link; ``E`` is how late that serial layout would make each group's
-   formation. A flow's virtual deadline is its latest finish plus ``β · E``
-   (``β = 1/4``).
-4. **Rank = (class, virtual deadline).** Inside a class flows go by virtual
-   deadline, whichever group they belong to: a group's early flows pass another
-   group's late ones (interleaving), and a group the serial order would make late
-   keeps part of its urgency, so a job of the same size class as others is not
-   starved behind them (bounded tail). ``β = 1`` serves a class in serial
-   (key) order with interleaving: lowest mean, longest tail; ``β = 0`` is plain
-   EDF inside a class: shortest tail, higher mean (peers progress in lockstep and
-   stop overlapping one job's computation with another's communication).
+   formation. Lateness up to a *grace* of ``LATENESS_GRACE`` (3) median bottleneck
+   times of the group's class counts whole, beyond it only ``β = 1/4``; a flow's
+   virtual deadline is its latest finish plus that.
+4. **Once more, interleaved.** The serial layout overstates a group's lateness when
+   other groups' flows with time to spare can let it pass: the flows are laid out
+   again in (class, virtual deadline, latest finish) order, ``E`` is re-measured on
+   that layout and step 3's rule gives the final virtual deadlines.
+5. **Rank = (class, virtual deadline, latest finish).** Inside a class flows go by
+   virtual deadline, whichever group they belong to: a group's early flows pass
+   another group's late ones (interleaving). Peers only a few typical group-lengths
+   late are served one after another (least summed delay); a group the serial order
+   would make later than that keeps only a quarter of the excess as urgency, so a
+   job is not starved behind many peers of its class (bounded tail). ``β = 1``
+   serves a class in serial (key) order with interleaving: lowest mean, longest
+   tail; ``β = 0`` without the grace is plain EDF inside a class: shortest tail,
+   higher mean (peers progress in lockstep and stop overlapping one job's
+   computation with another's communication).
 
 Ranks are interleaved across groups, so the quantiser maps them to levels flow by
 flow (``Schedule.interleaved``); the data plane's deadline ranges express that.
