@@ -54,6 +54,7 @@ import numpy as np
 import numpy.typing as npt
 
 from echelon.policies.group import mdd_key
+from echelon.policies.interchange import SWAP_TRIALS, interchange
 from echelon.policies.table import (
     Floats,
     FlowTable,
@@ -160,6 +161,7 @@ class EchelonPolicy(TablePolicy):
         share: float = LATENESS_SHARE,
         interleave: bool = True,
         grace: bool = True,
+        swaps: int = SWAP_TRIALS,
     ) -> None:
         if tiers not in ("job", "size", "none"):
             raise ValueError(f"tiers must be 'job', 'size' or 'none', got {tiers!r}")
@@ -167,6 +169,7 @@ class EchelonPolicy(TablePolicy):
         self.tiers = tiers
         self.share = share
         self.graced = grace
+        self.swaps = swaps
         self.interleave = interleave
 
     def decide(self, t: FlowTable, now: float) -> Schedule:
@@ -199,20 +202,30 @@ class EchelonPolicy(TablePolicy):
         alive[t.ech[live]] = True
         grace = lateness_grace(p_gamma[0], cls, alive) if self.graced else np.zeros(len(cls))
 
+        def from_lateness(late: Floats) -> Floats:
+            return due + counted_lateness(late, grace, self.share)[t.ech]
+
         def virtual_deadlines(finish: Floats) -> Floats:
             late = np.zeros(len(t.names))
             np.maximum.at(late, t.ech[live], (finish - due)[live])
-            return due + counted_lateness(late, grace, self.share)[t.ech]
+            return from_lateness(late)
 
-        virtual = virtual_deadlines(serial_finish(t, position, now))
-        if self.graced:
-            # the serial layout overstates how late a group is when another group's
-            # flows with time to spare can let it pass: measure it once more on the
-            # interleaved layout those deadlines produce
-            flow_cls = cls[t.ech]
-            virtual = virtual_deadlines(
-                layout_finish(t, (position[t.ech], due, virtual, flow_cls), now)
-            )
+        if self.graced and self.swaps > 0:
+            # one pass of adjacent interchanges (interchange.py), which also lays the
+            # chosen order out interleaved: its lateness gives the final deadlines
+            position, late = interchange(t, position, cls, due, from_lateness, now, self.swaps)
+            order = np.argsort(position, kind="stable")
+            virtual = from_lateness(late)
+        else:
+            virtual = virtual_deadlines(serial_finish(t, position, now))
+            if self.graced:
+                # the serial layout overstates how late a group is when another group's
+                # flows with time to spare can let it pass: measure it once more on the
+                # interleaved layout those deadlines produce
+                flow_cls = cls[t.ech]
+                virtual = virtual_deadlines(
+                    layout_finish(t, (position[t.ech], due, virtual, flow_cls), now)
+                )
         if self.interleave:
             # equal virtual deadlines: the earlier latest finish first (its own formation
             # is what is due sooner); fully equal flows share a rank (max-min)
@@ -226,9 +239,10 @@ class EchelonPolicy(TablePolicy):
 ABLATIONS: dict[str, Callable[[], EchelonPolicy]] = {
     "echelon-noslack": lambda: EchelonPolicy(slack=False),
     "echelon-noclass": lambda: EchelonPolicy(tiers="none"),
-    "echelon-jobtier": lambda: EchelonPolicy(tiers="job", grace=False),
-    "echelon-edf": lambda: EchelonPolicy(share=0.0, grace=False),
+    "echelon-jobtier": lambda: EchelonPolicy(tiers="job", grace=False, swaps=0),
+    "echelon-edf": lambda: EchelonPolicy(share=0.0, grace=False, swaps=0),
     "echelon-serial": lambda: EchelonPolicy(share=1.0),
-    "echelon-grouped": lambda: EchelonPolicy(interleave=False),
-    "echelon-nograce": lambda: EchelonPolicy(grace=False),
+    "echelon-grouped": lambda: EchelonPolicy(interleave=False, swaps=0),
+    "echelon-nograce": lambda: EchelonPolicy(grace=False, swaps=0),
+    "echelon-noswap": lambda: EchelonPolicy(swaps=0),
 }

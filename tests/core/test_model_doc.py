@@ -121,6 +121,21 @@ def test_inter_group_example() -> None:
             assert completion_time(g, finish) == pytest.approx(want["completion_time"][name])
             total += max_tardiness(g, finish)
         assert total == pytest.approx(want["total_tardiness"]), policy
+    for policy, want in ex["flow_orders"].items():
+        rank = get_policy(policy).schedule(groups, net, now=float(ex["now"])).flow_rank
+        keys = sorted(rank, key=rank.__getitem__)
+        assert len(set(rank.values())) == len(keys), policy  # a strict order, no sharing
+        assert [list(k) for k in keys] == want["order"], policy
+        clock, finish = 0.0, {}
+        for name, j in keys:
+            clock += by_name[name].flows[j].size / cap
+            finish[(name, j)] = clock
+        total = 0.0
+        for name, g in by_name.items():
+            mine = {j: c for (n, j), c in finish.items() if n == name}
+            assert completion_time(g, mine) == pytest.approx(want["completion_time"][name])
+            total += max_tardiness(g, mine)
+        assert total == pytest.approx(want["total_tardiness"]), policy
 
 
 def test_doc_timelines_match_the_builders() -> None:

@@ -1,0 +1,199 @@
+"""Adjacent pairwise interchange of the group order, judged on the interleaved layout.
+
+The echelon policy lays groups out in (class, key) order and derives virtual
+deadlines from how late that order makes each group (docs/model.md §5.1). The
+modified-due-date key is a rule of thumb: where a group's key counts late flows
+with much slack, it can put that group after one it should precede. One pass of
+adjacent interchanges repairs the cases a local move can: for neighbours ``a, b``
+of one class that share a link and where ``b`` is late, the swap is kept if the
+total formation delay of the *interleaved* layout (the one the switch will
+actually follow) drops.
+
+Judging a swap does not redo the whole layout: swapping neighbours changes the
+serial layout only for ``a`` and ``b`` on the links they share, and the
+interleaved layout only on the links ``a`` or ``b`` cross, so only those links'
+flows are re-laid out and only their groups re-scored. A re-plan tries at most
+:data:`SWAP_TRIALS` swaps, from the head of the order, so its cost is bounded
+whatever the number of groups (the groups at the head are the ones being served;
+the others are looked at again when they get there, at a later re-plan).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from echelon.policies.table import Floats, FlowTable, Ints
+
+#: Most swaps judged per re-plan (bounds the refinement's cost at any scale).
+SWAP_TRIALS = 16
+
+
+@dataclass
+class _Csr:
+    """Rows ``order[start[k]:start[k + 1]]`` of the items whose key is ``k``."""
+
+    order: Ints
+    start: Ints
+
+    @classmethod
+    def of(cls, keys: Ints, n: int) -> _Csr:
+        order = np.argsort(keys, kind="stable")
+        return cls(order, np.searchsorted(keys[order], np.arange(n + 1)))
+
+    def rows(self, k: int) -> Ints:
+        return self.order[self.start[k] : self.start[k + 1]]
+
+    def rows_of(self, ks: Ints) -> Ints:
+        """The rows of every key in ``ks``, concatenated (vectorised)."""
+        lo, hi = self.start[ks], self.start[ks + 1]
+        n = hi - lo
+        offsets = np.cumsum(n) - n  # where each key's rows begin in the output
+        rows: Ints = self.order[np.arange(int(n.sum())) + np.repeat(lo - offsets, n)]
+        return rows
+
+
+def _finish_on_links(
+    link: Ints, secs: Floats, sort_keys: tuple[Floats | Ints, ...], now: float
+) -> Floats:
+    """Per incidence: when its link, serving its incidences one at a time at full
+    capacity in ``sort_keys`` order (lexsort convention), finishes it."""
+    order = np.lexsort((*sort_keys, link))
+    lk, s = link[order], secs[order]
+    done = np.cumsum(s)
+    first = np.flatnonzero(np.r_[True, lk[1:] != lk[:-1]]) if len(lk) else np.zeros(0, np.int64)
+    if len(first):
+        done -= np.repeat((done - s)[first], np.diff(np.r_[first, len(lk)]))
+    out = np.empty(len(order))
+    out[order] = now + done
+    return out
+
+
+def interchange(
+    t: FlowTable,
+    position: Ints,
+    cls: Ints,
+    due: Floats,
+    virtual_of: Callable[[Floats], Floats],
+    now: float,
+    trials: int = SWAP_TRIALS,
+) -> tuple[Ints, Floats]:
+    """The group order (``position``: group -> place) after one pass of adjacent
+    interchanges, and each group's lateness (``>= 0``) on the interleaved layout of that
+    order; ``virtual_of(late)`` turns per-group serial lateness into per-flow virtual
+    deadlines (the policy's grace and share)."""
+    live_flow = t.remaining > 0
+    live_inc = live_flow[t.inc_flow]
+    fi, li = t.inc_flow[live_inc], t.inc_link[live_inc]
+    if not len(fi):
+        return position, np.zeros(len(t.names))
+    n_groups, n_links, n_flows = len(t.names), len(t.cap), len(t.keys)
+    gi = t.ech[fi]
+    secs = t.remaining[fi] / t.cap[li]
+    # (group, link) cells: each group's time on each of its links
+    cell, cell_inv = np.unique(gi * n_links + li, return_inverse=True)
+    cell_secs = np.bincount(cell_inv, weights=secs)
+    links_of = _Csr.of(cell // n_links, n_groups)  # rows index `cell`
+    by_link = _Csr.of(li, n_links)
+    by_flow = _Csr.of(fi, n_flows)
+    live_flows = np.flatnonzero(live_flow)
+    flows_of = _Csr(
+        live_flows[np.argsort(t.ech[live_flows], kind="stable")],
+        np.searchsorted(np.sort(t.ech[live_flows]), np.arange(n_groups + 1)),
+    )
+    position = position.copy()
+    flow_cls = cls[t.ech]
+
+    def group_late(finish: Floats) -> Floats:
+        late = np.zeros(n_groups)
+        np.maximum.at(late, t.ech[live_flows], (finish - due)[live_flows])
+        return late
+
+    # base: serial layout, virtual deadlines, interleaved layout, per-group lateness
+    s_inc = _finish_on_links(li, secs, (t.index[fi], position[gi]), now)
+    serial = np.full(n_flows, now)
+    np.maximum.at(serial, fi, s_inc)
+    virtual = virtual_of(group_late(serial))
+    i_inc = _finish_on_links(li, secs, (position[gi], due[fi], virtual[fi], flow_cls[fi]), now)
+    inter = np.full(n_flows, now)
+    np.maximum.at(inter, fi, i_inc)
+    late = group_late(inter)
+    serial_late = group_late(serial)
+
+    alive = np.zeros(n_groups, dtype=bool)
+    alive[t.ech[live_flows]] = True
+    seq = [int(g) for g in np.argsort(position, kind="stable") if alive[g]]
+    tried = 0
+    for k in range(len(seq) - 1):
+        a, b = seq[k], seq[k + 1]
+        if cls[a] != cls[b] or late[b] <= 0:
+            continue
+        cells_a, cells_b = links_of.rows(a), links_of.rows(b)
+        la, lb = cell[cells_a] % n_links, cell[cells_b] % n_links
+        shared, ia, ib = np.intersect1d(la, lb, assume_unique=True, return_indices=True)
+        if not len(shared):
+            continue
+        if tried >= trials:
+            break
+        tried += 1
+        # serial layout with b before a: on shared links a moves back by b's time there
+        # and b forward by a's; elsewhere nothing changes
+        t_a = dict(zip(shared.tolist(), cell_secs[cells_a[ia]].tolist(), strict=True))
+        t_b = dict(zip(shared.tolist(), cell_secs[cells_b[ib]].tolist(), strict=True))
+        new_s: dict[int, float] = {}
+        s_rows: list[Ints] = []
+        s_vals: list[Floats] = []
+        for g, other, sign in ((a, t_b, 1.0), (b, t_a, -1.0)):
+            for f in flows_of.rows(g).tolist():
+                rows_f = by_flow.rows(f)
+                shift = np.array([other.get(int(x), 0.0) for x in li[rows_f]])
+                s_rows.append(rows_f)
+                s_vals.append(s_inc[rows_f] + sign * shift)
+                new_s[f] = float(s_vals[-1].max())
+        trial_serial_late = serial_late.copy()
+        for g in (a, b):
+            trial_serial_late[g] = max(
+                0.0, max(new_s[int(f)] - float(due[f]) for f in flows_of.rows(g).tolist())
+            )
+        trial_virtual = virtual.copy()
+        ab_flows = np.concatenate([flows_of.rows(a), flows_of.rows(b)])
+        trial_virtual[ab_flows] = virtual_of(trial_serial_late)[ab_flows]
+        trial_pos = position.copy()
+        trial_pos[a], trial_pos[b] = position[b], position[a]
+        # interleaved layout again, on the links a or b cross
+        touched = np.union1d(la, lb)
+        rows = by_link.rows_of(touched)
+        f_r = fi[rows]
+        fin = _finish_on_links(
+            li[rows],
+            secs[rows],
+            (trial_pos[gi[rows]], due[f_r], trial_virtual[f_r], flow_cls[f_r]),
+            now,
+        )
+        trial_inc = i_inc.copy()
+        trial_inc[rows] = fin
+        flows = np.unique(f_r)
+        trial_inter = inter.copy()
+        frows = by_flow.rows_of(flows)
+        trial_inter[flows] = now
+        np.maximum.at(trial_inter, fi[frows], trial_inc[frows])
+        groups = np.unique(t.ech[flows])
+        gflows = flows_of.rows_of(groups)
+        trial_late = np.zeros(n_groups)
+        np.maximum.at(trial_late, t.ech[gflows], trial_inter[gflows] - due[gflows])
+        w = t.weight[groups]
+        delta = float(
+            (w * (np.maximum(trial_late[groups], 0.0) - np.maximum(late[groups], 0.0))).sum()
+        )
+        if delta < -1e-12:
+            position = trial_pos
+            for rows_f, vals in zip(s_rows, s_vals, strict=True):
+                s_inc[rows_f] = vals
+            serial_late = trial_serial_late
+            virtual = trial_virtual
+            i_inc, inter = trial_inc, trial_inter
+            late[groups] = np.maximum(trial_late[groups], 0.0)
+            seq[k], seq[k + 1] = b, a
+    return position, late
