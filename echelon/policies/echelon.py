@@ -161,7 +161,7 @@ class EchelonPolicy(TablePolicy):
         share: float = LATENESS_SHARE,
         interleave: bool = True,
         grace: bool = True,
-        swaps: int = SWAP_TRIALS,
+        swaps: int = 0,
     ) -> None:
         if tiers not in ("job", "size", "none"):
             raise ValueError(f"tiers must be 'job', 'size' or 'none', got {tiers!r}")
@@ -239,10 +239,10 @@ class EchelonPolicy(TablePolicy):
 ABLATIONS: dict[str, Callable[[], EchelonPolicy]] = {
     "echelon-noslack": lambda: EchelonPolicy(slack=False),
     "echelon-noclass": lambda: EchelonPolicy(tiers="none"),
-    "echelon-jobtier": lambda: EchelonPolicy(tiers="job", grace=False, swaps=0),
-    "echelon-edf": lambda: EchelonPolicy(share=0.0, grace=False, swaps=0),
+    "echelon-jobtier": lambda: EchelonPolicy(tiers="job", grace=False),
+    "echelon-edf": lambda: EchelonPolicy(share=0.0, grace=False),
     "echelon-serial": lambda: EchelonPolicy(share=1.0),
-    "echelon-grouped": lambda: EchelonPolicy(interleave=False, swaps=0),
-    "echelon-nograce": lambda: EchelonPolicy(grace=False, swaps=0),
-    "echelon-noswap": lambda: EchelonPolicy(swaps=0),
+    "echelon-grouped": lambda: EchelonPolicy(interleave=False),
+    "echelon-nograce": lambda: EchelonPolicy(grace=False),
+    "echelon-swap": lambda: EchelonPolicy(swaps=SWAP_TRIALS),
 }

@@ -29,7 +29,7 @@ ABLATION_POLICIES = (
     "echelon-serial",
     "echelon-grouped",
     "echelon-nograce",
-    "echelon-noswap",
+    "echelon-swap",
     "echelon-v1",
 )
 #: Mixes and host-link Gbit/s of the ablation.
