@@ -33,6 +33,10 @@ docs/evaluation.md):
    higher mean (peers progress in lockstep and stop overlapping one job's
    computation with another's communication).
 
+The variant ``echelon-swap`` adds, between steps 3 and 4, one pass of adjacent
+interchanges of each class's group order judged on the interleaved layout
+(``interchange.py``): closer to the one-link optimum, not the default (docs/model.md).
+
 Ranks are interleaved across groups, so the quantiser maps them to levels flow by
 flow (``Schedule.interleaved``); the data plane's deadline ranges express that.
 

@@ -16,6 +16,11 @@ flows are re-laid out and only their groups re-scored. A re-plan tries at most
 :data:`SWAP_TRIALS` swaps, from the head of the order, so its cost is bounded
 whatever the number of groups (the groups at the head are the ones being served;
 the others are looked at again when they get there, at a later re-plan).
+
+Used by the variant ``echelon-swap`` (``EchelonPolicy(swaps=SWAP_TRIALS)``), which
+meets the one-link target of the scheduling issue; docs/model.md §5.1 says why it is
+not the default (its static plan in the emulated demo is not predicted by the packet
+model within the tolerance).
 """
 
 from __future__ import annotations
