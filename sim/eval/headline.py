@@ -20,7 +20,17 @@ from sim.eval.report import VERSUS_HEAD, echelon_vs_best, fmt, pct, table, versu
 Row = Mapping[str, Any]
 
 #: Policies measured against the exact one-link optimum, and the instance count.
-ORACLE_POLICIES = ("echelon", "echelon-v1", "sebf-edf", "varys", "edf", "fair", "fifo")
+ORACLE_POLICIES = (
+    "echelon",
+    "echelon-swap",
+    "echelon-nograce",
+    "echelon-v1",
+    "sebf-edf",
+    "varys",
+    "edf",
+    "fair",
+    "fifo",
+)
 ORACLE_INSTANCES = 300
 
 
