@@ -66,6 +66,7 @@ from echelon.policies.table import (
     TablePolicy,
     bottlenecks,
     dense_rank,
+    group_lateness,
     layout_finish,
     segments,
     serial_finish,
@@ -210,9 +211,7 @@ class EchelonPolicy(TablePolicy):
             return due + counted_lateness(late, grace, self.share)[t.ech]
 
         def virtual_deadlines(finish: Floats) -> Floats:
-            late = np.zeros(len(t.names))
-            np.maximum.at(late, t.ech[live], (finish - due)[live])
-            return from_lateness(late)
+            return from_lateness(group_lateness(t, finish, due))
 
         if self.graced and self.swaps > 0:
             # one pass of adjacent interchanges (interchange.py), which also lays the

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from echelon.policies.table import Floats, FlowTable, Ints
+from echelon.policies.table import Floats, FlowTable, Ints, group_lateness, incidence_finish
 
 #: Most swaps judged per re-plan (bounds the refinement's cost at any scale).
 SWAP_TRIALS = 16
@@ -58,22 +58,6 @@ class _Csr:
         offsets = np.cumsum(n) - n  # where each key's rows begin in the output
         rows: Ints = self.order[np.arange(int(n.sum())) + np.repeat(lo - offsets, n)]
         return rows
-
-
-def _finish_on_links(
-    link: Ints, secs: Floats, sort_keys: tuple[Floats | Ints, ...], now: float
-) -> Floats:
-    """Per incidence: when its link, serving its incidences one at a time at full
-    capacity in ``sort_keys`` order (lexsort convention), finishes it."""
-    order = np.lexsort((*sort_keys, link))
-    lk, s = link[order], secs[order]
-    done = np.cumsum(s)
-    first = np.flatnonzero(np.r_[True, lk[1:] != lk[:-1]]) if len(lk) else np.zeros(0, np.int64)
-    if len(first):
-        done -= np.repeat((done - s)[first], np.diff(np.r_[first, len(lk)]))
-    out = np.empty(len(order))
-    out[order] = now + done
-    return out
 
 
 def interchange(
@@ -104,31 +88,23 @@ def interchange(
     by_link = _Csr.of(li, n_links)
     by_flow = _Csr.of(fi, n_flows)
     live_flows = np.flatnonzero(live_flow)
-    flows_of = _Csr(
-        live_flows[np.argsort(t.ech[live_flows], kind="stable")],
-        np.searchsorted(np.sort(t.ech[live_flows]), np.arange(n_groups + 1)),
-    )
+    by_group = _Csr.of(t.ech[live_flows], n_groups)
+    flows_of = _Csr(live_flows[by_group.order], by_group.start)  # live flows per group
     position = position.copy()
     flow_cls = cls[t.ech]
 
-    def group_late(finish: Floats) -> Floats:
-        late = np.zeros(n_groups)
-        np.maximum.at(late, t.ech[live_flows], (finish - due)[live_flows])
-        return late
-
     # base: serial layout, virtual deadlines, interleaved layout, per-group lateness
-    s_inc = _finish_on_links(li, secs, (t.index[fi], position[gi]), now)
+    s_inc = incidence_finish(li, secs, (t.index[fi], position[gi]), now)
     serial = np.full(n_flows, now)
     np.maximum.at(serial, fi, s_inc)
-    virtual = virtual_of(group_late(serial))
-    i_inc = _finish_on_links(li, secs, (position[gi], due[fi], virtual[fi], flow_cls[fi]), now)
+    serial_late = group_lateness(t, serial, due)
+    virtual = virtual_of(serial_late)
+    i_inc = incidence_finish(li, secs, (position[gi], due[fi], virtual[fi], flow_cls[fi]), now)
     inter = np.full(n_flows, now)
     np.maximum.at(inter, fi, i_inc)
-    late = group_late(inter)
-    serial_late = group_late(serial)
+    late = group_lateness(t, inter, due)
 
-    alive = np.zeros(n_groups, dtype=bool)
-    alive[t.ech[live_flows]] = True
+    alive = np.diff(flows_of.start) > 0
     seq = [int(g) for g in np.argsort(position, kind="stable") if alive[g]]
     tried = 0
     for k in range(len(seq) - 1):
@@ -171,7 +147,7 @@ def interchange(
         touched = np.union1d(la, lb)
         rows = by_link.rows_of(touched)
         f_r = fi[rows]
-        fin = _finish_on_links(
+        fin = incidence_finish(
             li[rows],
             secs[rows],
             (trial_pos[gi[rows]], due[f_r], trial_virtual[f_r], flow_cls[f_r]),

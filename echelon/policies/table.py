@@ -241,14 +241,32 @@ def layout_finish(t: FlowTable, keys: tuple[npt.NDArray[np.generic], ...], now: 
     :func:`serial_finish`."""
     live = t.remaining[t.inc_flow] > 0
     f, lk = t.inc_flow[live], t.inc_link[live]
-    order = np.lexsort((*(k[f] for k in keys), lk))
-    f, lk = f[order], lk[order]
-    secs = t.remaining[f] / t.cap[lk]
-    done = np.cumsum(secs)
+    done = incidence_finish(lk, t.remaining[f] / t.cap[lk], tuple(k[f] for k in keys), now)
+    out = np.full(len(t.keys), now, dtype=np.float64)
+    np.maximum.at(out, f, done)
+    return out
+
+
+def incidence_finish(
+    link: Ints, secs: Floats, keys: tuple[npt.NDArray[np.generic], ...], now: float
+) -> Floats:
+    """Per flow-link incidence (``secs`` of its link's time), when its link finishes it,
+    serving its incidences one at a time at full capacity from ``now`` in ``keys``
+    order (lexsort convention); the rows come back in the order they came in."""
+    order = np.lexsort((*keys, link))
+    lk, s = link[order], secs[order]
+    done = np.cumsum(s)
     first = np.flatnonzero(np.r_[True, lk[1:] != lk[:-1]]) if len(lk) else np.zeros(0, np.int64)
     if len(first):
-        base = (done - secs)[first]
-        done -= np.repeat(base, np.diff(np.r_[first, len(lk)]))
-    out = np.full(len(t.keys), now, dtype=np.float64)
-    np.maximum.at(out, f, now + done)
+        done -= np.repeat((done - s)[first], np.diff(np.r_[first, len(lk)]))
+    out = np.empty(len(order), dtype=np.float64)
+    out[order] = now + done
     return out
+
+
+def group_lateness(t: FlowTable, finish: Floats, due: Floats) -> Floats:
+    """Per group, ``max(0, max_j (finish_j - due_j))`` over its flows with bytes left."""
+    live = t.remaining > 0
+    late = np.zeros(len(t.names))
+    np.maximum.at(late, t.ech[live], (finish - due)[live])
+    return late

@@ -18,6 +18,7 @@ from echelon.policies.table import (
     Ints,
     bottlenecks,
     build_table,
+    group_lateness,
     layout_finish,
     serial_finish,
 )
@@ -60,15 +61,11 @@ def setup(t: FlowTable, now: float) -> tuple[Ints, Ints, Floats, Floats]:
 def full_lateness(t: FlowTable, position: Ints, cls: Ints, due: Floats, grace: Floats) -> Floats:
     """Per group, lateness on the interleaved layout of ``position``, recomputed from
     scratch (serial layout -> virtual deadlines -> interleaved layout)."""
-    live = t.remaining > 0
-
-    def late_of(finish: Floats) -> Floats:
-        late = np.zeros(len(t.names))
-        np.maximum.at(late, t.ech[live], (finish - due)[live])
-        return late
-
-    virtual = due + counted_lateness(late_of(serial_finish(t, position, 0.0)), grace, 0.25)[t.ech]
-    return late_of(layout_finish(t, (position[t.ech], due, virtual, cls[t.ech]), 0.0))
+    serial = group_lateness(t, serial_finish(t, position, 0.0), due)
+    virtual = due + counted_lateness(serial, grace, 0.25)[t.ech]
+    return group_lateness(
+        t, layout_finish(t, (position[t.ech], due, virtual, cls[t.ech]), 0.0), due
+    )
 
 
 @pytest.mark.parametrize("seed", range(200))
