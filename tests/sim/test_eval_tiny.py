@@ -35,6 +35,8 @@ def test_tiny_eval_writes_report_and_figures(
     assert "identical: **True**" in text
     assert "| echelon-noslack |" in text and "| **echelon** |" in text
     assert "target -5%" in text
+    # the held-out seeds' seed-level table (sim.eval.seeds), in the summary and in 3c
+    assert text.count("echelon vs it [95% CI]") >= 4 and "largest mean gap" in text
     # the tiny profile sweeps 100 and 10 Gbit/s: both columns must reach the report
     assert "mean @100G (s)" in text and "mean @10G (s)" in text
     assert "| hybrid | 10 | K=8 |" in text and "`hybrid @ 10 Gbit/s`" in text

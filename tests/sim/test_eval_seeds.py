@@ -1,0 +1,68 @@
+"""The report's seed-level comparison (sim.eval.seeds) on hand-made rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim.eval import seeds
+
+
+def _row(policy: str, seed: int, mean: float, p99: float, mix: str = "dp") -> dict[str, object]:
+    return {"mix": mix, "policy": policy, "seed": seed, "iter_mean": mean, "iter_p99": p99}
+
+
+def test_uniform_gain_has_a_point_interval() -> None:
+    p = seeds.paired_ratio([0.9, 1.8, 2.7], [1.0, 2.0, 3.0])
+    assert p.ratio == pytest.approx(-0.1)
+    # every resample has the same ratio, so the interval is that point
+    assert p.low == pytest.approx(-0.1) and p.high == pytest.approx(-0.1)
+    assert (p.ahead, p.seeds) == (3, 3)
+
+
+def test_one_bad_seed_widens_the_interval_and_is_counted() -> None:
+    ours, theirs = [1.0, 1.0, 1.0, 2.0], [1.1, 1.1, 1.1, 1.0]
+    p = seeds.paired_ratio(ours, theirs)
+    assert p.ratio == pytest.approx(5.0 / 4.3 - 1.0)
+    assert p.ahead == 3
+    assert p.low < -0.05 < p.ratio < p.high
+    # resampling is paired: the all-good-seeds draw gives 1.0/1.1 - 1, the all-bad one +100 %
+    assert p.low >= 1.0 / 1.1 - 1.0 - 1e-12 and p.high <= 1.0 + 1e-12
+
+
+def test_series_must_match() -> None:
+    with pytest.raises(ValueError, match="equal"):
+        seeds.paired_ratio([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="non-empty"):
+        seeds.paired_ratio([], [])
+
+
+def test_by_seed_keeps_common_seeds_and_best_excludes_echelon() -> None:
+    rows = [
+        _row("echelon", 1, 0.5, 1.0),
+        _row("echelon", 2, 0.5, 1.0),
+        _row("fifo", 1, 0.9, 0.8),
+        _row("fifo", 2, 0.9, 0.8),
+        _row("fifo", 3, 9.0, 9.0),  # echelon has no seed 3: left out
+        _row("v1", 1, 0.6, 2.0),
+        _row("v1", 2, 0.6, 2.0),
+        _row("echelon", 1, 0.1, 0.1, mix="hybrid"),
+    ]
+    per = seeds.by_seed(rows, "dp")
+    assert sorted(per) == ["echelon", "fifo", "v1"]
+    assert all(sorted(v) == [1, 2] for v in per.values())
+    assert seeds.best_baselines(per) == ("v1", "fifo")
+
+
+def test_largest_gaps_and_table() -> None:
+    rows = []
+    for s, (e, b) in enumerate([(1.0, 1.0), (1.3, 1.0), (0.9, 1.0), (1.1, 1.0)]):
+        rows += [_row("echelon", s, e, 2.0), _row("v1", s, b, 4.0)]
+    gaps = seeds.largest_gaps(rows, "dp", count=2)
+    assert [g[0] for g in gaps] == [1, 3]
+    assert gaps[0][1] == pytest.approx(0.3) and gaps[0][2] == pytest.approx(-0.5)
+    text = seeds.seed_table(rows, ["dp", "hybrid"])
+    line = next(x for x in text.splitlines() if x.startswith("| dp"))
+    # mean +7.5 % over 4 seeds, lower in 1; p99 -50 % in all 4
+    assert "| 4 |" in line and "+7.5%" in line and "| 1/4 |" in line
+    assert "-50.0% [-50.0, -50.0]" in line and "| 4/4 |" in line
+    assert "hybrid" not in text
