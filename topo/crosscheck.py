@@ -1,7 +1,7 @@
 """Cross-check the emulation against the simulator, flow by flow and EchelonFlow by EchelonFlow.
 
     python -m topo.crosscheck run/demo-results.json [--policy echelon] [--tolerance 0.02]
-                              [--model fluid|packet]
+                              [--model fluid|packet] [--rate-scale 1.0]
 
 Predicts the finish times of a ``make run`` result's flows (the scaled job
 descriptions stored in the results) and prints them against the measured ones,
@@ -20,6 +20,9 @@ Two models (docs/demo.md, "Cross-check against the simulator", has the numbers):
   played and every EchelonFlow**: this is the check ``make run`` prints and the
   end-to-end tests assert, tolerance 20 ms (~24 packet times at 10 Mbit/s:
   HTB's per-class bursts, 1-ms pacing granularity, the switch's own latency).
+  It ends with a race check (:func:`race_flows`): the flows whose predicted
+  finish moves more than 1.5 % slower links explain, i.e. where a race decides
+  the plan's outcome (docs/demo.md).
 * ``--model fluid`` (:func:`sim.predict.predict_finish_times`, the engine the
   cluster evaluation uses), iteration 0 only (its barrier between iterations is
   global, the agents' per host). It shares a level max-min fairly and re-ranks
@@ -104,6 +107,22 @@ def paced_topology(path: str, rate_mbit: float) -> Topology:
     return replace(topo, links=links)
 
 
+def scaled_links(topo: Topology, scale: float) -> Topology:
+    """``topo`` with every shaped link (one with ``bw_mbit``) ``scale`` times as fast.
+
+    Why: a plan under strict priority can hinge on a race of a few milliseconds (a
+    low-level flow's last packets against a higher level's next burst), and the
+    emulation's shapers drain a little below their nominal rate. Predicting at, say,
+    0.98 shows whether the outcome moves with such an error (docs/demo.md)."""
+    if scale <= 0:
+        raise EchelonError(f"rate_scale: must be positive, got {scale}")
+    links = tuple(
+        replace(lk, bw_mbit=lk.bw_mbit * scale) if lk.bw_mbit is not None else lk
+        for lk in topo.links
+    )
+    return replace(topo, links=links)
+
+
 def controller_network(results: dict[str, Any]) -> TopologyNetwork:
     """The network the run's controller planned with: its own topology file
     (``controller_topo_path``), or, for results written before it was stored, the
@@ -159,8 +178,13 @@ class Prediction:
     instance: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
-def predict(results: dict[str, Any], policy: str, model: str = "fluid") -> Prediction:
+def predict(
+    results: dict[str, Any], policy: str, model: str = "fluid", rate_scale: float = 1.0
+) -> Prediction:
     """Run ``model`` on the jobs, topology and controller settings of a result.
+
+    ``rate_scale``: the emulated links' rates in the model, as a multiple of the
+    topology file's (:func:`scaled_links`); the controller's plan is not changed.
 
     ``model``: ``fluid`` (the simulator's engine, :func:`sim.predict.predict_finish_times`;
     iteration 0) or ``packet`` (:mod:`sim.packet`: the agents' pacers and host queues,
@@ -194,7 +218,7 @@ def predict(results: dict[str, Any], policy: str, model: str = "fluid") -> Predi
                 "model: the packet model covers echelon and echelon-online, closed loop"
             )
         rate = float(results.get("rate_mbit", 40.0)) * 1e6 / 8
-        topo = load(results["topo_path"])
+        topo = scaled_links(load(results["topo_path"]), rate_scale)
         pm = PacketModel(
             list(specs),
             TopologyNetwork(topo, UNLIMITED_BYTES_PER_S),
@@ -214,7 +238,9 @@ def predict(results: dict[str, Any], policy: str, model: str = "fluid") -> Predi
         finish = pm.run()
         instance = {g.ef.name: (g.ef.job, g.iteration) for g in pm.groups}
         return Prediction(finish, pm.iteration_start, pm.iteration_end, instance)
-    paced = paced_topology(results["topo_path"], float(results.get("rate_mbit", 40.0)))
+    paced = scaled_links(
+        paced_topology(results["topo_path"], float(results.get("rate_mbit", 40.0))), rate_scale
+    )
     finish = predict_finish_times(
         list(specs) if closed else [OpenLoopJob(spec) for spec in specs],
         paced,
@@ -238,6 +264,37 @@ def predict(results: dict[str, Any], policy: str, model: str = "fluid") -> Predi
         sender_round_robin=True,
     )
     return Prediction(finish)
+
+
+#: Race check: the shaped links at this multiple of their rate, and the slack allowed on
+#: top of the delay the slower rate itself explains (pacing granularity).
+RACE_SCALE = 0.985
+RACE_SLACK_S = 0.005
+
+
+def race_flows(
+    results: dict[str, Any],
+    policy: str,
+    scale: float = RACE_SCALE,
+    slack_s: float = RACE_SLACK_S,
+    base: Prediction | None = None,
+) -> list[tuple[FlowKey, float, float]]:
+    """Flows whose packet-model finish moves more than slower links explain.
+
+    With every shaped link ``scale`` times as fast and the same order of service, a
+    flow that finished at ``T`` finishes at most ``T * (1/scale - 1)`` later (compute
+    does not slow down). A flow that moves more changed places with another: the plan
+    hinges on a race a percent of link rate decides, and a model within tolerance of
+    one run says little about the next (docs/demo.md). Returns ``(flow, finish,
+    finish at scale)`` for each such flow (``base``: :func:`predict`'s at rate 1, if
+    already computed)."""
+    before = (base or predict(results, policy, "packet")).finish
+    after = predict(results, policy, "packet", scale).finish
+    return [
+        (k, t, after[k])
+        for k, t in before.items()
+        if k in after and abs(after[k] - t) > t * (1 / scale - 1) + slack_s
+    ]
 
 
 def measured_iterations(results: dict[str, Any], policy: str) -> dict[tuple[str, int], Any]:
@@ -345,12 +402,14 @@ def summary(results: dict[str, Any]) -> list[str]:
         worst = max((abs(e["diff"]) for e in ects), default=0.0)
         its = iteration_rows(results, policy, pred)
         worst_it = max((abs(r["diff"]) for r in its), default=0.0)
+        races = len(race_flows(results, policy, base=pred))
         out.append(
             f"{policy}: simulator (packet model) vs emulation: largest ECT difference "
             f"{worst * 1000:.1f} ms over all {len(ects)} EchelonFlow instances, largest "
             f"iteration-time difference {worst_it * 1000:.1f} ms over {len(its)} iterations "
-            f"(tolerance {DEFAULT_TOLERANCE_S * 1000:.0f} ms; "
-            f"python -m topo.crosscheck RESULTS --policy {policy} --model packet)"
+            f"(tolerance {DEFAULT_TOLERANCE_S * 1000:.0f} ms); flows whose outcome hinges "
+            f"on a race: {races} "
+            f"(python -m topo.crosscheck RESULTS --policy {policy} --model packet)"
         )
     return out
 
@@ -365,10 +424,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", choices=MODELS, default="fluid",
                     help="fluid: the simulator's engine; packet: port queues that keep "
                          "each packet's class (echelon, echelon-online)")  # fmt: skip
+    ap.add_argument("--rate-scale", type=float, default=1.0,
+                    help="model the shaped links at this multiple of their rate (e.g. "
+                         "0.98: does the outcome hinge on a race?)")  # fmt: skip
     args = ap.parse_args(argv)
     try:
         results = json.loads(Path(args.results).read_text())
-        pred = predict(results, args.policy, args.model)
+        pred = predict(results, args.policy, args.model, args.rate_scale)
         rows = compare(results, args.policy, args.model, pred)
     except (OSError, ValueError) as exc:
         print(f"error: results: {exc}", file=sys.stderr)
@@ -405,6 +467,12 @@ def main(argv: list[str] | None = None) -> int:
     if its:
         print(f"largest iteration-time |diff| {worst_it * 1000:.1f} ms over {len(its)} "
               f"iterations (tolerance {args.tolerance * 1000:.0f} ms)")  # fmt: skip
+    if args.model == "packet":
+        races = race_flows(results, args.policy, base=pred)
+        print(f"race check (links at {RACE_SCALE:g}x their rate): {len(races)} flows move "
+              "more than the slower rate explains" + (": " if races else ""))  # fmt: skip
+        for (name, index), t, t2 in sorted(races, key=lambda r: -abs(r[2] - r[1]))[:5]:
+            print(f"  {name}#{index} {t:.3f} -> {t2:.3f} s")
     return 0 if checked and worst <= args.tolerance and worst_it <= args.tolerance else 1
 
 

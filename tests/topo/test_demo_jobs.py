@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from echelon.errors import SpecError
+from echelon.errors import EchelonError, SpecError
 from echelon.jobs import load_job_file
 from echelon.topology import load
 from hostagent.plan import release_times
 from topo import demo
-from topo.crosscheck import OpenLoopJob, completion_rows
+from topo.crosscheck import OpenLoopJob, completion_rows, scaled_links
 
 HOSTS = set(load("topo/star.yaml").hosts)
 
@@ -151,3 +151,16 @@ def test_run_rejects_bad_jobs_before_starting_anything(extra: list[str], field: 
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith(f"error: {field}") and "Traceback" not in proc.stderr
     assert "target:" not in proc.stdout  # failed before the network was built
+
+
+def test_scaled_links_slow_only_shaped_links() -> None:
+    topo = load("topo/star.yaml")
+    slow = scaled_links(topo, 0.5)
+    for before, after in zip(topo.links, slow.links, strict=True):
+        if before.bw_mbit is None:
+            assert after.bw_mbit is None
+        else:
+            assert after.bw_mbit == pytest.approx(before.bw_mbit * 0.5)
+    assert any(lk.bw_mbit is not None for lk in topo.links)
+    with pytest.raises(EchelonError, match="rate_scale"):
+        scaled_links(topo, 0.0)

@@ -17,6 +17,7 @@ from topo.crosscheck import (
     completion_rows,
     iteration_rows,
     predict,
+    race_flows,
 )
 from topo.demo import specs_from_results
 from topo.net import root_links
@@ -145,6 +146,11 @@ def test_online_three_jobs_agrees_with_the_packet_model(tmp_path: Path) -> None:
         its = iteration_rows(results, policy, pred)
         assert len(its) == 2 * 3, its
         assert max(abs(r["diff"]) for r in its) <= bound, (policy, its)
+        if policy == "echelon":
+            # the static plan's outcome does not hinge on a race: with the shaped links
+            # 1.5 % slower no flow moves more than that slowdown explains (the swap
+            # variant's plan of this scenario moves 22 flows, up to 179 ms; docs/demo.md)
+            assert race_flows(results, policy, base=pred) == []
     assert not {n for n in root_links() if n.startswith(PREFIX)}
 
 
