@@ -247,8 +247,9 @@ def build(
         "placements that were not used to choose the echelon policy or its parameters "
         "(those were chosen on seeds 0-2; one exception: the lateness grace of 3 class "
         "medians was preferred to 4 after a look at seeds 3-5's `dp` tail, docs/model.md "
-        "§5.1; seeds 6 and up were first run after the policy was fixed). A result that "
-        "holds only on the design seeds shows up here. Averaged over the held-out seeds:\n"
+        "§5.1; seeds 6 and up were first run after the policy was fixed, and two prototypes "
+        "that were not kept were measured on 6-11, docs/model.md). A result that holds only "
+        "on the design seeds shows up here. Averaged over the held-out seeds:\n"
     )
     w(headline.holdout_table(hold_rows, experiments.ABLATION_MIXES) + "\n")
     _seed_section(w, hold_runs, profile)
@@ -440,7 +441,12 @@ _NOTES = """
   it says so; see docs/simulator.md for the model's limits that matter when interpreting
   them (fluid model, no propagation delay, one path per host pair, policies re-ranked only
   at group arrivals/completions, compute per (job, host) independent of other jobs).
-* Closed batches with 8 jobs and 3 iterations are small samples: p99 is close to the max.
+* Closed batches with 8 jobs and 3 iterations are small samples: p99 is close to the max,
+  and seeds differ by more than most policy differences. The design-seed tables average
+  three seeds; section 3c gives the held-out comparison with an interval over seeds.
+* In a closed batch a job's iterations run back to back, so the mean iteration time is
+  the mean job completion time (served one job after another is best for it) and the
+  p99 is mostly the first iteration of the job served last (sharing is best for it).
 * The bandwidth sweep (section 4) scales every link of one topology; it does not model
   NVLink inside a machine or a different placement at a different NIC speed.
 """
