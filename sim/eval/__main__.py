@@ -445,8 +445,8 @@ _NOTES = """
   and seeds differ by more than most policy differences. The design-seed tables average
   three seeds; section 3c gives the held-out comparison with an interval over seeds.
 * In a closed batch a job's iterations run back to back, so the mean iteration time is
-  the mean job completion time (served one job after another is best for it) and the
-  p99 is mostly the first iteration of the job served last (sharing is best for it).
+  the mean job completion time (serving jobs one after another, smallest first, lowers
+  it) and the p99 is mostly the first iteration of the job served last (sharing lowers it).
 * The bandwidth sweep (section 4) scales every link of one topology; it does not model
   NVLink inside a machine or a different placement at a different NIC speed.
 """
