@@ -136,8 +136,15 @@ def build(
         bandwidth.tag(all_rows[n_main + n_bw : n_main + n_bw + n_abl]),
         ("mix", "policy", "levels", "gbit"),
     )
-    hold_runs = all_rows[n_main + n_bw + n_abl :]
+    hold_all = all_rows[n_main + n_bw + n_abl :]
+    hold_runs = [r for r in hold_all if r["policy"] in POLICIES]
     hold_rows = experiments.average(hold_runs, ("mix", "policy", "levels", "load"))
+    hold_variants = bandwidth.tag(
+        experiments.average(
+            [r for r in hold_all if r["policy"] not in POLICIES],
+            ("mix", "policy", "levels", "load", "network"),
+        )
+    )
     avg = experiments.average(rows, ("mix", "policy", "levels", "load"))
     batch_ideal = [r for r in avg if r["load"] == "batch" and r["levels"] == "ideal"]
     gbits = sorted(profile.bandwidths, reverse=True)
@@ -169,6 +176,10 @@ def build(
         "with a paired bootstrap interval over seeds and the number of seeds echelon was "
         "lower in (section 3c):\n\n"
         + seeds.seed_table(hold_runs, experiments.ABLATION_MIXES)
+        + "\n\nThe (mean, p99) plane on the held-out seeds, every policy and the variants "
+        + ", ".join(f"`{v}`" for v in experiments.HOLDOUT_VARIANTS)
+        + " on 8 queues:\n\n"
+        + headline.frontier(hold_rows, hold_variants, experiments.ABLATION_MIXES)
         + "\n\nThe same with ideal ranks for every policy:\n\n"
         + report.headline(batch_rows, MIXES)
         + "\n\nNetwork-bound regime (section 4: same jobs and seeds, slower host links; "
@@ -242,7 +253,9 @@ def build(
     _ablation_section(w, abl_rows, len(abl_pts))
     w("## 3c. Held-out seeds\n")
     w(
-        f"The closed-batch headline, every policy on 8 queues, on seeds "
+        "The closed-batch headline, every policy (and the variants "
+        + ", ".join(f"`{v}`" for v in experiments.HOLDOUT_VARIANTS)
+        + ", for the summary's (mean, p99) plane) on 8 queues, on seeds "
         f"{', '.join(str(s) for s in profile.holdout_seeds)} ({len(hold_pts)} runs): jobs and "
         "placements that were not used to choose the echelon policy or its parameters "
         "(those were chosen on seeds 0-2; one exception: the lateness grace of 3 class "
