@@ -139,6 +139,8 @@ def build(
     hold_all = all_rows[n_main + n_bw + n_abl :]
     hold_runs = [r for r in hold_all if r["policy"] in POLICIES]
     hold_rows = experiments.average(hold_runs, ("mix", "policy", "levels", "load"))
+    # the bootstrap over held-out seeds: once, for the summary and section 3c
+    hold_table = seeds.seed_table(hold_runs, experiments.ABLATION_MIXES)
     hold_variants = bandwidth.tag(
         experiments.average(
             [r for r in hold_all if r["policy"] not in POLICIES],
@@ -175,7 +177,7 @@ def build(
         "or its parameters (except one check of the lateness grace's size on three of them), "
         "with a paired bootstrap interval over seeds and the number of seeds echelon was "
         "lower in (section 3c):\n\n"
-        + seeds.seed_table(hold_runs, experiments.ABLATION_MIXES)
+        + hold_table
         + "\n\nThe (mean, p99) plane on the held-out seeds, every policy and the variants "
         + ", ".join(f"`{v}`" for v in experiments.HOLDOUT_VARIANTS)
         + " on 8 queues:\n\n"
@@ -265,7 +267,7 @@ def build(
         "on the design seeds shows up here. Averaged over the held-out seeds:\n"
     )
     w(headline.holdout_table(hold_rows, experiments.ABLATION_MIXES) + "\n")
-    _seed_section(w, hold_runs, profile)
+    _seed_section(w, hold_runs, hold_table)
 
     _bandwidth_section(w, bw_rows, gbits, profile, len(bw_pts), figdir)
 
@@ -389,7 +391,7 @@ def _bandwidth_section(
     w(report.analysis(bandwidth.as_mixes(bw_rows), labels) + "\n")
 
 
-def _seed_section(w: Any, runs: list[dict[str, Any]], profile: experiments.Profile) -> None:
+def _seed_section(w: Any, runs: list[dict[str, Any]], table: str) -> None:
     """Section 3c, continued: how sure the held-out comparison is (sim.eval.seeds)."""
     mixes = experiments.ABLATION_MIXES
     w(
@@ -397,7 +399,7 @@ def _seed_section(w: Any, runs: list[dict[str, Any]], profile: experiments.Profi
         "bootstrap interval over seeds (both policies resampled with the same seeds), and "
         "in how many seeds echelon's number was the lower one:\n"
     )
-    w(seeds.seed_table(runs, mixes) + "\n")
+    w(table + "\n")
     fresh = [r for r in runs if int(r["seed"]) > 5]
     if fresh and len(fresh) < len(runs):
         w("Only the seeds first run after the policy was fixed (6 and up):\n")
@@ -407,9 +409,8 @@ def _seed_section(w: Any, runs: list[dict[str, Any]], profile: experiments.Profi
         "against the best-mean baseline, and its p99 against that same baseline there:\n"
     )
     for mix in mixes:
-        gaps = seeds.largest_gaps(runs, mix)
+        best, gaps = seeds.largest_gaps(runs, mix)
         if gaps:
-            best = seeds.best_baselines(seeds.by_seed(runs, mix))[0]
             cells = "; ".join(
                 f"seed {s}: mean {m * 100:+.1f}%, p99 {q * 100:+.1f}%" for s, m, q in gaps
             )

@@ -72,16 +72,27 @@ def _series(runs: Mapping[int, Row], metric: str) -> list[float]:
     return [float(runs[s][metric]) for s in sorted(runs)]
 
 
-def best_baselines(per: Mapping[str, Mapping[int, Row]]) -> tuple[str, str]:
-    """The baselines with the lowest seed-averaged mean and p99 (echelon excluded)."""
+@dataclass(frozen=True)
+class Best:
+    """The baselines with the lowest seed-averaged mean and p99, and those averages."""
+
+    mean_policy: str
+    mean: float
+    p99_policy: str
+    p99: float
+
+
+def best_baselines(per: Mapping[str, Mapping[int, Row]]) -> Best:
+    """The baselines with the lowest seed-averaged mean and p99 (echelon excluded),
+    returned with the averages so that tables need not recompute them."""
     base = [p for p in per if p != "echelon"]
     if not base:
         raise ValueError("no baseline rows")
-
-    def avg(p: str, metric: str) -> float:
-        return float(np.mean(_series(per[p], metric)))
-
-    return min(base, key=lambda p: avg(p, "iter_mean")), min(base, key=lambda p: avg(p, "iter_p99"))
+    means = {p: float(np.mean(_series(per[p], "iter_mean"))) for p in base}
+    p99s = {p: float(np.mean(_series(per[p], "iter_p99"))) for p in base}
+    bm = min(base, key=means.__getitem__)
+    bp = min(base, key=p99s.__getitem__)
+    return Best(bm, means[bm], bp, p99s[bp])
 
 
 def _cell(p: Paired) -> str:
@@ -96,18 +107,18 @@ def seed_table(rows: Sequence[Row], mixes: Sequence[str]) -> str:
         per = by_seed(rows, mix)
         if "echelon" not in per or len(per) < 2:
             continue
-        bm, bp = best_baselines(per)
+        best = best_baselines(per)
         e = per["echelon"]
-        m = paired_ratio(_series(e, "iter_mean"), _series(per[bm], "iter_mean"))
-        q = paired_ratio(_series(e, "iter_p99"), _series(per[bp], "iter_p99"))
+        m = paired_ratio(_series(e, "iter_mean"), _series(per[best.mean_policy], "iter_mean"))
+        q = paired_ratio(_series(e, "iter_p99"), _series(per[best.p99_policy], "iter_p99"))
         body.append(
             [
                 mix,
                 m.seeds,
-                f"{bm} {fmt(float(np.mean(_series(per[bm], 'iter_mean'))))}",
+                f"{best.mean_policy} {fmt(best.mean)}",
                 _cell(m),
                 f"{m.ahead}/{m.seeds}",
-                f"{bp} {fmt(float(np.mean(_series(per[bp], 'iter_p99'))))}",
+                f"{best.p99_policy} {fmt(best.p99)}",
                 _cell(q),
                 f"{q.ahead}/{q.seeds}",
             ]
@@ -119,14 +130,16 @@ def seed_table(rows: Sequence[Row], mixes: Sequence[str]) -> str:
     )  # fmt: skip
 
 
-def largest_gaps(rows: Sequence[Row], mix: str, count: int = 3) -> list[tuple[int, float, float]]:
+def largest_gaps(
+    rows: Sequence[Row], mix: str, count: int = 3
+) -> tuple[str, list[tuple[int, float, float]]]:
     """The seeds where echelon's mean is furthest above the best-mean baseline's, as
-    ``(seed, mean gap, p99 gap)`` against that same baseline: where the average loss
-    comes from, and what the baseline's order cost there in tail."""
+    that baseline's name and ``(seed, mean gap, p99 gap)`` against it: where the
+    average loss comes from, and what the baseline's order cost there in tail."""
     per = by_seed(rows, mix)
     if "echelon" not in per or len(per) < 2:
-        return []
-    bm, _ = best_baselines(per)
+        return "", []
+    bm = best_baselines(per).mean_policy
     gaps = [
         (
             s,
@@ -135,4 +148,4 @@ def largest_gaps(rows: Sequence[Row], mix: str, count: int = 3) -> list[tuple[in
         )
         for s in per["echelon"]
     ]
-    return sorted(gaps, key=lambda g: -g[1])[:count]
+    return bm, sorted(gaps, key=lambda g: -g[1])[:count]

@@ -50,14 +50,17 @@ def test_by_seed_keeps_common_seeds_and_best_excludes_echelon() -> None:
     per = seeds.by_seed(rows, "dp")
     assert sorted(per) == ["echelon", "fifo", "v1"]
     assert all(sorted(v) == [1, 2] for v in per.values())
-    assert seeds.best_baselines(per) == ("v1", "fifo")
+    best = seeds.best_baselines(per)
+    assert (best.mean_policy, best.p99_policy) == ("v1", "fifo")
+    assert best.mean == pytest.approx(0.6) and best.p99 == pytest.approx(0.8)
 
 
 def test_largest_gaps_and_table() -> None:
     rows = []
     for s, (e, b) in enumerate([(1.0, 1.0), (1.3, 1.0), (0.9, 1.0), (1.1, 1.0)]):
         rows += [_row("echelon", s, e, 2.0), _row("v1", s, b, 4.0)]
-    gaps = seeds.largest_gaps(rows, "dp", count=2)
+    base, gaps = seeds.largest_gaps(rows, "dp", count=2)
+    assert base == "v1"
     assert [g[0] for g in gaps] == [1, 3]
     assert gaps[0][1] == pytest.approx(0.3) and gaps[0][2] == pytest.approx(-0.5)
     text = seeds.seed_table(rows, ["dp", "hybrid"])
