@@ -27,6 +27,8 @@ from .helpers import ROOT, alive, needs_root, topo_on_free_ports
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.skipif(needs_root, reason="root")]
 PREFIX = f"t6e{os.getpid() % 1000}"  # unique per test process
 KILL_PREFIX = f"t6k{os.getpid() % 1000}"
+#: Online: the emulated mean iteration time within this share of the packet model's.
+ONLINE_MEAN_BOUND = 0.08
 
 
 def test_demo_runs_echelon_beats_fifo_for_the_pipeline_and_coflow_for_the_pull(
@@ -109,8 +111,8 @@ def test_online_three_jobs_agrees_with_the_packet_model(tmp_path: Path) -> None:
     as groups come and go. The controller re-plans on the agents' reports (and plans
     the opening pulls on their "entering iteration 0" reports, before any packet);
     the packet-level model of that controller, the agents' pacers and their per-host
-    barrier predicts every group's completion and every iteration's time (the fluid
-    model cannot: queued packets keep their class)."""
+    barrier predicts the static plan's every group and iteration, and the online run's
+    mean iteration time (the fluid model cannot: queued packets keep their class)."""
     topo = topo_on_free_ports("topo/star.yaml", tmp_path / "star.yaml")
     out = tmp_path / "run"
     jobs = ",".join(f"topo/jobs/{j}.yaml" for j in ("pipe", "dp", "big"))
@@ -130,27 +132,34 @@ def test_online_three_jobs_agrees_with_the_packet_model(tmp_path: Path) -> None:
     assert results["entered_reports"] is True
     online = results["policies"]["echelon-online"]
     assert online["online"]["replans"] > 0 and online["online"]["failures"] == 0
-    # Every group instance of both iterations, and both iterations' times, against the
-    # packet model. docs/demo.md: over 15 soft-switch runs of three iterations the
-    # largest difference was 17.8 ms online (one run; the others 8.0-10.8 ms) and 8.4
-    # ms static; the test allows 1.5x the stated tolerance online so that one run in
-    # fifteen does not fail it.
-    for policy, bound in (
-        ("echelon", DEFAULT_TOLERANCE_S),
-        ("echelon-online", 1.5 * DEFAULT_TOLERANCE_S),
-    ):
-        pred = predict(results, policy, "packet")
-        ects = completion_rows(compare(results, policy, "packet", pred), "packet")
-        assert len(ects) == 2 * 6 and all(e["checked"] for e in ects), ects
-        assert max(abs(e["diff"]) for e in ects) <= bound, (policy, ects)
-        its = iteration_rows(results, policy, pred)
-        assert len(its) == 2 * 3, its
-        assert max(abs(r["diff"]) for r in its) <= bound, (policy, its)
-        if policy == "echelon":
-            # the static plan's outcome does not hinge on a race: with the shaped links
-            # 1.5 % slower no flow moves more than that slowdown explains (the swap
-            # variant's plan of this scenario moves 22 flows, up to 179 ms; docs/demo.md)
-            assert race_flows(results, policy, base=pred) == []
+    # The static plan: every group instance of both iterations, and both iterations'
+    # times, against the packet model, to twice the stated tolerance. Measured on
+    # 2026-12-01 (docs/demo.md, "Re-measured 2026-12-01"): the largest difference per
+    # run was 7.0-29.2 ms in 29 recorded runs on the CI machine and 50 ms once with other
+    # work on its two cores; 8.4 ms at most on the machine of 2026-11-30.
+    pred = predict(results, "echelon", "packet")
+    ects = completion_rows(compare(results, "echelon", "packet", pred), "packet")
+    assert len(ects) == 2 * 6 and all(e["checked"] for e in ects), ects
+    assert max(abs(e["diff"]) for e in ects) <= 2 * DEFAULT_TOLERANCE_S, ects
+    its = iteration_rows(results, "echelon", pred)
+    assert len(its) == 2 * 3, its
+    assert max(abs(r["diff"]) for r in its) <= 2 * DEFAULT_TOLERANCE_S, its
+    # the static plan's outcome does not hinge on a race: with the shaped links 1.5 %
+    # slower no flow moves more than that slowdown explains (the swap variant's plan of
+    # this scenario moves 22 flows, up to 179 ms; docs/demo.md)
+    assert race_flows(results, "echelon", base=pred) == []
+    # Online, the order at h4 hinges on a race in some runs: on the CI machine in 3 of
+    # 10 runs the emulation served big's pull before pipe's backward pass where the
+    # model did the opposite, moving those groups by 120-170 ms (docs/demo.md). What
+    # holds in every run is the mean: the emulated mean iteration time was 0.8-6.2 %
+    # above the model's (27 recorded runs that day). The bound can fail: the static
+    # plan's emulated mean was 11.8-13.2 % above the online model's (10 of those
+    # runs), so a controller that stopped re-planning would.
+    pred = predict(results, "echelon-online", "packet")
+    its = iteration_rows(results, "echelon-online", pred)
+    assert len(its) == 2 * 3, its
+    ratio = sum(r["measured"] for r in its) / sum(r["predicted"] for r in its)
+    assert abs(ratio - 1.0) <= ONLINE_MEAN_BOUND, (ratio, its)
     assert not {n for n in root_links() if n.startswith(PREFIX)}
 
 
