@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -348,6 +349,19 @@ def iteration_rows(results: dict[str, Any], policy: str, pred: Prediction) -> li
         out.append({"job": job, "iteration": i, "predicted": sim, "measured": it["time"],
                     "diff": it["time"] - sim})  # fmt: skip
     return out
+
+
+def mean_iteration_ratio(its: list[dict[str, Any]]) -> float:
+    """Measured over predicted mean iteration time of :func:`iteration_rows` (``nan``
+    without rows).
+
+    Why beside the per-iteration differences: where a race at a port decides which of
+    two groups goes first, the emulation and the model may serve them the other way
+    round, and single groups and iterations then differ by far more than the tolerance
+    while the mean stays close (docs/demo.md, online runs of 2026-12-01)."""
+    if not its:
+        return math.nan
+    return float(sum(r["measured"] for r in its) / sum(r["predicted"] for r in its))
 
 
 def completion_rows(rows: list[dict[str, Any]], model: str = "fluid") -> list[dict[str, Any]]:
