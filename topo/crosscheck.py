@@ -421,7 +421,9 @@ def summary(results: dict[str, Any]) -> list[str]:
             f"{policy}: simulator (packet model) vs emulation: largest ECT difference "
             f"{worst * 1000:.1f} ms over all {len(ects)} EchelonFlow instances, largest "
             f"iteration-time difference {worst_it * 1000:.1f} ms over {len(its)} iterations "
-            f"(tolerance {DEFAULT_TOLERANCE_S * 1000:.0f} ms); flows whose outcome hinges "
+            f"(tolerance {DEFAULT_TOLERANCE_S * 1000:.0f} ms), mean iteration time "
+            f"{(mean_iteration_ratio(its) - 1) * 100:+.1f} % against the model; flows whose "
+            f"outcome hinges "
             f"on a race: {races} "
             f"(python -m topo.crosscheck RESULTS --policy {policy} --model packet)"
         )
@@ -480,7 +482,8 @@ def main(argv: list[str] | None = None) -> int:
     worst_it = max((abs(r["diff"]) for r in its), default=0.0)
     if its:
         print(f"largest iteration-time |diff| {worst_it * 1000:.1f} ms over {len(its)} "
-              f"iterations (tolerance {args.tolerance * 1000:.0f} ms)")  # fmt: skip
+              f"iterations (tolerance {args.tolerance * 1000:.0f} ms); mean iteration time "
+              f"{(mean_iteration_ratio(its) - 1) * 100:+.1f} % against the model")  # fmt: skip
     if args.model == "packet":
         races = race_flows(results, args.policy, base=pred)
         print(f"race check (links at {RACE_SCALE:g}x their rate): {len(races)} flows move "
