@@ -430,8 +430,10 @@ def _ablation_section(w: Any, rows: list[dict[str, Any]], n_runs: int) -> None:
         "grace; docs/model.md); `echelon-edf`: β = 0 and no grace (EDF on latest finish "
         "inside a class); `echelon-serial`: β = 1 (a class served in key order, "
         "interleaved); `echelon-grouped`: no interleaving (groups whole in (class, key) "
-        "order); `echelon-swap`: with an adjacent interchange of the group order (the variant "
-        "that meets the one-link target, docs/model.md); `echelon-nograce`: without the "
+        "order); `echelon-noswap`: without the adjacent interchange of the group order (the "
+        "policy before the interchange joined it; section 9 gives both one-link ratios); "
+        "`echelon-swapany`: the interchange on every pair of groups that shares a link, not "
+        "only nested ones (docs/model.md); `echelon-nograce`: without the "
         "grace, all serial lateness counted by β = 1/4 on the serial layout only (the policy "
         "until 2026-12-01); `echelon-v1`: the first policy.\n"
     )

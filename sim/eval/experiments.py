@@ -29,12 +29,13 @@ ABLATION_POLICIES = (
     "echelon-serial",
     "echelon-grouped",
     "echelon-nograce",
-    "echelon-swap",
+    "echelon-noswap",
+    "echelon-swapany",
     "echelon-v1",
 )
 #: Variants also run on the held-out seeds, so that the (mean, p99) plane there has the
 #: points nearest the target box (sim.eval.headline.frontier), not only the baselines.
-HOLDOUT_VARIANTS = ("echelon-jobtier", "echelon-swap", "echelon-serial", "echelon-edf")
+HOLDOUT_VARIANTS = ("echelon-jobtier", "echelon-noswap", "echelon-serial", "echelon-edf")
 #: Mixes and host-link Gbit/s of the ablation.
 ABLATION_MIXES = ("hybrid", "dp", "mixed")
 ABLATION_GBIT = (100.0, 25.0)

@@ -22,7 +22,7 @@ Row = Mapping[str, Any]
 #: Policies measured against the exact one-link optimum, and the instance count.
 ORACLE_POLICIES = (
     "echelon",
-    "echelon-swap",
+    "echelon-noswap",
     "echelon-nograce",
     "echelon-v1",
     "sebf-edf",

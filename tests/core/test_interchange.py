@@ -68,8 +68,9 @@ def full_lateness(t: FlowTable, position: Ints, cls: Ints, due: Floats, grace: F
     )
 
 
+@pytest.mark.parametrize("pairs", ["nested", "any"])
 @pytest.mark.parametrize("seed", range(200))
-def test_local_bookkeeping_matches_a_full_recomputation(seed: int) -> None:
+def test_local_bookkeeping_matches_a_full_recomputation(seed: int, pairs: str) -> None:
     """The lateness the interchange returns for its order is what laying that order out
     from scratch gives, and its total is never above the starting order's."""
     rng = random.Random(seed)
@@ -80,7 +81,7 @@ def test_local_bookkeeping_matches_a_full_recomputation(seed: int) -> None:
     def virtual_of(late: Floats) -> Floats:
         return due + counted_lateness(late, grace, 0.25)[t.ech]
 
-    new_position, late = interchange(t, position, cls, due, virtual_of, 0.0)
+    new_position, late = interchange(t, position, cls, due, virtual_of, 0.0, pairs=pairs)  # type: ignore[arg-type]
     assert sorted(new_position.tolist()) == sorted(position.tolist())  # a permutation
     assert late == pytest.approx(full_lateness(t, new_position, cls, due, grace))
     before = float((t.weight * full_lateness(t, position, cls, due, grace)).sum())
@@ -106,3 +107,26 @@ def test_a_swap_is_found_and_kept() -> None:
     # with no trials allowed the order stays
     kept, _ = interchange(t, position, cls, due, virtual_of, 0.0, trials=0)
     assert kept.tolist() == [0, 1]
+
+
+def test_only_nested_pairs_swap_by_default() -> None:
+    """The same two groups with a sent from h4: a and b share only h2's downlink, where
+    the layout still finds the swap better, but each also crosses an uplink the other
+    does not (partly shared paths), so the default interchange keeps the key order and
+    ``pairs="any"`` swaps (interchange.py says why)."""
+    a = EchelonFlow("a", "a", "g", (Flow(0, "h4", "h2", 5, 0.0),), 0.0)
+    b = EchelonFlow("b", "b", "g", (Flow(0, "h1", "h2", 1, 0.0), Flow(1, "h1", "h2", 2, 8.0)), 4.0)
+    t = build_table([a, b], NET)
+    position, cls, due, grace = setup(t, 0.0)
+    assert position.tolist() == [0, 1]
+
+    def virtual_of(late: Floats) -> Floats:
+        return due + counted_lateness(late, grace, 0.25)[t.ech]
+
+    kept, late = interchange(t, position, cls, due, virtual_of, 0.0)
+    assert kept.tolist() == [0, 1]
+    assert late == pytest.approx(full_lateness(t, position, cls, due, grace))
+    swapped, _ = interchange(t, position, cls, due, virtual_of, 0.0, pairs="any")
+    assert swapped.tolist() == [1, 0]
+    with pytest.raises(ValueError, match="pairs"):
+        interchange(t, position, cls, due, virtual_of, 0.0, pairs="some")  # type: ignore[arg-type]
