@@ -182,6 +182,8 @@ def build(
         + ", ".join(f"`{v}`" for v in experiments.HOLDOUT_VARIANTS)
         + " on 8 queues:\n\n"
         + headline.frontier(hold_rows, hold_variants, experiments.ABLATION_MIXES)
+        + "\n\n"
+        + headline.why_missed(hold_runs, experiments.ABLATION_MIXES)
         + "\n\nThe same with ideal ranks for every policy:\n\n"
         + report.headline(batch_rows, MIXES)
         + "\n\nNetwork-bound regime (section 4: same jobs and seeds, slower host links; "
