@@ -182,8 +182,9 @@ def why_missed(hold_runs: Sequence[Row], mixes: Sequence[str]) -> str:
     gaps = []
     for mix in mixes:
         best, rows = seeds.largest_gaps(hold_runs, mix)
-        if rows and rows[0][1] > 0:
-            cells = ", ".join(f"seed {s} {m * 100:+.1f}% / {q * 100:+.1f}%" for s, m, q in rows)
+        lost = [(s, m, q) for s, m, q in rows if m > 0]
+        if lost:
+            cells = ", ".join(f"seed {s} {m * 100:+.1f}% / {q * 100:+.1f}%" for s, m, q in lost)
             gaps.append(f"`{mix}` against {best}, mean / p99: {cells}")
     return (
         "Why the box is missed. The mean target is set against baselines that serve whole "

@@ -69,3 +69,20 @@ def test_largest_gaps_and_table() -> None:
     assert "| 4 |" in line and "+7.5%" in line and "| 1/4 |" in line
     assert "-50.0% [-50.0, -50.0]" in line and "| 4/4 |" in line
     assert "hybrid" not in text
+
+
+def test_why_missed_names_the_seeds_of_the_loss() -> None:
+    """The summary's account lists, per mix where echelon's mean loses on some seed,
+    those seeds (of the three largest gaps) with the mean and p99 gaps against the
+    best-mean baseline."""
+    from sim.eval.headline import why_missed
+
+    rows = []
+    for s, (e, b) in enumerate([(1.0, 1.0), (1.3, 1.0), (0.9, 1.0)]):
+        rows += [_row("echelon", s, e, 2.0), _row("v1", s, b, 4.0)]
+    rows += [_row("echelon", s, 0.5, 1.0, "hybrid") for s in range(3)]
+    rows += [_row("v1", s, 1.0, 1.0, "hybrid") for s in range(3)]
+    text = why_missed(rows, ["dp", "hybrid"])
+    assert "`dp` against v1, mean / p99: seed 1 +30.0% / -50.0%. On" in text  # only losing seeds
+    assert "`hybrid` against" not in text  # echelon's mean is lower on every seed
+    assert "nowhere" in why_missed(rows, ["hybrid"])

@@ -38,6 +38,7 @@ def test_tiny_eval_writes_report_and_figures(
     # the held-out seeds' seed-level table (sim.eval.seeds), in the summary and in 3c
     assert text.count("echelon vs it [95% CI]") >= 4 and "largest mean gap" in text
     assert "The (mean, p99) plane on the held-out seeds" in text
+    assert "Why the box is missed." in text
     # the tiny profile sweeps 100 and 10 Gbit/s: both columns must reach the report
     assert "mean @100G (s)" in text and "mean @10G (s)" in text
     assert "| hybrid | 10 | K=8 |" in text and "`hybrid @ 10 Gbit/s`" in text
