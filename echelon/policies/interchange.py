@@ -24,7 +24,8 @@ Judging a swap does not redo the whole layout: swapping neighbours changes the
 serial layout only for ``a`` and ``b`` on the links they share, and the
 interleaved layout only on the links ``a`` or ``b`` cross, so only those links'
 flows are re-laid out and only their groups re-scored. A re-plan tries at most
-:data:`SWAP_TRIALS` swaps, from the head of the order, so its cost is bounded
+:data:`SWAP_TRIALS` candidate pairs (a partly shared pair turned down counts), from
+the head of the order, so its cost is bounded
 whatever the number of groups (the groups at the head are the ones being served;
 the others are looked at again when they get there, at a later re-plan).
 """
@@ -82,7 +83,9 @@ def interchange(
     order; ``virtual_of(late)`` turns per-group serial lateness into per-flow virtual
     deadlines (the policy's grace and share). ``pairs``: which neighbours may swap --
     ``"nested"`` (one's links are all links of the other) or ``"any"`` (they share a
-    link); pairs that may not are not counted as trials."""
+    link). Every pair of one class that shares a link and whose second group is late
+    counts as one of the ``trials``, also one that ``pairs`` turns down: that keeps the
+    scan at the head of the order and its cost bounded."""
     if pairs not in ("nested", "any"):
         raise ValueError(f"pairs must be 'nested' or 'any', got {pairs!r}")
     live_flow = t.remaining > 0
@@ -128,11 +131,11 @@ def interchange(
         shared, ia, ib = np.intersect1d(la, lb, assume_unique=True, return_indices=True)
         if not len(shared):
             continue
-        if pairs == "nested" and len(shared) < min(len(la), len(lb)):
-            continue  # partly shared paths: the layout cannot judge it (module docstring)
         if tried >= trials:
             break
         tried += 1
+        if pairs == "nested" and len(shared) < min(len(la), len(lb)):
+            continue  # partly shared paths: not for the layout to judge (module docstring)
         # serial layout with b before a: on shared links a moves back by b's time there
         # and b forward by a's; elsewhere nothing changes
         t_a = dict(zip(shared.tolist(), cell_secs[cells_a[ia]].tolist(), strict=True))
