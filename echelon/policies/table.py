@@ -256,9 +256,11 @@ def incidence_finish(
     order = np.lexsort((*keys, link))
     lk, s = link[order], secs[order]
     done = np.cumsum(s)
-    first = np.flatnonzero(np.r_[True, lk[1:] != lk[:-1]]) if len(lk) else np.zeros(0, np.int64)
-    if len(first):
-        done -= np.repeat((done - s)[first], np.diff(np.r_[first, len(lk)]))
+    if len(lk):
+        # where each link's run of incidences starts (np.r_ avoided: it is slow for the
+        # small tables of a controller's re-plan)
+        first = np.concatenate(([0], np.flatnonzero(lk[1:] != lk[:-1]) + 1))
+        done -= np.repeat((done - s)[first], np.diff(np.append(first, len(lk))))
     out = np.empty(len(order), dtype=np.float64)
     out[order] = now + done
     return out
