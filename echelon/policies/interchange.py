@@ -40,8 +40,15 @@ import numpy as np
 
 from echelon.policies.table import Floats, FlowTable, Ints, group_lateness, incidence_finish
 
-#: Most swaps judged per re-plan (bounds the refinement's cost at any scale).
-SWAP_TRIALS = 16
+#: Most candidate pairs judged per re-plan, from the head of the order (bounds the
+#: refinement's cost at any scale). Under strict priority the head is what is being
+#: served; 4 and 16 gave the same one-link ratio and cluster numbers within seed noise
+#: (docs/model.md), and each trial costs a controller's re-plan ~0.1 ms.
+SWAP_TRIALS = 4
+#: Up to this many live flow-link incidences a trial lays the whole table out again;
+#: above it only the links the pair crosses (a controller's re-plan of a few dozen
+#: groups is below, the simulator's large batches above).
+WHOLE_RELAYOUT_MAX = 512
 
 
 @dataclass
@@ -84,6 +91,7 @@ def interchange(
     now: float,
     trials: int = SWAP_TRIALS,
     pairs: Literal["nested", "any"] = "nested",
+    relayout: Literal["auto", "whole", "local"] = "auto",
 ) -> tuple[Ints, Floats]:
     """The group order (``position``: group -> place) after one pass of adjacent
     interchanges, and each group's lateness (``>= 0``) on the interleaved layout of that
@@ -92,7 +100,10 @@ def interchange(
     ``"nested"`` (one's links are all links of the other) or ``"any"`` (they share a
     link). Every pair of one class that shares a link and whose second group is late
     counts as one of the ``trials``, also one that ``pairs`` turns down: that keeps the
-    scan at the head of the order and its cost bounded."""
+    scan at the head of the order and its cost bounded. ``relayout``: how a trial is
+    judged -- the whole table laid out again (``"whole"``) or only the pair's links
+    (``"local"``); ``"auto"`` chooses by size (:data:`WHOLE_RELAYOUT_MAX`). Both give
+    the same result (tested)."""
     if pairs not in ("nested", "any"):
         raise ValueError(f"pairs must be 'nested' or 'any', got {pairs!r}")
     live_flow = t.remaining > 0
@@ -115,16 +126,23 @@ def interchange(
     position = position.copy()
     flow_cls = cls[t.ech]
 
-    # base: serial layout, virtual deadlines, interleaved layout, per-group lateness
-    s_inc = incidence_finish(li, secs, (t.index[fi], position[gi]), now)
-    serial = np.full(n_flows, now)
-    np.maximum.at(serial, fi, s_inc)
-    serial_late = group_lateness(t, serial, due)
-    virtual = virtual_of(serial_late)
-    i_inc = incidence_finish(li, secs, (position[gi], due[fi], virtual[fi], flow_cls[fi]), now)
-    inter = np.full(n_flows, now)
-    np.maximum.at(inter, fi, i_inc)
-    late = group_lateness(t, inter, due)
+    def layout(pos: Ints) -> tuple[Floats, Floats, Floats, Floats, Floats, Floats]:
+        """Serial layout (per incidence), its lateness, virtual deadlines, interleaved
+        layout (per incidence, per flow) and per-group lateness, from scratch."""
+        s_inc = incidence_finish(li, secs, (t.index[fi], pos[gi]), now)
+        serial = np.full(n_flows, now)
+        np.maximum.at(serial, fi, s_inc)
+        serial_late = group_lateness(t, serial, due)
+        virtual = virtual_of(serial_late)
+        i_inc = incidence_finish(li, secs, (pos[gi], due[fi], virtual[fi], flow_cls[fi]), now)
+        inter = np.full(n_flows, now)
+        np.maximum.at(inter, fi, i_inc)
+        return s_inc, serial_late, virtual, i_inc, inter, group_lateness(t, inter, due)
+
+    s_inc, serial_late, virtual, i_inc, inter, late = layout(position)
+    # a small table is laid out again whole for each trial (fewer numpy calls than the
+    # bookkeeping below, which pays off only where the pair's links are a small part)
+    whole = len(fi) <= WHOLE_RELAYOUT_MAX if relayout == "auto" else relayout == "whole"
 
     shift = np.zeros(n_links)
     alive = np.diff(flows_of.start) > 0
@@ -144,6 +162,14 @@ def interchange(
         tried += 1
         if pairs == "nested" and len(shared) < min(len(la), len(lb)):
             continue  # partly shared paths: not for the layout to judge (module docstring)
+        if whole:
+            trial_pos = position.copy()
+            trial_pos[a], trial_pos[b] = position[b], position[a]
+            trial_late = layout(trial_pos)[5]
+            if float((t.weight * (trial_late - late)).sum()) < -1e-12:
+                position, late = trial_pos, trial_late
+                seq[k], seq[k + 1] = b, a
+            continue
         # serial layout with b before a: on shared links a moves back by b's time there
         # and b forward by a's; elsewhere nothing changes (`shift`: per link, zero
         # outside the shared ones between trials)
