@@ -106,6 +106,8 @@ def interchange(
     the same result (tested)."""
     if pairs not in ("nested", "any"):
         raise ValueError(f"pairs must be 'nested' or 'any', got {pairs!r}")
+    if relayout not in ("auto", "whole", "local"):
+        raise ValueError(f"relayout must be 'auto', 'whole' or 'local', got {relayout!r}")
     live_flow = t.remaining > 0
     live_inc = live_flow[t.inc_flow]
     fi, li = t.inc_flow[live_inc], t.inc_link[live_inc]

@@ -4,6 +4,7 @@ only ever lowers the interleaved layout's total formation delay."""
 from __future__ import annotations
 
 import random
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -68,9 +69,25 @@ def full_lateness(t: FlowTable, position: Ints, cls: Ints, due: Floats, grace: F
     )
 
 
+RELAYOUTS: tuple[Literal["whole", "local"], ...] = ("whole", "local")
+
+
+def judge(
+    t: FlowTable, position: Ints, cls: Ints, due: Floats, grace: Floats, **kw: Any
+) -> tuple[Ints, Floats]:
+    """The interchange with the policy's virtual deadlines (grace, β = 1/4)."""
+
+    def virtual_of(late: Floats) -> Floats:
+        return due + counted_lateness(late, grace, 0.25)[t.ech]
+
+    return interchange(t, position, cls, due, virtual_of, 0.0, **kw)
+
+
 @pytest.mark.parametrize("pairs", ["nested", "any"])
 @pytest.mark.parametrize("seed", range(200))
-def test_local_bookkeeping_matches_a_full_recomputation(seed: int, pairs: str) -> None:
+def test_local_bookkeeping_matches_a_full_recomputation(
+    seed: int, pairs: Literal["nested", "any"]
+) -> None:
     """The lateness the interchange returns for its order is what laying that order out
     from scratch gives, and its total is never above the starting order's; its local
     bookkeeping and laying the whole table out for every trial decide alike."""
@@ -78,36 +95,13 @@ def test_local_bookkeeping_matches_a_full_recomputation(seed: int, pairs: str) -
     groups, left = random_groups(rng)
     t = build_table(groups, NET, left)
     position, cls, due, grace = setup(t, 0.0)
-
-    def virtual_of(late: Floats) -> Floats:
-        return due + counted_lateness(late, grace, 0.25)[t.ech]
-
-    new_position, late = interchange(
-        t,
-        position,
-        cls,
-        due,
-        virtual_of,
-        0.0,
-        pairs=pairs,
-        relayout="local",  # type: ignore[arg-type]
-    )
+    before = float((t.weight * full_lateness(t, position, cls, due, grace)).sum())
+    got = {r: judge(t, position, cls, due, grace, pairs=pairs, relayout=r) for r in RELAYOUTS}
+    new_position, late = got["local"]
     assert sorted(new_position.tolist()) == sorted(position.tolist())  # a permutation
     assert late == pytest.approx(full_lateness(t, new_position, cls, due, grace))
-    # judging each trial on the whole table laid out again decides the same
-    whole_position, whole_late = interchange(
-        t,
-        position,
-        cls,
-        due,
-        virtual_of,
-        0.0,
-        pairs=pairs,
-        relayout="whole",  # type: ignore[arg-type]
-    )
-    assert whole_position.tolist() == new_position.tolist()
-    assert whole_late == pytest.approx(late)
-    before = float((t.weight * full_lateness(t, position, cls, due, grace)).sum())
+    assert got["whole"][0].tolist() == new_position.tolist()
+    assert got["whole"][1] == pytest.approx(late)
     assert float((t.weight * late).sum()) <= before + 1e-9
 
 
@@ -119,25 +113,13 @@ def test_a_swap_is_found_and_kept() -> None:
     t = build_table([a, b], NET)
     position, cls, due, grace = setup(t, 0.0)
     assert position.tolist() == [0, 1]  # key order: a, b
-
-    def virtual_of(late: Floats) -> Floats:
-        return due + counted_lateness(late, grace, 0.25)[t.ech]
-
     assert full_lateness(t, position, cls, due, grace).sum() == pytest.approx(7.0)
-    for relayout in ("whole", "local"):
-        new_position, late = interchange(
-            t,
-            position,
-            cls,
-            due,
-            virtual_of,
-            0.0,
-            relayout=relayout,  # type: ignore[arg-type]
-        )
+    for relayout in RELAYOUTS:
+        new_position, late = judge(t, position, cls, due, grace, relayout=relayout)
         assert new_position.tolist() == [1, 0], relayout
         assert late.tolist() == pytest.approx([6.0, 0.0])
     # with no trials allowed the order stays
-    kept, _ = interchange(t, position, cls, due, virtual_of, 0.0, trials=0)
+    kept, _ = judge(t, position, cls, due, grace, trials=0)
     assert kept.tolist() == [0, 1]
 
 
@@ -151,14 +133,13 @@ def test_only_nested_pairs_swap_by_default() -> None:
     t = build_table([a, b], NET)
     position, cls, due, grace = setup(t, 0.0)
     assert position.tolist() == [0, 1]
-
-    def virtual_of(late: Floats) -> Floats:
-        return due + counted_lateness(late, grace, 0.25)[t.ech]
-
-    kept, late = interchange(t, position, cls, due, virtual_of, 0.0)
-    assert kept.tolist() == [0, 1]
-    assert late == pytest.approx(full_lateness(t, position, cls, due, grace))
-    swapped, _ = interchange(t, position, cls, due, virtual_of, 0.0, pairs="any")
-    assert swapped.tolist() == [1, 0]
+    for relayout in RELAYOUTS:
+        kept, late = judge(t, position, cls, due, grace, relayout=relayout)
+        assert kept.tolist() == [0, 1], relayout
+        assert late == pytest.approx(full_lateness(t, position, cls, due, grace))
+        swapped, _ = judge(t, position, cls, due, grace, pairs="any", relayout=relayout)
+        assert swapped.tolist() == [1, 0], relayout
     with pytest.raises(ValueError, match="pairs"):
-        interchange(t, position, cls, due, virtual_of, 0.0, pairs="some")  # type: ignore[arg-type]
+        judge(t, position, cls, due, grace, pairs="some")
+    with pytest.raises(ValueError, match="relayout"):
+        judge(t, position, cls, due, grace, relayout="partial")
