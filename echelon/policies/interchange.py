@@ -184,10 +184,8 @@ def interchange(
         shift[shared] = 0.0
         trial_serial_late = serial_late.copy()
         for g, f_g, v in ((a, fa, va), (b, fb, vb)):
-            first = np.cumsum(by_flow.start[f_g + 1] - by_flow.start[f_g]) - (
-                by_flow.start[f_g + 1] - by_flow.start[f_g]
-            )
-            finish = np.maximum.reduceat(v, first)  # each flow's last link
+            n_inc = by_flow.start[f_g + 1] - by_flow.start[f_g]  # live links per flow
+            finish = np.maximum.reduceat(v, np.cumsum(n_inc) - n_inc)  # its last link
             trial_serial_late[g] = max(0.0, float((finish - due[f_g]).max()))
         trial_virtual = virtual.copy()
         ab_flows = np.concatenate([fa, fb])
