@@ -141,6 +141,7 @@ def build(
     hold_rows = experiments.average(hold_runs, ("mix", "policy", "levels", "load"))
     # the bootstrap over held-out seeds: once, for the summary and section 3c
     hold_table = seeds.seed_table(hold_runs, experiments.ABLATION_MIXES)
+    hold_gaps = {mix: seeds.largest_gaps(hold_runs, mix) for mix in experiments.ABLATION_MIXES}
     hold_variants = bandwidth.tag(
         experiments.average(
             [r for r in hold_all if r["policy"] not in POLICIES],
@@ -183,7 +184,9 @@ def build(
         + " on 8 queues:\n\n"
         + headline.frontier(hold_rows, hold_variants, experiments.ABLATION_MIXES)
         + "\n\n"
-        + headline.why_missed(hold_runs, experiments.ABLATION_MIXES)
+        + headline.why_missed(
+            hold_gaps, lambda mix, seed: experiments.job_draw(hold_runs, mix, seed)
+        )
         + "\n\nThe same with ideal ranks for every policy:\n\n"
         + report.headline(batch_rows, MIXES)
         + "\n\nNetwork-bound regime (section 4: same jobs and seeds, slower host links; "
@@ -269,7 +272,7 @@ def build(
         "on the design seeds shows up here. Averaged over the held-out seeds:\n"
     )
     w(headline.holdout_table(hold_rows, experiments.ABLATION_MIXES) + "\n")
-    _seed_section(w, hold_runs, hold_table)
+    _seed_section(w, hold_runs, hold_table, hold_gaps)
 
     _bandwidth_section(w, bw_rows, gbits, profile, len(bw_pts), figdir)
 
@@ -393,7 +396,7 @@ def _bandwidth_section(
     w(report.analysis(bandwidth.as_mixes(bw_rows), labels) + "\n")
 
 
-def _seed_section(w: Any, runs: list[dict[str, Any]], table: str) -> None:
+def _seed_section(w: Any, runs: list[dict[str, Any]], table: str, gaps: headline.Gaps) -> None:
     """Section 3c, continued: how sure the held-out comparison is (sim.eval.seeds)."""
     mixes = experiments.ABLATION_MIXES
     w(
@@ -410,11 +413,10 @@ def _seed_section(w: Any, runs: list[dict[str, Any]], table: str) -> None:
         "Where an average loss comes from: the seeds with echelon's largest mean gap "
         "against the best-mean baseline, and its p99 against that same baseline there:\n"
     )
-    for mix in mixes:
-        best, gaps = seeds.largest_gaps(runs, mix)
-        if gaps:
+    for mix, (best, worst) in gaps.items():
+        if worst:
             cells = "; ".join(
-                f"seed {s}: mean {m * 100:+.1f}%, p99 {q * 100:+.1f}%" for s, m, q in gaps
+                f"seed {s}: mean {m * 100:+.1f}%, p99 {q * 100:+.1f}%" for s, m, q in worst
             )
             w(f"* `{mix}` against {best}: {cells}.")
     w("")

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from echelon.policies import POLICIES as CORE_POLICIES
-from sim.sweep import Done, Point, Progress, run_sweep
+from sim.sweep import Done, Point, Progress, load_inputs, point_jobs, run_sweep
 
 #: Every policy of the core, ours first (echelon.policies.POLICIES).
 POLICIES = CORE_POLICIES
@@ -228,3 +229,18 @@ def run_scale(profile: Profile, progress: Progress | None = None) -> list[dict[s
         r["total_s"] = time.perf_counter() - t
         rows.append(r)
     return rows
+
+
+def job_draw(rows: Sequence[Mapping[str, Any]], mix: str, seed: int) -> str:
+    """What a closed batch of ``mix`` drew on ``seed``: its jobs' paradigms, most frequent
+    first (``"3 fsdp, 3 dp_allreduce, 2 dp_ps"``), from the network and job count of the
+    first of ``rows`` that ran it (the draw does not depend on the policy)."""
+    row = next((r for r in rows if r["mix"] == mix and int(r["seed"]) == seed), None)
+    if row is None:
+        raise ValueError(f"rows: no run of mix {mix!r} on seed {seed}")
+    point = Point(
+        mix, str(row["policy"]), None, None, seed, int(row["n_jobs"]), 1, str(row["network"])
+    )
+    _, jobs = point_jobs(point, load_inputs(point))
+    counts = Counter(str(j.description["paradigm"]) for j in jobs)
+    return ", ".join(f"{n} {paradigm}" for paradigm, n in counts.most_common())

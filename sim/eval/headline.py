@@ -9,7 +9,7 @@ events at most every ``REPLAN_INTERVAL_S``, against every baseline given the sam
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from echelon.oracle import MyopicOptimum, ratios
@@ -172,20 +172,25 @@ def frontier(batch: Sequence[Row], ablation: Sequence[Row], mixes: Sequence[str]
     return "\n".join(lines)
 
 
-def why_missed(hold_runs: Sequence[Row], mixes: Sequence[str]) -> str:
-    """The summary's account of why the mean-and-p99 box is missed: the trade the
-    frontier shows, with the held-out seeds where echelon's mean loss sits (the
-    seeds with the largest gap against the best-mean baseline, and its p99 there) and
-    the analyses of docs/model.md that explain them."""
-    from sim.eval import seeds
+#: Per mix, :func:`sim.eval.seeds.largest_gaps`: the best-mean baseline and the seeds
+#: where echelon's mean is furthest above it, ``(seed, mean gap, p99 gap)``.
+Gaps = Mapping[str, tuple[str, Sequence[tuple[int, float, float]]]]
 
-    gaps = []
-    for mix in mixes:
-        best, rows = seeds.largest_gaps(hold_runs, mix)
-        lost = [(s, m, q) for s, m, q in rows if m > 0]
+
+def why_missed(gaps: Gaps, draw: Callable[[str, int], str]) -> str:
+    """The summary's account of why the mean-and-p99 box is missed: the trade the
+    frontier shows, and the held-out seeds where echelon's mean loss sits (from
+    ``gaps``, with each seed's job draw, ``draw(mix, seed)``), with pointers to the
+    analyses of docs/model.md that explain them."""
+    cells = []
+    for mix, (best, rows) in gaps.items():
+        lost = [
+            f"seed {s} {m * 100:+.1f}% / {q * 100:+.1f}% ({draw(mix, s)})"
+            for s, m, q in rows
+            if m > 0
+        ]
         if lost:
-            cells = ", ".join(f"seed {s} {m * 100:+.1f}% / {q * 100:+.1f}%" for s, m, q in lost)
-            gaps.append(f"`{mix}` against {best}, mean / p99: {cells}")
+            cells.append(f"`{mix}` against {best}, mean / p99: {', '.join(lost)}")
     return (
         "Why the box is missed. The mean target is set against baselines that serve whole "
         "groups in a fixed order (`echelon-v1`, `sebf-edf`: the same jobs go first, which "
@@ -193,16 +198,13 @@ def why_missed(hold_runs: Sequence[Row], mixes: Sequence[str]) -> str:
         "target against baselines under which the jobs progress in lockstep (`edf`, `fifo`, "
         "`sincronia`). The share β moves echelon along that trade (`echelon-edf` β = 0, "
         "echelon β = 1/4, `echelon-serial` β = 1, section 3b), and the planes above show the "
-        "box beyond every measured point of it. On `hybrid` the p99 is the cold start: on "
-        "seed 0 the busiest spine-to-leaf link carries 4.84 s of every job's iteration, "
-        "4.58 s of it the five large jobs'; the mean target needs the three small jobs' "
-        "iterations served before the large jobs' first ones, after which the last large "
-        "first iteration cannot end before 5.36 s, above `edf`'s p99 of 5.25 s "
-        "(docs/model.md §5.1, 'Where it stands', with the lab prototype that measures it). "
-        "Where echelon's held-out mean loss sits (section 3c): "
-        + ("; ".join(gaps) if gaps else "nowhere, its mean is below the baseline's on every seed")
-        + ". On those `dp` seeds three or four FSDP jobs share the links: the best-mean "
-        "baseline runs them one after another, echelon's groups of one size class with the "
-        "same latest finishes interleave and the jobs run side by side, higher mean and much "
-        "lower p99 (docs/model.md §5.1)."
+        "box beyond every measured point of it. On `hybrid` the p99 is the cold start, the "
+        "large jobs' first iterations: docs/model.md §5.1 ('Where it stands') bounds it on "
+        "seed 0 from the busiest link's load (a lab analysis, not recomputed here). Where "
+        "echelon's held-out mean loss sits (section 3c; each seed's job draw in brackets): "
+        + ("; ".join(cells) if cells else "nowhere, its mean is below the baseline's on every seed")
+        + ". Where several FSDP jobs share the links, the best-mean baseline runs them one "
+        "after another, while echelon's groups of one size class with the same latest "
+        "finishes interleave and the jobs run side by side: higher mean, much lower p99 "
+        "(docs/model.md §5.1 reads `dp` seeds 5, 6 and 9)."
     )

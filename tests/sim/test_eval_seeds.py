@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from sim.eval import seeds
@@ -74,7 +76,7 @@ def test_largest_gaps_and_table() -> None:
 def test_why_missed_names_the_seeds_of_the_loss() -> None:
     """The summary's account lists, per mix where echelon's mean loses on some seed,
     those seeds (of the three largest gaps) with the mean and p99 gaps against the
-    best-mean baseline."""
+    best-mean baseline and the seed's job draw."""
     from sim.eval.headline import why_missed
 
     rows = []
@@ -82,7 +84,28 @@ def test_why_missed_names_the_seeds_of_the_loss() -> None:
         rows += [_row("echelon", s, e, 2.0), _row("v1", s, b, 4.0)]
     rows += [_row("echelon", s, 0.5, 1.0, "hybrid") for s in range(3)]
     rows += [_row("v1", s, 1.0, 1.0, "hybrid") for s in range(3)]
-    text = why_missed(rows, ["dp", "hybrid"])
-    assert "`dp` against v1, mean / p99: seed 1 +30.0% / -50.0%. On" in text  # only losing seeds
+    gaps = {mix: seeds.largest_gaps(rows, mix) for mix in ("dp", "hybrid")}
+    asked: list[tuple[str, int]] = []
+
+    def draw(mix: str, seed: int) -> str:
+        asked.append((mix, seed))
+        return "2 fsdp"
+
+    text = why_missed(gaps, draw)
+    # only losing seeds, each with its draw
+    assert "`dp` against v1, mean / p99: seed 1 +30.0% / -50.0% (2 fsdp). Where" in text
+    assert asked == [("dp", 1)]
     assert "`hybrid` against" not in text  # echelon's mean is lower on every seed
-    assert "nowhere" in why_missed(rows, ["hybrid"])
+    assert "nowhere" in why_missed({"hybrid": gaps["hybrid"]}, draw)
+
+
+def test_job_draw_is_the_seeds_jobs() -> None:
+    """The draw of a closed batch is read back from the network and job count of a row
+    (the same jobs whatever the policy), counted by paradigm."""
+    from sim.eval.experiments import NETWORK, job_draw
+
+    row = {**_row("edf", 9, 1.0, 1.0), "n_jobs": 8, "network": json.dumps(NETWORK)}
+    # docs/model.md reads `dp` seed 9: three FSDP jobs next to small data-parallel ones
+    assert job_draw([row], "dp", 9) == "3 dp_allreduce, 3 fsdp, 2 dp_ps"
+    with pytest.raises(ValueError, match="seed 8"):
+        job_draw([row], "dp", 8)
