@@ -146,8 +146,9 @@ def test_online_three_jobs_agrees_with_the_packet_model(tmp_path: Path) -> None:
     assert len(its) == 2 * 3, its
     assert max(abs(r["diff"]) for r in its) <= 2 * DEFAULT_TOLERANCE_S, its
     # the static plan's outcome does not hinge on a race: with the shaped links 1.5 %
-    # slower no flow moves more than that slowdown explains (the swap variant's plan of
-    # this scenario moves 22 flows, up to 179 ms; docs/demo.md)
+    # slower no flow moves more than that slowdown explains (with the interchange on
+    # every pair, `echelon-swapany`, this scenario's plan moves 22 flows, up to 179 ms;
+    # docs/demo.md)
     assert race_flows(results, "echelon", base=pred) == []
     # Online, the order at h4 hinges on a race in some runs: on the CI machine in 3 of
     # 10 runs the emulation served big's pull before pipe's backward pass where the
