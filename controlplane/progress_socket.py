@@ -50,8 +50,11 @@ class ProgressSocket:
         self._thread.start()
 
     def stop(self) -> None:
+        """Close and remove the socket; also when it was never started (the daemon's
+        API failed to start: its error, not this, is what the log must show)."""
         self.sock.close()  # recv in the thread fails with OSError and the thread ends
-        self._thread.join(timeout=5.0)
+        if self._thread.ident is not None:
+            self._thread.join(timeout=5.0)
         self.path.unlink(missing_ok=True)
 
     def _run(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -353,3 +354,14 @@ def test_an_anticipated_group_finishes_like_a_reported_one(opening: Any) -> None
     assert alive(tr) == {"a": 0}, "h4 has not received its part"
     assert tr.ingest(rep("h4", 0, 1, fin=("a",)))
     assert alive(tr) == {}
+
+
+def test_a_socket_never_started_stops_cleanly(tmp_path: Path) -> None:
+    """The daemon stops the socket when its API failed to start, before start(): that
+    must close and remove it, not raise over the real error."""
+    from controlplane.progress_socket import ProgressSocket
+
+    sock = ProgressSocket(tmp_path / "p.sock", lambda body: None)
+    assert (tmp_path / "p.sock").exists()
+    sock.stop()
+    assert not (tmp_path / "p.sock").exists()
