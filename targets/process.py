@@ -9,6 +9,7 @@ SIGTERM), SIGTERM, then SIGKILL after a deadline.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -59,11 +60,34 @@ def wait_until(
         time.sleep(interval)  # the polling interval of a deadline wait
 
 
+#: Where :func:`free_port` looks: below Linux's default ephemeral range (32768-60999),
+#: from which outgoing connections take their source ports.
+PORT_RANGE = (20000, 32768)
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    """An unused TCP port on 127.0.0.1 (for a process about to listen on it)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """An unused TCP port on 127.0.0.1 (for a process about to listen on it).
+
+    Why not ``bind(port 0)``: that hands out an ephemeral port, which any outgoing
+    connection (a gRPC channel, an HTTP client) may take as its source port between
+    the choice and the listener's bind -- a CI run lost a controller that way
+    ("address already in use"). So the port comes from below the ephemeral range, and
+    one process never gets the same port twice (several are often chosen before any
+    is listened on)."""
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(*PORT_RANGE)
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise EchelonError(f"no free TCP port in {PORT_RANGE[0]}-{PORT_RANGE[1] - 1} on 127.0.0.1")
 
 
 def port_open(addr: str) -> bool:
