@@ -1,0 +1,2 @@
+"""Benchmarks, soak runs and lab tools: commands a developer runs (``make bench``), never
+imported by the runtime packages. Each module is ``python -m bench.<name>``."""
