@@ -34,7 +34,6 @@ from typing import Any
 
 from finsy.proto import p4r
 
-from controlplane.codec import entry_from_proto
 from controlplane.entries import (
     Step,
     TableFullError,
@@ -43,16 +42,17 @@ from controlplane.entries import (
     plan_delta,
     plan_updates,
 )
-from controlplane.p4info import P4Info, TableEntry
-from controlplane.p4rt import (
+from controlplane.phases import PhaseError, write_phases
+from echelon.errors import EchelonError
+from echelon.topology import Switch
+from p4client.codec import entry_from_proto
+from p4client.p4info import P4Info, TableEntry
+from p4client.p4rt import (
     P4RuntimeConnectionError,
     P4RuntimeError,
     P4RuntimeWriteError,
     SwitchConnection,
 )
-from controlplane.phases import PhaseError, write_phases
-from echelon.errors import EchelonError
-from echelon.topology import Switch
 
 log = logging.getLogger(__name__)
 _COUNT = {"INSERT": 1, "MODIFY": 0, "DELETE": -1}  # an update's effect on a table's size

@@ -53,7 +53,6 @@ from controlplane.apimodels import (
 from controlplane.controller import Controller
 from controlplane.entries import TableFullError
 from controlplane.limits import MAX_BODY_BYTES, LimitError, TooLargeError
-from controlplane.p4rt import P4RuntimeError
 from controlplane.planning import POLICIES, UnknownHostError
 from controlplane.progress import ReportBody
 from controlplane.registry import (
@@ -66,6 +65,7 @@ from controlplane.registry import (
 from echelon.errors import EchelonError, SpecError
 from echelon.jobs import description_models
 from echelon.specs import validate
+from p4client.p4rt import P4RuntimeError
 
 API_VERSION = "1"
 

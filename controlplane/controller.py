@@ -22,7 +22,6 @@ from functools import lru_cache
 from typing import Any
 
 from controlplane.agent import Delta, SwitchAgent
-from controlplane.codec import encoded
 from controlplane.counters import read_stats
 from controlplane.entries import (
     GroupPlan,
@@ -34,14 +33,15 @@ from controlplane.entries import (
 )
 from controlplane.limits import check_description, check_flows, check_parsed
 from controlplane.online import OnlinePlanner, check_mode, freeze_heap
-from controlplane.p4info import P4Info, TableEntry
-from controlplane.p4rt import P4RuntimeError
 from controlplane.planner import PlanChange, Planner
 from controlplane.planning import ParsedJob, check_policy, parse_job
 from controlplane.progress import DEFAULT_TIMEOUT_S, ProgressTracker, parse_report
 from controlplane.registry import GroupIds, JobRecord, Registry, RegistryError, UnknownJobError
 from echelon.errors import SpecError
 from echelon.topology import Topology, TopologyNetwork
+from p4client.codec import encoded
+from p4client.p4info import P4Info, TableEntry
+from p4client.p4rt import P4RuntimeError
 
 log = logging.getLogger(__name__)
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from controlplane.p4info import P4Info, TableEntry
 from echelon.errors import EchelonError
 from echelon.schedule import DeadlineRange
 from echelon.topology import Topology
+from p4client.p4info import P4Info, TableEntry
 
 T_LPM = "EchelonIngress.ipv4_lpm"
 T_CLASSIFY = "EchelonIngress.echelon_classify"

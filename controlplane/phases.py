@@ -5,7 +5,7 @@ entries exist before its old ones go. Kept apart from :mod:`controlplane.agent`.
 from __future__ import annotations
 
 from controlplane.entries import Step
-from controlplane.p4rt import P4RuntimeError, P4RuntimeWriteError, SwitchConnection
+from p4client.p4rt import P4RuntimeError, P4RuntimeWriteError, SwitchConnection
 
 
 class PhaseError(Exception):

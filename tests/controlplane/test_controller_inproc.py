@@ -25,12 +25,12 @@ from controlplane.entries import (
     TableFullError,
     desired_entries,
 )
-from controlplane.p4info import P4Info, TableEntry
-from controlplane.p4rt import SwitchConnection
 from controlplane.planning import UnknownHostError, plan_groups
 from controlplane.registry import DuplicateJobError, Registry
 from echelon.errors import SpecError
 from echelon.topology import load
+from p4client.p4info import P4Info, TableEntry
+from p4client.p4rt import SwitchConnection
 from softswitch.bm.pipeline import Pipeline
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch

@@ -22,9 +22,9 @@ from controlplane.entries import (
     plan_delta,
     plan_updates,
 )
-from controlplane.p4info import P4Info, TableEntry
 from echelon.schedule import DeadlineRange
 from echelon.topology import load
+from p4client.p4info import P4Info, TableEntry
 
 ROOT = Path(__file__).resolve().parents[2]
 INFO = P4Info.load(ROOT / "p4src" / "build" / "echelon.p4info.txtpb")

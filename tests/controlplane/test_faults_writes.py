@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from finsy.proto import p4r
 
-from controlplane.codec import entry_to_proto
 from controlplane.controller import Controller
 from controlplane.entries import T_IDS
-from controlplane.p4info import P4Info, TableEntry
-from controlplane.p4rt import P4RuntimeWriteError, SwitchConnection
 from controlplane.registry import Registry
 from echelon.topology import load
+from p4client.codec import entry_to_proto
+from p4client.p4info import P4Info, TableEntry
+from p4client.p4rt import P4RuntimeWriteError, SwitchConnection
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch
 from tests.controlplane.test_controller_inproc import read_back

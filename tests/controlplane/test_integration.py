@@ -15,8 +15,8 @@ import pytest
 from google.protobuf import text_format
 
 from controlplane.entries import T_CLASSIFY, T_DEADLINE, T_IDS, T_LPM
-from controlplane.p4info import P4Info, TableEntry
-from controlplane.p4rt import SwitchConnection
+from p4client.p4info import P4Info, TableEntry
+from p4client.p4rt import SwitchConnection
 from targets.process import wait_until
 from targets.switch import Target
 from tests.controlplane.helpers import P4INFO, spec, write_topo

@@ -23,7 +23,7 @@ from controlplane import online as online_mod
 from controlplane.agent import Delta
 from controlplane.controller import Controller
 from controlplane.entries import Step, plan_updates
-from controlplane.p4info import TableEntry
+from p4client.p4info import TableEntry
 from targets.process import wait_until
 from tests.controlplane.inproc import InProcessSwitch
 from tests.controlplane.test_online_inproc import Hosts, make, read_all

@@ -20,13 +20,13 @@ from hypothesis import strategies as st
 
 from controlplane.entries import T_CLASSIFY, T_DEADLINE, GroupPlan, group_entries, plan_updates
 from controlplane.online import percentile
-from controlplane.p4info import P4Info, TableEntry
 from controlplane.planning import UnknownHostError, fine_ranges
 from controlplane.progress import ProgressTracker, parse_report
 from controlplane.registry import UnknownJobError
 from echelon.errors import SpecError
 from echelon.schedule import DeadlineRange
 from echelon.topology import load
+from p4client.p4info import P4Info, TableEntry
 from tests.controlplane.helpers import P4INFO, write_topo
 
 

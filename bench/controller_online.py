@@ -1,4 +1,4 @@
-"""``python -m controlplane.bench_online``: online re-planning, end to end.
+"""``python -m bench.controller_online``: online re-planning, end to end.
 
 Starts a switch (``--target soft|bmv2``) and the controller daemon with
 ``--replan online``, registers ``--jobs`` explicit two-group jobs, then drives
@@ -35,9 +35,9 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-from controlplane.bench import ROOT, Bench, pct
-from controlplane.p4rt import SwitchConnection
+from bench.controller import ROOT, Bench, pct
 from echelon.errors import EchelonError
+from p4client.p4rt import SwitchConnection
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -248,7 +248,7 @@ def run(kind: Literal["soft", "bmv2"], n_jobs: int, n_events: int, alive: int,
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m controlplane.bench_online", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m bench.controller_online", description=__doc__)
     p.add_argument("--target", choices=("soft", "bmv2"), default="soft")
     p.add_argument("--jobs", type=int, default=100, help="registered jobs (2 groups each)")
     p.add_argument("--events", type=int, default=300, help="isolated events to time")

@@ -1,4 +1,4 @@
-"""``python -m controlplane.bench``: registration latency and write rate, end to end.
+"""``python -m bench.controller``: registration latency and write rate, end to end.
 
 Starts a soft switch and the controller daemon (free ports, temporary registry),
 then, with N = 1, 100 and 1,000 jobs already registered, times ``--probes``
@@ -33,10 +33,10 @@ from typing import Any, Literal
 import httpx
 import yaml
 
-from controlplane.p4info import P4Info
-from controlplane.p4rt import SwitchConnection
 from controlplane.registry import SYNC_MODES
 from echelon.errors import EchelonError
+from p4client.p4info import P4Info
+from p4client.p4rt import SwitchConnection
 from targets.process import free_port, stop_process, wait_until
 from targets.switch import Target, start_target
 
@@ -73,7 +73,7 @@ class Bench:
         )
         self.switch: Target | None = None
         self.daemon: subprocess.Popen[bytes] | None = None
-        self.daemon_args: list[str] = []  # extra daemon options (bench_online: --replan)
+        self.daemon_args: list[str] = []  # extra daemon options (bench.controller_online: --replan)
         self.http = httpx.Client(base_url=self.api, timeout=60)
 
     def start_switch(self) -> None:
@@ -197,7 +197,7 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m controlplane.bench", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m bench.controller", description=__doc__)
     p.add_argument("--levels", default="1,100,1000", help="registered-job counts to measure at")
     p.add_argument("--probes", type=int, default=50, help="timed registrations per level")
     p.add_argument("--target", choices=("soft", "bmv2"), default="soft", help="switch to drive")
