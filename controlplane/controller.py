@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from controlplane.agent import Delta, SwitchAgent
 from controlplane.counters import read_stats
 from controlplane.entries import (
     GroupPlan,
@@ -31,12 +30,13 @@ from controlplane.entries import (
     forwarding_entries,
     group_entries,
 )
+from controlplane.inflight import DEFAULT_TIMEOUT_S, ProgressTracker, parse_report
 from controlplane.limits import check_description, check_flows, check_parsed
 from controlplane.online import OnlinePlanner, check_mode, freeze_heap
 from controlplane.planner import PlanChange, Planner
 from controlplane.planning import ParsedJob, check_policy, parse_job
-from controlplane.progress import DEFAULT_TIMEOUT_S, ProgressTracker, parse_report
 from controlplane.registry import GroupIds, JobRecord, Registry, RegistryError, UnknownJobError
+from controlplane.switchsync import Delta, SwitchSync
 from echelon.errors import SpecError
 from echelon.topology import Topology, TopologyNetwork
 from p4client.codec import encoded
@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 
 
 class Controller:
-    """Owns the registry, the plans and one :class:`SwitchAgent` per topology switch."""
+    """Owns the registry, the plans and one :class:`SwitchSync` per topology switch."""
 
     def __init__(
         self,
@@ -94,7 +94,7 @@ class Controller:
         self._fwd = {s: frozenset(forwarding_entries(p4info, topo, s)) for s in topo.switches}
         self._group_entries = lru_cache(maxsize=65536)(self._entries_of)
         self.agents = {
-            name: SwitchAgent(sw, p4info, device_config, election_id, self.desired, self.lock, role)
+            name: SwitchSync(sw, p4info, device_config, election_id, self.desired, self.lock, role)
             for name, sw in topo.switches.items()
         }
         #: jobs whose description no longer fits the topology (a host left it):
@@ -259,7 +259,7 @@ class Controller:
     ) -> int:
         """Check sizes, write every in-sync switch; on refusal undo and re-raise.
         ``wanted`` (already checked) skips recomputing every switch's desired set;
-        ``deltas`` says how each was built (:meth:`SwitchAgent.apply`).
+        ``deltas`` says how each was built (:meth:`SwitchSync.apply`).
         Returns the number of updates written (all switches)."""
         for name, agent in self.agents.items():
             if agent.not_primary:  # up, but ours to write only when primary: say so
@@ -271,7 +271,7 @@ class Controller:
             wanted = {s: self.desired(s, plans, ov) for s in self.agents}
             for entries in wanted.values():
                 check_capacity(self.p4info, entries)
-        done: list[tuple[SwitchAgent, Any]] = []
+        done: list[tuple[SwitchSync, Any]] = []
         t0 = time.perf_counter()
         try:
             for name, agent in self.agents.items():
@@ -301,7 +301,7 @@ class Controller:
         self.progress.add_job(rec.job_id, groups, parsed.opening)
 
     def report(self, body: Any, wait: bool = False, timeout: float = 5.0) -> dict[str, Any]:
-        """One progress snapshot (:mod:`controlplane.progress`). Online, a report that
+        """One progress snapshot (:mod:`controlplane.inflight`). Online, a report that
         changes what is in flight wakes the re-planner; ``wait`` returns only after
         the re-plan covering it was written (for benchmarks and tests)."""
         received = time.monotonic()

@@ -3,7 +3,7 @@
 ``--replan online`` (``--replan static`` is the behaviour before: priorities
 computed at registration from iteration 0, for good). One background thread:
 
-1. A report that changes what is in flight (:mod:`controlplane.progress`) calls
+1. A report that changes what is in flight (:mod:`controlplane.inflight`) calls
    :meth:`OnlinePlanner.kick` with the instant it arrived and wakes the thread.
 2. The thread re-plans at once if the previous re-plan *started* at least
    ``interval`` ago, else when the interval ends; every report arriving meanwhile

@@ -1,6 +1,6 @@
 """A switch agent's writes in phases: INSERT/MODIFY runs and DELETE runs never share a
 WriteRequest (P4Runtime does not order the updates inside one), so a group's new
-entries exist before its old ones go. Kept apart from :mod:`controlplane.agent`."""
+entries exist before its old ones go. Kept apart from :mod:`controlplane.switchsync`."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ class ParsedJob:
     warnings: tuple[str, ...] = ()
     #: the *opening* groups: released at the start of every iteration (a flow with no
     #: producer task), so in flight as soon as a host of the job enters an iteration
-    #: (:mod:`controlplane.progress`); an explicit spec has no tasks: its groups with
+    #: (:mod:`controlplane.inflight`); an explicit spec has no tasks: its groups with
     #: ``t_ref`` 0
     opening: frozenset[str] = frozenset()
 

@@ -1,4 +1,4 @@
-"""Fault injection, issue 13 item 2: a switch that changes under the controller.
+"""Fault injection: a switch that changes under the controller.
 
 A second client (another role, so the switch lets it write too) deletes or adds
 entries behind the controller's back; a client with a higher election ID takes

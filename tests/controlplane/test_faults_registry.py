@@ -1,4 +1,4 @@
-"""Fault injection, issue 13 item 5: start-up and storage.
+"""Fault injection: start-up and storage.
 
 Before: a truncated, corrupt or wrong-schema registry or an unopenable path gave a
 traceback and exit 1; damage while running went unnoticed; a topology that lost a

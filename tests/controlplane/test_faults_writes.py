@@ -1,4 +1,4 @@
-"""Fault injection, issue 13 item 1: large batches that partly fail.
+"""Fault injection: large batches that partly fail.
 
 Each test provokes a write whose outcome the client could get wrong and checks that
 the per-update statuses come back (and the controller reconciles instead of guessing).
@@ -87,7 +87,7 @@ def ctl_one(tmp_path: Path, switch: InProcessSwitch) -> Iterator[Controller]:
 
 
 def test_foreign_entry_and_large_registration(ctl_one: Controller, switch: InProcessSwitch) -> None:
-    """Issue 13 #1 end to end: one foreign echelon_ids entry + a 150-group registration.
+    """End to end: one foreign echelon_ids entry + a 150-group registration.
     Before: 507 "table full" at 1/1024, 600 strays, status in_sync. Now: the controller
     reads the switch back, reconciles, and the registration goes through."""
     info = ctl_one.p4info

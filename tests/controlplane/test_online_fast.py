@@ -1,4 +1,4 @@
-"""The reaction-time fixes of online re-planning (issue 15), each shown to hold.
+"""The reaction-time fixes of online re-planning, each shown to hold.
 
 * A re-plan plans its writes from the changed groups' entries alone (the delta),
   and they are exactly the steps the full diff of every installed entry gives;
@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from controlplane import online as online_mod
-from controlplane.agent import Delta
 from controlplane.controller import Controller
 from controlplane.entries import Step, plan_updates
+from controlplane.switchsync import Delta
 from p4client.p4info import TableEntry
 from targets.process import wait_until
 from tests.controlplane.inproc import InProcessSwitch

@@ -20,8 +20,8 @@ from fastapi.testclient import TestClient
 from controlplane.api import make_app
 from controlplane.controller import Controller
 from controlplane.entries import T_CLASSIFY
-from controlplane.progress_socket import ProgressSocket
 from controlplane.registry import Registry
+from controlplane.report_socket import ProgressSocket
 from echelon.topology import load
 from hostagent.progress import ProgressReporter
 from p4client.p4info import P4Info, TableEntry

@@ -1,4 +1,6 @@
-"""Progress signals: which instance of each registered group is in flight right now.
+"""What is in flight: the controller's side of the hosts' progress reports.
+
+Which instance of each registered group is in flight right now.
 
 Hosts tell the controller, per job and iteration, which groups they have started
 sending (``released``) and which groups' flows addressed to them have all

@@ -1,13 +1,13 @@
-"""One switch as the controller sees it: connection, pipeline, reconciliation, writes.
+"""The controller's per-switch sync: connection, pipeline, reconciliation, writes.
 
-A :class:`SwitchAgent` owns a background thread that (re)connects with backoff,
+A :class:`SwitchSync` owns a background thread that (re)connects with backoff,
 becomes primary, makes sure the switch runs our pipeline (comparing the cookie,
 pushing it only when missing or different, so a controller restart does not wipe
 the tables), then *reconciles*: reads every entry back, and applies the minimal
 difference to the desired set. After that, registrations call :meth:`apply`,
 which writes only the difference against the cached installed set.
 
-The agent never trusts that cache further than it has checked (issue 13): a write
+The agent never trusts that cache further than it has checked: a write
 whose outcome is not fully known (per-update statuses missing) or that fails in a
 way that implies the switch is not what we think (NOT_FOUND, ALREADY_EXISTS) is
 followed by a read-back and a reconciliation; every ``verify_interval`` seconds the
@@ -57,7 +57,7 @@ from p4client.p4rt import (
 log = logging.getLogger(__name__)
 _COUNT = {"INSERT": 1, "MODIFY": 0, "DELETE": -1}  # an update's effect on a table's size
 
-#: (base, gone, new): a desired set built as ``(base - gone) | new``, see :meth:`SwitchAgent.apply`
+#: (base, gone, new): a desired set built as ``(base - gone) | new``, see :meth:`SwitchSync.apply`
 Delta = tuple[set[TableEntry], set[TableEntry], set[TableEntry]]
 
 BACKOFF_MIN_S = 0.05
@@ -75,7 +75,7 @@ ARBITRATION_LOG = 20
 
 
 @dataclass
-class AgentStatus:
+class SyncStatus:
     """Counters and flags ``/status`` reports; "primary" is read live off the connection."""
 
     connected: bool = False
@@ -109,7 +109,7 @@ class _Unsettled(Exception):
     believed: the caller must read the switch back before deciding anything."""
 
 
-class SwitchAgent:
+class SwitchSync:
     """Keeps one switch in sync with the desired entries the controller computes.
 
     ``desired`` is a callback into the controller (called with the controller
@@ -140,7 +140,7 @@ class SwitchAgent:
         self._lock = lock
         self.conn: SwitchConnection | None = None
         self.installed: set[TableEntry] = set()
-        self.status = AgentStatus()
+        self.status = SyncStatus()
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._verify_now = threading.Event()
