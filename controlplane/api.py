@@ -54,7 +54,8 @@ from controlplane.controller import Controller
 from controlplane.entries import TableFullError
 from controlplane.inflight import ReportBody
 from controlplane.limits import MAX_BODY_BYTES, LimitError, TooLargeError
-from controlplane.planning import POLICIES, UnknownHostError
+from controlplane.parsing import UnknownHostError
+from controlplane.planning import POLICIES
 from controlplane.registry import (
     DuplicateJobError,
     IdsExhaustedError,

@@ -129,16 +129,6 @@ def _ip(text: str) -> int:
     return int(ipaddress.IPv4Address(text))
 
 
-def desired_entries(
-    p4info: P4Info, topo: Topology, switch: str, plans: Iterable[GroupPlan]
-) -> set[TableEntry]:
-    """Everything ``switch`` must hold: its routes plus every group's entries."""
-    out = set(forwarding_entries(p4info, topo, switch))
-    for plan in plans:
-        out.update(group_entries(p4info, topo, plan))
-    return out
-
-
 def check_capacity(p4info: P4Info, entries: Iterable[TableEntry]) -> None:
     """Raise :class:`TableFullError` if any table would hold more than its P4Info size."""
     counts = count_by_table(entries)

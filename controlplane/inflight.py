@@ -74,7 +74,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from controlplane.planning import UnknownHostError
+from controlplane.parsing import UnknownHostError
 from controlplane.registry import UnknownJobError
 from echelon.errors import SpecError
 from echelon.specs import Index, Name, SpecModel, Text, validate

@@ -18,13 +18,14 @@ import pytest
 import yaml
 
 from controlplane.entries import GroupPlan
-from controlplane.planner import Planner
-from controlplane.planning import ParsedJob, parse_job, plan_groups
+from controlplane.parsing import ParsedJob, parse_job
+from controlplane.planning import Planner
 from controlplane.registry import GroupIds
 from echelon.errors import SpecError
 from echelon.policies.table import build_table
 from echelon.topology import Topology, TopologyNetwork, load
 from tests.controlplane.helpers import ROOT, write_topo
+from tests.controlplane.oracle import plan_groups
 
 EXAMPLES = sorted((ROOT / "echelon" / "examples").glob("*.yaml"))
 HOSTS = ("h1", "h2", "h3", "h4", "h5")

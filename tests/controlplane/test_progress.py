@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from controlplane.entries import T_CLASSIFY, T_DEADLINE, GroupPlan, group_entries, plan_updates
 from controlplane.inflight import ProgressTracker, parse_report
 from controlplane.online import percentile
-from controlplane.planning import UnknownHostError, fine_ranges
+from controlplane.parsing import UnknownHostError
+from controlplane.planning import fine_ranges
 from controlplane.registry import UnknownJobError
 from echelon.errors import SpecError
 from echelon.schedule import DeadlineRange
