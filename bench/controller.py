@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -222,11 +223,15 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.target == "bmv2" and not (ROOT / "p4src" / "build" / "echelon.json").exists():
-        print("error: --target: bmv2 needs p4src/build/echelon.json (make p4)", file=sys.stderr)
-        return 2
+    return run_cli(args.target, lambda: run(levels, args.probes, args.target, args.registry_sync))
+
+
+def run_cli(target: str, body: Callable[[], object]) -> int:
+    """Run a benchmark's ``body`` as a command: exit status 2 with the error on stderr."""
     try:
-        run(levels, args.probes, args.target, args.registry_sync)
+        if target == "bmv2" and not (ROOT / "p4src" / "build" / "echelon.json").exists():
+            raise EchelonError("--target: bmv2 needs p4src/build/echelon.json (make p4)")
+        body()
     except EchelonError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

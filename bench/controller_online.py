@@ -35,8 +35,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-from bench.controller import ROOT, Bench, pct
-from echelon.errors import EchelonError
+from bench.controller import Bench, pct, run_cli
 from p4client.p4rt import SwitchConnection
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -261,15 +260,10 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --jobs: 1..500, --events >= 1, 0 <= --alive < --jobs, --threads >= 1",
               file=sys.stderr)  # fmt: skip
         return 2
-    if a.target == "bmv2" and not (ROOT / "p4src" / "build" / "echelon.json").exists():
-        print("error: --target: bmv2 needs p4src/build/echelon.json (make p4)", file=sys.stderr)
-        return 2
-    try:
-        run(a.target, a.jobs, a.events, a.alive, a.interval_ms, a.burst_s, a.threads)
-    except EchelonError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return run_cli(
+        a.target,
+        lambda: run(a.target, a.jobs, a.events, a.alive, a.interval_ms, a.burst_s, a.threads),
+    )
 
 
 if __name__ == "__main__":
