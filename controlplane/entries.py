@@ -129,15 +129,6 @@ def _ip(text: str) -> int:
     return int(ipaddress.IPv4Address(text))
 
 
-def check_capacity(p4info: P4Info, entries: Iterable[TableEntry]) -> None:
-    """Raise :class:`TableFullError` if any table would hold more than its P4Info size."""
-    counts = count_by_table(entries)
-    for table, n in sorted(counts.items()):
-        size = p4info.table(table).size
-        if size and n > size:
-            raise TableFullError(table, n, size)
-
-
 def count_by_table(entries: Iterable[TableEntry]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for e in entries:

@@ -4,14 +4,21 @@
 (``get_policy(p).schedule`` then ``echelon.quantize.quantize``): what the
 incremental :class:`controlplane.planning.Planner` must equal after any sequence
 of changes. :func:`desired_entries` builds a switch's whole entry set from plans:
-what the controller's incremental entry sets must equal.
+what the controller's incremental entry sets must equal; :func:`check_capacity`
+the whole-set size check its incremental counts must agree with.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from controlplane.entries import GroupPlan, forwarding_entries, group_entries
+from controlplane.entries import (
+    GroupPlan,
+    TableFullError,
+    count_by_table,
+    forwarding_entries,
+    group_entries,
+)
 from controlplane.parsing import ParsedJob
 from controlplane.planning import check_policy, group_plan
 from controlplane.registry import GroupIds
@@ -45,3 +52,12 @@ def desired_entries(
     for plan in plans:
         out.update(group_entries(p4info, topo, plan))
     return out
+
+
+def check_capacity(p4info: P4Info, entries: Iterable[TableEntry]) -> None:
+    """Raise :class:`TableFullError` if any table would hold more than its P4Info size."""
+    counts = count_by_table(entries)
+    for table, n in sorted(counts.items()):
+        size = p4info.table(table).size
+        if size and n > size:
+            raise TableFullError(table, n, size)

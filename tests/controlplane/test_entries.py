@@ -16,7 +16,6 @@ from controlplane.entries import (
     GroupPlan,
     TableFullError,
     apply_steps,
-    check_capacity,
     count_by_table,
     plan_delta,
     plan_updates,
@@ -24,7 +23,7 @@ from controlplane.entries import (
 from echelon.schedule import DeadlineRange
 from echelon.topology import load
 from p4client.p4info import P4Info, TableEntry
-from tests.controlplane.oracle import desired_entries
+from tests.controlplane.oracle import check_capacity, desired_entries
 
 ROOT = Path(__file__).resolve().parents[2]
 INFO = P4Info.load(ROOT / "p4src" / "build" / "echelon.p4info.txtpb")
