@@ -89,7 +89,7 @@ class Controller:
         self.lock = threading.RLock()
         self.policy = registry.get_setting("policy", "echelon")
         self._parsed: dict[str, ParsedJob] = {}
-        #: the static plans, kept incrementally (:mod:`controlplane.planner`)
+        #: the static plans, kept incrementally (:class:`controlplane.planning.Planner`)
         self.planner = Planner(self.policy, self.network)
         self._plans: list[GroupPlan] = []
         #: online mode: the latest plan of every group that has been in flight, over

@@ -140,7 +140,7 @@ def write_phases(conn: SwitchConnection, steps: list[Step]) -> None:
 
 
 class _Unsettled(Exception):
-    """A write's outcome is not fully known, or the switch is not what the agent
+    """A write's outcome is not fully known, or the switch is not what the sync
     believed: the caller must read the switch back before deciding anything."""
 
 

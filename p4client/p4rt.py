@@ -383,7 +383,7 @@ class SwitchConnection:
         self, items: Sequence[tuple[str, TableEntry]]
     ) -> list[p4runtime_pb2.Update]:
         """:meth:`updates` for ``(kind, entry)`` pairs, remembered per connection and
-        P4Info: read-only messages, only ever copied into a WriteRequest (the agent
+        P4Info: read-only messages, only ever copied into a WriteRequest (the controller
         writes the same entries again after every switch restart)."""
         info = self._p4info()
         if self._update_cache[0] is not info or len(self._update_cache[1]) > ENCODED_MAX:

@@ -1,7 +1,7 @@
 """Incremental planning equals a full re-plan.
 
 For random sequences of registrations and removals (random explicit specs and the
-paradigm examples), after every step :class:`controlplane.planner.Planner`'s
+paradigm examples), after every step :class:`controlplane.planning.Planner`'s
 plans equal ``plan_groups`` over the same jobs in the same order, its flow table
 equals ``build_table``'s array for array, and the changes it reported are
 exactly the plans that differ from the step before.
