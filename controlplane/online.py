@@ -15,7 +15,8 @@ computed at registration from iteration 0, for good). One background thread:
    ``get_policy(name).schedule(echelons, network, None, now)`` then
    ``echelon.quantize.quantize``) -> their :class:`GroupPlan` replaces the
    group's previous plan -> the controller writes only the entries that changed,
-   inserts and modifies before deletes (:func:`controlplane.entries.plan_updates`).
+   inserts and modifies before deletes, through the same path as a registration
+   (``apply_overlay``, :class:`Replannable`).
 
 Groups not in flight keep the entries they have (their last online plan, or the
 static plan if they were never in flight): no write is spent on a group that
