@@ -129,7 +129,7 @@ ptf: deps venv
 bench: venv
 	$(PY) -m echelon.bench
 	$(PY) -m softswitch.bench
-	$(PY) -m controlplane.bench
+	$(PY) -m bench.controller
 
 eval: venv
 	$(PY) -m sim.eval $(EVAL_ARGS)

@@ -1,9 +1,9 @@
 """Northbound HTTP/JSON API (FastAPI) over a :class:`~controlplane.controller.Controller`.
 
-Why HTTP/JSON and not gRPC: the project's protobuf runtime is pinned to 3.20 by
-p4runtime-shell, which would also pin any gRPC northbound's generated code; with
-FastAPI the schema (OpenAPI, saved in ``docs/api-openapi.json``) comes for free,
-``curl`` is a client, and the job description is JSON anyway.
+Why HTTP/JSON and not gRPC: with FastAPI the schema (OpenAPI, saved in
+``docs/api-openapi.json``) comes for free, ``curl`` is a client, and the job
+description is JSON anyway; a gRPC northbound would add generated code to keep in
+step with the protobuf runtime the P4Runtime bindings (finsy's) already fix.
 
 Bodies and answers are typed: a registration is one of the core's models
 (``echelon.jobs.description_models``: one per paradigm, and the explicit spec),
@@ -52,10 +52,10 @@ from controlplane.apimodels import (
 )
 from controlplane.controller import Controller
 from controlplane.entries import TableFullError
+from controlplane.inflight import ReportBody
 from controlplane.limits import MAX_BODY_BYTES, LimitError, TooLargeError
-from controlplane.p4rt import P4RuntimeError
-from controlplane.planning import POLICIES, UnknownHostError
-from controlplane.progress import ReportBody
+from controlplane.parsing import UnknownHostError
+from controlplane.planning import POLICIES
 from controlplane.registry import (
     DuplicateJobError,
     IdsExhaustedError,
@@ -66,6 +66,7 @@ from controlplane.registry import (
 from echelon.errors import EchelonError, SpecError
 from echelon.jobs import description_models
 from echelon.specs import validate
+from p4client.p4rt import P4RuntimeError
 
 API_VERSION = "1"
 

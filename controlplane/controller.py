@@ -1,15 +1,24 @@
 """The controller: registrations in, minimal entry updates out, to every switch.
 
-One lock serialises every change (registration, removal, policy switch, a
-switch's reconciliation). A registration runs inside a registry transaction:
-parse -> allocate IDs -> re-plan every group -> check P4Info sizes -> write the
-difference to every in-sync switch -> commit. Any refusal (bad spec, duplicate,
-IDs exhausted, a full table on any switch) rolls back the switches already
-written and the transaction, so nothing is half-applied; after ``commit`` the
-registration is on disk (see :mod:`controlplane.registry`) before the API answers.
+The path of a registration: :func:`~controlplane.parsing.parse_job` (outside the
+lock) -> the registry allocates IDs -> :class:`~controlplane.planning.Planner`
+returns the groups whose plan changed -> :meth:`Controller._change`, the one
+write path, turns (old plan, new plan) pairs into the entries that go and come
+(:func:`~controlplane.entries.group_entries`), checks every table's size and has
+each switch's :class:`~controlplane.switchsync.SwitchSync` write that delta ->
+the registry commits. Removals, policy switches and online re-plans
+(:mod:`controlplane.online`) take the same path with their own pairs.
 
-Switches that are down when a change happens simply miss it: their agent
-reconciles against the then-current desired set when they come back.
+One lock serialises every change and every switch's reconciliation. Any refusal
+(bad spec, duplicate, IDs exhausted, a full table on any switch) rolls back the
+switches already written and the transaction, so nothing is half-applied; after
+``commit`` the registration is on disk (see :mod:`controlplane.registry`) before
+the API answers.
+
+Each switch's desired entry set is kept, not rebuilt: its routes, then changed
+only by the deltas of :meth:`Controller._change`. Switches that are down when a
+change happens simply miss it: their sync reconciles against the then-current
+desired set when they come back.
 """
 
 from __future__ import annotations
@@ -17,37 +26,43 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from controlplane.agent import Delta, SwitchAgent
-from controlplane.codec import encoded
 from controlplane.counters import read_stats
 from controlplane.entries import (
     GroupPlan,
     TableFullError,
-    check_capacity,
     count_by_table,
     forwarding_entries,
     group_entries,
 )
+from controlplane.inflight import DEFAULT_TIMEOUT_S, ProgressTracker, parse_report
 from controlplane.limits import check_description, check_flows, check_parsed
-from controlplane.online import OnlinePlanner, check_mode, freeze_heap
-from controlplane.p4info import P4Info, TableEntry
-from controlplane.p4rt import P4RuntimeError
-from controlplane.planner import PlanChange, Planner
-from controlplane.planning import ParsedJob, check_policy, parse_job
-from controlplane.progress import DEFAULT_TIMEOUT_S, ProgressTracker, parse_report
+from controlplane.online import OnlinePlanner, Written, check_mode, freeze_heap
+from controlplane.parsing import ParsedJob, parse_job
+from controlplane.planning import PlanChange, Planner, check_policy
 from controlplane.registry import GroupIds, JobRecord, Registry, RegistryError, UnknownJobError
+from controlplane.switchsync import SwitchSync
 from echelon.errors import SpecError
 from echelon.topology import Topology, TopologyNetwork
+from p4client.codec import encoded
+from p4client.p4info import P4Info, TableEntry
+from p4client.p4rt import P4RuntimeError
 
 log = logging.getLogger(__name__)
 
+GroupKey = tuple[str, str]
+#: a group's effective plan before and after a change (``None``: not registered)
+Pair = tuple[GroupPlan | None, GroupPlan | None]
+#: how to take a change back: the reversed pairs, the static plans and the overlay before
+Undo = tuple[list[Pair], list[GroupPlan], dict[GroupKey, GroupPlan]]
+#: every switch's desired entries and their count per table
+Sets = tuple[dict[str, set[TableEntry]], dict[str, dict[str, int]]]
+
 
 class Controller:
-    """Owns the registry, the plans and one :class:`SwitchAgent` per topology switch."""
+    """Owns the registry, the plans and one :class:`SwitchSync` per topology switch."""
 
     def __init__(
         self,
@@ -74,27 +89,20 @@ class Controller:
         self.lock = threading.RLock()
         self.policy = registry.get_setting("policy", "echelon")
         self._parsed: dict[str, ParsedJob] = {}
-        #: the static plans, kept incrementally (:mod:`controlplane.planner`)
+        #: the static plans, kept incrementally (:class:`controlplane.planning.Planner`)
         self.planner = Planner(self.policy, self.network)
         self._plans: list[GroupPlan] = []
         #: online mode: the latest plan of every group that has been in flight, over
         #: the static plan (``_plans``); see :mod:`controlplane.online`
-        self.overlay: dict[tuple[str, str], GroupPlan] = {}
-        #: every switch's desired entries as of the last change (online re-plans diff
-        #: against it instead of rebuilding it)
-        self._wanted: dict[str, set[TableEntry]] | None = None
-        self._wanted_counts: dict[str, tuple[set[TableEntry], dict[str, int]]] = {}
-        #: seconds the last change spent in the switches' writes (diff + RPCs + acks)
-        self.last_write_s = 0.0
+        self.overlay: dict[GroupKey, GroupPlan] = {}
         self.replan = replan
         self.progress = ProgressTracker(time.monotonic, progress_timeout)
         self.online = (
             OnlinePlanner(self, replan_interval, idle_level) if replan == "online" else None
         )
-        self._fwd = {s: frozenset(forwarding_entries(p4info, topo, s)) for s in topo.switches}
         self._group_entries = lru_cache(maxsize=65536)(self._entries_of)
         self.agents = {
-            name: SwitchAgent(sw, p4info, device_config, election_id, self.desired, self.lock, role)
+            name: SwitchSync(sw, p4info, device_config, election_id, self.desired, self.lock, role)
             for name, sw in topo.switches.items()
         }
         #: jobs whose description no longer fits the topology (a host left it):
@@ -114,10 +122,16 @@ class Controller:
             self._plans = self.planner.plans()
             for rec in self._records:
                 self._track(rec)
-            # build and encode every entry now, not while a switch waits to be reconciled
-            groups = [e for plan in self._plans for e in self._group_entries(plan)]
-            for e in [*groups, *(e for fwd in self._fwd.values() for e in fwd)]:
-                encoded(p4info, e)
+            # every switch's desired set: its routes, then the registered groups as one
+            # delta (built and encoded now, not while a switch waits to be reconciled)
+            self._wanted = {s: set(forwarding_entries(p4info, topo, s)) for s in topo.switches}
+            self._tally = {s: count_by_table(w) for s, w in self._wanted.items()}
+            self._wanted, self._tally = self._next_sets(
+                *self._entry_delta([(None, p) for p in self._plans]), check=False
+            )
+            for want in self._wanted.values():
+                for e in want:
+                    encoded(p4info, e)
             self._settled()
 
     def _settled(self) -> None:
@@ -151,26 +165,14 @@ class Controller:
     def _entries_of(self, plan: GroupPlan) -> frozenset[TableEntry]:
         return frozenset(group_entries(self.p4info, self.topo, plan))
 
-    def desired(
-        self,
-        switch: str,
-        plans: list[GroupPlan] | None = None,
-        overlay: Mapping[tuple[str, str], GroupPlan] | None = None,
-    ) -> set[TableEntry]:
-        out = set(self._fwd[switch])
-        for plan in self.effective(plans, overlay):
-            out |= self._group_entries(plan)
-        return out
+    def desired(self, switch: str) -> set[TableEntry]:
+        """Everything ``switch`` must hold now (never mutated: a change replaces it)."""
+        return self._wanted[switch]
 
-    def effective(
-        self,
-        plans: list[GroupPlan] | None = None,
-        overlay: Mapping[tuple[str, str], GroupPlan] | None = None,
-    ) -> list[GroupPlan]:
+    def effective(self) -> list[GroupPlan]:
         """The static plans with every group's online plan (if any) in its place."""
-        ov = self.overlay if overlay is None else overlay
-        base = self._plans if plans is None else plans
-        return [ov.get((p.job, p.group), p) for p in base] if ov else list(base)
+        ov = self.overlay
+        return [ov.get((p.job, p.group), p) for p in self._plans] if ov else list(self._plans)
 
     def _job(self, rec: JobRecord) -> ParsedJob:
         if rec.job_id not in self._parsed:
@@ -178,115 +180,94 @@ class Controller:
             self._parsed[rec.job_id] = parse_job(spec, self.topo)
         return self._parsed[rec.job_id]
 
-    def _apply_changes(
-        self, changes: list[PlanChange], overlay: dict[tuple[str, str], GroupPlan] | None = None
-    ) -> int:
-        """Write what ``changes`` (the planner's, already applied to it) change on the
-        switches: only the entries of the groups whose *effective* plan moved (an
-        online plan in the overlay hides a static change). Returns updates written."""
-        ov_old = self.overlay
-        ov_new = self.overlay if overlay is None else overlay
+    def _pairs(self, changes: list[PlanChange], overlay: dict[GroupKey, GroupPlan]) -> list[Pair]:
+        """The (before, after) *effective* plans of a static change (the planner's,
+        already applied to it) under the new ``overlay``: an online plan hides a
+        static change, and an online plan dropped (a removal, a policy switch) gives
+        its group back its static plan."""
+        old = self.overlay
+        pairs: list[Pair] = [
+            (old.get(c.key, c.old), overlay.get(c.key, c.new) if c.new is not None else None)
+            for c in changes
+        ]
+        keys = {c.key for c in changes}
+        for key, p in old.items():
+            if key not in overlay and key not in keys:
+                pairs.append((p, self._static(key)))
+        return pairs
+
+    def _static(self, key: GroupKey) -> GroupPlan | None:
+        try:
+            return self.planner.plan(*key)
+        except KeyError:
+            return None
+
+    def _entry_delta(self, pairs: list[Pair]) -> tuple[set[TableEntry], set[TableEntry]]:
+        """The entries that go and come with ``pairs``: only those of the groups whose
+        plan moved (each group's entries carry its own echelon ID and class), so
+        O(changed groups), not O(every registered group)."""
         gone: set[TableEntry] = set()
         new: set[TableEntry] = set()
-        for c in changes:
-            before = ov_old.get(c.key, c.old)
-            after = ov_new.get(c.key, c.new) if c.new is not None else None
+        for before, after in pairs:
             if before == after:
                 continue
             if before is not None:
                 gone |= self._group_entries(before)
             if after is not None:
                 new |= self._group_entries(after)
-        keys = {c.key for c in changes}
-        for key, p in ov_old.items():  # online plans dropped (a removal, a policy switch)
-            if key not in ov_new and key not in keys:
-                static = self._static(key)
-                if static != p:
-                    gone |= self._group_entries(p)
-                    if static is not None:
-                        new |= self._group_entries(static)
-        plans = self.planner.plans()
-        if self._wanted is None:
-            return self._transition(plans, ov_new)
-        wanted = {}
-        deltas = {}
-        counts = {}
-        for s in self.agents:
-            base = self._wanted[s]
-            want = set(base)  # a copy of the hash table, then the few changes
-            want -= gone
-            want |= new
-            wanted[s] = want
-            deltas[s] = (base, gone, new)
-            # counted from the base's counts and the change, not by walking 5,000 entries
-            tally = dict(self._counts(s, base))
+        return gone, new
+
+    def _next_sets(self, gone: set[TableEntry], new: set[TableEntry], check: bool = True) -> Sets:
+        """Every switch's desired set and per-table counts with ``gone`` and ``new``
+        applied; ``check``: raise :class:`TableFullError` for a table over its size."""
+        wanted, tallies = {}, {}
+        for s, base in self._wanted.items():
+            tally = dict(self._tally[s])  # counted from the change, not by walking 5,000 entries
             for e in gone:
                 if e in base:
                     tally[e.table] -= 1
             for e in new:
                 if e not in base or e in gone:
                     tally[e.table] = tally.get(e.table, 0) + 1
-            for t, n in sorted(tally.items()):
-                size = self.p4info.table(t).size
-                if size and n > size:
-                    raise TableFullError(t, n, size)
-            counts[s] = tally
-        steps = self._transition(plans, ov_new, wanted, deltas)
-        self._wanted_counts = {s: (wanted[s], counts[s]) for s in wanted}
-        return steps
+            if check:
+                for t, n in sorted(tally.items()):
+                    size = self.p4info.table(t).size
+                    if size and n > size:
+                        raise TableFullError(t, n, size)
+            wanted[s] = (base - gone) | new
+            tallies[s] = tally
+        return wanted, tallies
 
-    def _counts(self, switch: str, entries: set[TableEntry]) -> dict[str, int]:
-        """``count_by_table(entries)``, remembered for the set last written to ``switch``."""
-        hit = self._wanted_counts.get(switch)
-        if hit is not None and hit[0] is entries:
-            return hit[1]
-        c = count_by_table(entries)
-        self._wanted_counts[switch] = (entries, c)
-        return c
-
-    def _static(self, key: tuple[str, str]) -> GroupPlan | None:
-        try:
-            return self.planner.plan(*key)
-        except KeyError:
-            return None
-
-    def _transition(
-        self,
-        plans: list[GroupPlan],
-        overlay: dict[tuple[str, str], GroupPlan] | None = None,
-        wanted: dict[str, set[TableEntry]] | None = None,
-        deltas: Mapping[str, Delta] | None = None,
-    ) -> int:
-        """Check sizes, write every in-sync switch; on refusal undo and re-raise.
-        ``wanted`` (already checked) skips recomputing every switch's desired set;
-        ``deltas`` says how each was built (:meth:`SwitchAgent.apply`).
-        Returns the number of updates written (all switches)."""
-        for name, agent in self.agents.items():
-            if agent.not_primary:  # up, but ours to write only when primary: say so
+    def _change(
+        self, pairs: list[Pair], plans: list[GroupPlan], overlay: dict[GroupKey, GroupPlan]
+    ) -> Written:
+        """The one write path: ``pairs`` (before, after) of the groups that change,
+        ``plans`` and ``overlay`` the static and online plans once it is done. Checks
+        sizes, writes the delta to every in-sync switch; on refusal undoes the
+        switches already written and re-raises. Returns the updates written (all
+        switches) and the seconds the writes took."""
+        for name, sync in self.agents.items():
+            if sync.not_primary:  # up, but ours to write only when primary: say so
                 raise P4RuntimeError(
-                    "PERMISSION_DENIED", f"switch {name}: not primary: {agent.not_primary}"
+                    "PERMISSION_DENIED", f"switch {name}: not primary: {sync.not_primary}"
                 )
-        ov = self.overlay if overlay is None else overlay
-        if wanted is None:
-            wanted = {s: self.desired(s, plans, ov) for s in self.agents}
-            for entries in wanted.values():
-                check_capacity(self.p4info, entries)
-        done: list[tuple[SwitchAgent, Any]] = []
+        gone, new = self._entry_delta(pairs)
+        wanted, tallies = self._next_sets(gone, new)
+        done: list[tuple[SwitchSync, Any]] = []
         t0 = time.perf_counter()
         try:
-            for name, agent in self.agents.items():
-                steps = agent.apply(wanted[name], deltas.get(name) if deltas else None)
+            for name, sync in self.agents.items():
+                steps = sync.apply(wanted[name], gone, new)
                 if steps:
-                    done.append((agent, steps))
+                    done.append((sync, steps))
         except BaseException:
-            for agent, steps in reversed(done):
-                agent.undo(steps)
+            for sync, steps in reversed(done):
+                sync.undo(steps)
             raise
-        self.last_write_s = time.perf_counter() - t0
-        self._plans = plans
-        self.overlay = ov
-        self._wanted = wanted
-        return sum(len(steps) for _, steps in done)
+        seconds = time.perf_counter() - t0
+        self._plans, self.overlay = plans, overlay
+        self._wanted, self._tally = wanted, tallies
+        return Written(sum(len(steps) for _, steps in done), seconds)
 
     # ------------------------------------------------------------ progress (online)
 
@@ -301,7 +282,7 @@ class Controller:
         self.progress.add_job(rec.job_id, groups, parsed.opening)
 
     def report(self, body: Any, wait: bool = False, timeout: float = 5.0) -> dict[str, Any]:
-        """One progress snapshot (:mod:`controlplane.progress`). Online, a report that
+        """One progress snapshot (:mod:`controlplane.inflight`). Online, a report that
         changes what is in flight wakes the re-planner; ``wait`` returns only after
         the re-plan covering it was written (for benchmarks and tests)."""
         received = time.monotonic()
@@ -317,53 +298,42 @@ class Controller:
         """Every registered job with its group IDs (caller holds the lock)."""
         return [(self._job(r), r.groups) for r in self._records]
 
-    def apply_overlay(self, plans: list[GroupPlan]) -> int:
+    def apply_overlay(self, plans: list[GroupPlan]) -> Written:
         """Install online plans for the groups in flight (caller holds the lock);
-        every other group keeps what it has. Returns the updates written."""
+        every other group keeps what it has."""
         current = {(p.job, p.group): p for p in self.effective()}
-        changed = [p for p in plans if current.get((p.job, p.group)) != p]
-        if not changed:  # the usual case for a finish: nothing to write
-            return 0
+        pairs: list[Pair] = [(current[(p.job, p.group)], p) for p in plans]
+        pairs = [(a, b) for a, b in pairs if a != b]
+        if not pairs:  # the usual case for a finish: nothing to write
+            return Written(0, 0.0)
         ov = dict(self.overlay)
-        for p in changed:
+        for _, p in pairs:
+            assert p is not None
             ov[(p.job, p.group)] = p
-        # Only the changed groups' entries differ (each group's entries carry its own
-        # echelon ID and class): O(changed), not O(every registered group).
-        gone: set[TableEntry] = set()
-        new: set[TableEntry] = set()
-        for p in changed:
-            gone |= self._group_entries(current[(p.job, p.group)])
-            new |= self._group_entries(p)
-        wanted = {}
-        deltas: dict[str, Delta] = {}
-        for s in self.agents:
-            base = self._wanted.get(s) if self._wanted else None
-            if base is None:
-                wanted[s] = self.desired(s, None, ov)
-            else:
-                wanted[s] = (base - gone) | new
-                deltas[s] = (base, gone, new)
-        grow = count_by_table(new)
-        for t, n in count_by_table(gone).items():
-            grow[t] = grow.get(t, 0) - n
-        if any(n > 0 for n in grow.values()):
-            for entries in wanted.values():
-                check_capacity(self.p4info, entries)
-        return self._transition(self._plans, ov, wanted, deltas)
+        return self._change(pairs, self._plans, ov)
 
-    def _commit(self, old_plans: list[GroupPlan], token: object) -> None:
+    def _apply(self, changes: list[PlanChange], overlay: dict[GroupKey, GroupPlan]) -> Undo:
+        """Write a static change; what :meth:`_commit` needs to take it back."""
+        before = (self._plans, self.overlay)
+        pairs = self._pairs(changes, overlay)
+        self._change(pairs, self.planner.plans(), overlay)
+        return [(b, a) for a, b in reversed(pairs)], *before
+
+    def _commit(self, token: object, undo: Undo) -> None:
         """Commit the registry; if that fails, bring the planner (``token``) and the
-        switches back to ``old_plans`` (what the registry still says) and re-raise."""
+        switches back (``undo``: what the registry still says) and re-raise."""
         try:
             self.registry.commit()
         except RegistryError:
             self.planner.restore(token)
+            pairs, plans, overlay = undo
             try:
-                self._transition(old_plans)
+                self._change(pairs, plans, overlay)
             except Exception:
-                self._plans = old_plans
-                for agent in self.agents.values():
-                    agent.resync("registry commit failed")
+                self._wanted, self._tally = self._next_sets(*self._entry_delta(pairs), check=False)
+                self._plans, self.overlay = plans, overlay
+                for sync in self.agents.values():
+                    sync.resync("registry commit failed")
             raise
 
     # ------------------------------------------------------------ changes
@@ -378,22 +348,20 @@ class Controller:
         check_parsed(len(parsed.groups), sum(len(ef.flows) for ef in parsed.echelons))
         check_flows(parsed.echelons)
         with self.lock:
-            old = self._plans
             token = self.planner.snapshot()
             self.registry.begin()
             try:
                 rec = self.registry.add_job(parsed.job_id, dict(desc), list(parsed.groups))
                 self._parsed[rec.job_id] = parsed
                 records = [*self._records, rec]
-                self._apply_changes(self.planner.add(parsed, rec.groups))
+                undo = self._apply(self.planner.add(parsed, rec.groups), self.overlay)
             except BaseException:
                 self.planner.restore(token)
-                self._plans = old
                 self._parsed.pop(parsed.job_id, None)
                 self.registry.rollback()
                 raise
             try:
-                self._commit(old, token)
+                self._commit(token, undo)
             except RegistryError:
                 self._parsed.pop(parsed.job_id, None)
                 raise
@@ -406,7 +374,6 @@ class Controller:
 
     def remove(self, job_id: str) -> None:
         with self.lock:
-            old = self._plans
             token = self.planner.snapshot()
             self.registry.begin()
             try:
@@ -414,13 +381,12 @@ class Controller:
                 records = [r for r in self._records if r.job_id != job_id]
                 overlay = {k: p for k, p in self.overlay.items() if k[0] != job_id}
                 changes = self.planner.remove(job_id) if job_id in self.planner else []
-                self._apply_changes(changes, overlay)
+                undo = self._apply(changes, overlay)
             except BaseException:
                 self.planner.restore(token)
-                self._plans = old
                 self.registry.rollback()
                 raise
-            self._commit(old, token)
+            self._commit(token, undo)
             self._records = records
             self._parsed.pop(job_id, None)
             self.orphans.pop(job_id, None)
@@ -430,18 +396,16 @@ class Controller:
     def set_policy(self, name: str) -> None:
         check_policy(name)
         with self.lock:
-            old = self._plans
             token = self.planner.snapshot()
             self.registry.begin()
             try:
                 self.registry.set_setting("policy", name)
-                self._apply_changes(self.planner.set_policy(name), {})
+                undo = self._apply(self.planner.set_policy(name), {})
             except BaseException:
                 self.planner.restore(token)
-                self._plans = old
                 self.registry.rollback()
                 raise
-            self._commit(old, token)
+            self._commit(token, undo)
             self.policy = name
             self._settled()
         if self.online is not None:  # what is in flight is re-planned under the new policy

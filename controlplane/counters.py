@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from controlplane.agent import SwitchAgent
 from controlplane.entries import GroupPlan
+from controlplane.switchsync import SwitchSync
 from echelon.constants import UNPRIO_COUNT, UNPRIO_NAMES
 
 C_ECHELON = "EchelonIngress.echelon_pkts"
 C_UNPRIO = "EchelonIngress.unprioritized_pkts"
 
 
-def read_stats(agents: Mapping[str, SwitchAgent], plans: Sequence[GroupPlan]) -> dict[str, Any]:
+def read_stats(agents: Mapping[str, SwitchSync], plans: Sequence[GroupPlan]) -> dict[str, Any]:
     """Per-group packets/bytes summed over switches (a switch that cannot be read is
     reported with its error, not as zeros), plus unprioritized packets by reason."""
     per_switch: dict[str, Any] = {}

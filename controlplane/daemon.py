@@ -19,14 +19,14 @@ from pathlib import Path
 
 from controlplane.api import make_app
 from controlplane.controller import Controller
-from controlplane.p4info import P4Info
+from controlplane.inflight import DEFAULT_TIMEOUT_S
 from controlplane.planning import POLICIES
-from controlplane.progress import DEFAULT_TIMEOUT_S
-from controlplane.progress_socket import ProgressSocket
 from controlplane.registry import CHECK_INTERVAL_S, SYNC_MODES, Registry
+from controlplane.report_socket import ProgressSocket
 from echelon.errors import EchelonError
 from echelon.jobs import read_file
 from echelon.topology import load, topology_warnings
+from p4client.p4info import P4Info
 from targets.switch import Target, start_target
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from controlplane.p4info import P4Info, TableEntry
 from echelon.errors import EchelonError
 from echelon.schedule import DeadlineRange
 from echelon.topology import Topology
+from p4client.p4info import P4Info, TableEntry
 
 T_LPM = "EchelonIngress.ipv4_lpm"
 T_CLASSIFY = "EchelonIngress.echelon_classify"
@@ -127,25 +127,6 @@ def _ip(text: str) -> int:
     """A host's dotted IPv4 as an int, parsed once (a registration builds its entries
     while every other request waits)."""
     return int(ipaddress.IPv4Address(text))
-
-
-def desired_entries(
-    p4info: P4Info, topo: Topology, switch: str, plans: Iterable[GroupPlan]
-) -> set[TableEntry]:
-    """Everything ``switch`` must hold: its routes plus every group's entries."""
-    out = set(forwarding_entries(p4info, topo, switch))
-    for plan in plans:
-        out.update(group_entries(p4info, topo, plan))
-    return out
-
-
-def check_capacity(p4info: P4Info, entries: Iterable[TableEntry]) -> None:
-    """Raise :class:`TableFullError` if any table would hold more than its P4Info size."""
-    counts = count_by_table(entries)
-    for table, n in sorted(counts.items()):
-        size = p4info.table(table).size
-        if size and n > size:
-            raise TableFullError(table, n, size)
 
 
 def count_by_table(entries: Iterable[TableEntry]) -> dict[str, int]:

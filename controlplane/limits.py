@@ -2,7 +2,7 @@
 
 Why: without them a 252-byte gpipe description with ``micro_batches: 50000`` held
 the controller lock for 17 s, a 50 MB body blocked the API for 27 s, and a 50 MB
-``description`` was stored and slowed every ``GET /jobs`` (issue 13). Each limit
+``description`` was stored and slowed every ``GET /jobs``. Each limit
 is checked on the raw description (so nothing big is built first) and, for flows
 and groups, again on the parsed job. A violation is a :class:`LimitError` (HTTP
 422) or, for sizes, :class:`TooLargeError` (HTTP 413); both name the field and the

@@ -3,7 +3,7 @@
 ``--replan online`` (``--replan static`` is the behaviour before: priorities
 computed at registration from iteration 0, for good). One background thread:
 
-1. A report that changes what is in flight (:mod:`controlplane.progress`) calls
+1. A report that changes what is in flight (:mod:`controlplane.inflight`) calls
    :meth:`OnlinePlanner.kick` with the instant it arrived and wakes the thread.
 2. The thread re-plans at once if the previous re-plan *started* at least
    ``interval`` ago, else when the interval ends; every report arriving meanwhile
@@ -15,7 +15,8 @@ computed at registration from iteration 0, for good). One background thread:
    ``get_policy(name).schedule(echelons, network, None, now)`` then
    ``echelon.quantize.quantize``) -> their :class:`GroupPlan` replaces the
    group's previous plan -> the controller writes only the entries that changed,
-   inserts and modifies before deletes (:func:`controlplane.entries.plan_updates`).
+   inserts and modifies before deletes, through the same path as a registration
+   (``apply_overlay``, :class:`Replannable`).
 
 Groups not in flight keep the entries they have (their last online plan, or the
 static plan if they were never in flight): no write is spent on a group that
@@ -36,15 +37,17 @@ import math
 import threading
 import time
 from collections import deque
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 from controlplane.entries import GroupPlan
+from controlplane.inflight import ProgressTracker
+from controlplane.parsing import ParsedJob
 from controlplane.planning import plan_instances
+from controlplane.registry import GroupIds
 from echelon.errors import SpecError
-
-if TYPE_CHECKING:
-    from controlplane.controller import Controller
+from echelon.topology import TopologyNetwork
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,30 @@ IDLE_MODES = ("keep", "lowest")
 FREEZE_EVERY_S = 1.0
 #: Reaction-time samples kept for the percentiles in ``GET /progress``.
 SAMPLES = 20000
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a change wrote: updates (all switches) and the seconds the writes took."""
+
+    updates: int
+    seconds: float
+
+
+class Replannable(Protocol):
+    """What the re-planner needs of the controller (:class:`controlplane.controller.Controller`)."""
+
+    @property
+    def lock(self) -> AbstractContextManager[Any]: ...
+    @property
+    def progress(self) -> ProgressTracker: ...
+    @property
+    def policy(self) -> str: ...
+    @property
+    def network(self) -> TopologyNetwork: ...
+    def registered(self) -> list[tuple[ParsedJob, tuple[GroupIds, ...]]]: ...
+    def effective(self) -> list[GroupPlan]: ...
+    def apply_overlay(self, plans: list[GroupPlan]) -> Written: ...
 
 
 def check_mode(mode: str) -> None:
@@ -96,7 +123,7 @@ def percentile(values: list[float], q: float) -> float | None:
 class OnlinePlanner:
     """The re-planning thread of one controller."""
 
-    def __init__(self, controller: Controller, interval: float, idle: str = "keep") -> None:
+    def __init__(self, controller: Replannable, interval: float, idle: str = "keep") -> None:
         if not interval >= 0.0:
             raise SpecError("replan_interval", f"must be >= 0 seconds, got {interval!r}")
         if idle not in IDLE_MODES:
@@ -216,9 +243,8 @@ class OnlinePlanner:
                 if self.idle == "lowest" and self.ctl.policy != "fifo":
                     plans += self._lowest({(j.job_id, g.group) for j, g, _ in instances})
                 t_plan = time.monotonic()
-                self.ctl.last_write_s = 0.0
-                written = self.ctl.apply_overlay(plans)
-                t_write = self.ctl.last_write_s
+                done = self.ctl.apply_overlay(plans)
+                written, t_write = done.updates, done.seconds
         except Exception as exc:  # a switch that refuses must not kill the thread
             error = f"{type(exc).__name__}: {exc}"
             log.warning("online re-plan failed: %s", error)

@@ -21,7 +21,7 @@ flight collapse into one, and a report lost to a timeout or a controller restart
 is repaired by the next. Errors are counted (``errors``), never raised into
 training. Standard library only (``http.client``): no dependency for the job.
 
-Why snapshots and not events: see :mod:`controlplane.progress` (idempotent,
+Why snapshots and not events: see :mod:`controlplane.inflight` (idempotent,
 loss-tolerant, rebuilt after restarts).
 """
 

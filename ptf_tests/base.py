@@ -4,7 +4,7 @@ Kept small on purpose. Everything the tests know about the switch comes from
 ``--test-params`` (set by ``python -m ptf_tests.run``): the P4Runtime address,
 the target kind and its runtime-CLI port (for ``set_queue_rate``), and the
 switch's PID (to freeze it while its queues fill). Tables are programmed with
-:mod:`controlplane.p4rt` by P4Info *names*, never IDs.
+:mod:`p4client.p4rt` by P4Info *names*, never IDs.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import ptf
 from ptf import testutils
 from ptf.base_tests import BaseTest
 
-from controlplane.bmruntime import RuntimeApiError, RuntimeClient
-from controlplane.p4rt import SwitchConnection
-from controlplane.p4rt_errors import P4RuntimeConnectionError
+from p4client.bmruntime import RuntimeApiError, RuntimeClient
+from p4client.p4rt import SwitchConnection
+from p4client.p4rt_errors import P4RuntimeConnectionError
 from ptf_tests import entries
 from ptf_tests import packets as pk
 from targets.process import WaitTimeout, freeze_process, wait_until

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from controlplane.p4info import TableEntry
-from controlplane.p4rt import SwitchConnection
+from p4client.p4info import TableEntry
+from p4client.p4rt import SwitchConnection
 from ptf_tests import packets as pk
 
 

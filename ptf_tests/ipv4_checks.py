@@ -7,13 +7,13 @@ p4c output), checks what leaves (or that nothing does) and the exact
 
 from __future__ import annotations
 
-from controlplane.p4rt import P4RuntimeWriteError
 from echelon.constants import (
     ECHELON_CLASSES,
     UNPRIO_DROP_IPV4_CHECKSUM,
     UNPRIO_DROP_IPV4_VERSION,
     UNPRIO_PLAIN,
 )
+from p4client.p4rt import P4RuntimeWriteError
 from ptf_tests import packets as pk
 from ptf_tests.base import EchelonTest
 

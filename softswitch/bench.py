@@ -35,9 +35,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from controlplane.codec import entry_to_proto
-from controlplane.p4info import P4Info, TableEntry
-from controlplane.p4rt import SwitchConnection
+from p4client.codec import entry_to_proto
+from p4client.p4info import P4Info, TableEntry
+from p4client.p4rt import SwitchConnection
 from softswitch import benchtraffic as bt
 from softswitch.benchinserts import insert_rates, report
 from targets.process import free_port

@@ -2,7 +2,7 @@
 
 Each target is started by :func:`targets.switch.start_target` (no ports, pinned to
 the same CPU), given the pipeline, and sent the same pre-built INSERT updates
-(``--batch`` per WriteRequest) from one :class:`controlplane.p4rt.SwitchConnection`;
+(``--batch`` per WriteRequest) from one :class:`p4client.p4rt.SwitchConnection`;
 only the Write calls are timed. Rounds alternate between the targets and the
 entries are deleted (untimed) after each, so background load hits both alike.
 The soft switch loads its compiled write decoder in the background after it
@@ -19,8 +19,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from controlplane.p4info import P4Info, TableEntry
-from controlplane.p4rt import SwitchConnection
+from p4client.p4info import P4Info, TableEntry
+from p4client.p4rt import SwitchConnection
 from targets.process import free_port, wait_until
 from targets.switch import BMV2_BINARY, start_target
 

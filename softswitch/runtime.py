@@ -2,12 +2,12 @@
 
 Two services multiplexed on one port (Thrift's ``TMultiplexedProtocol``, names
 ``standard`` and ``simple_switch``), binary protocol, buffered transport: what
-``simple_switch_CLI`` and :class:`controlplane.bmruntime.RuntimeClient` speak.
+``simple_switch_CLI`` and :class:`p4client.bmruntime.RuntimeClient` speak.
 Served calls:
 
 * ``simple_switch``: ``set_egress_queue_depth/rate``, ``set_all_egress_queue_depths/rates``,
   ``set_egress_priority_queue_depth/rate`` (BMv2 1.15's per-priority calls, declared in
-  :mod:`controlplane.bmruntime` since PyPI's bindings predate them), ``get_time_elapsed_us``,
+  :mod:`p4client.bmruntime` since PyPI's bindings predate them), ``get_time_elapsed_us``,
   ``get_time_since_epoch_us``. Status 0 = done, 1 = a bad port/priority/value.
 * ``standard``: ``bm_get_config`` (the BMv2 JSON pushed with SetForwardingPipelineConfig;
   ``{}`` before one), ``bm_get_config_md5``, ``bm_mt_get_entries``,
@@ -40,7 +40,7 @@ from thrift.Thrift import TApplicationException, TMessageType
 from thrift.TMultiplexedProcessor import TMultiplexedProcessor
 from thrift.transport import TSocket, TTransport
 
-from controlplane.bmruntime import PRIORITY_CALLS, I32Result
+from p4client.thrift_decl import PRIORITY_CALLS, I32Result
 from softswitch.errors import SwitchError, UsageError
 from softswitch.p4rt_server import P4RuntimeService
 from softswitch.queueing import PriorityRateQueues

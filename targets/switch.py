@@ -1,7 +1,7 @@
 """Start, drive and stop a switch target: BMv2 ``simple_switch_grpc`` or the embedded soft switch.
 
 Both take simple_switch_grpc's command line and serve BMv2's Thrift runtime API
-on ``--thrift-port`` (:mod:`controlplane.bmruntime`), so everything above this
+on ``--thrift-port`` (:mod:`p4client.bmruntime`), so everything above this
 module (PTF runner, Mininet launcher, integration tests) is written once. ``auto`` picks BMv2 when
 ``simple_switch_grpc`` is on PATH and the soft switch otherwise.
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
 
-from controlplane.bmruntime import RuntimeApiError, RuntimeClient, run_command
+from p4client.bmruntime import RuntimeApiError, RuntimeClient, run_command
 from targets.process import TargetError, freeze_process, port_open, stop_process, wait_until
 
 log = logging.getLogger(__name__)

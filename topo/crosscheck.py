@@ -146,7 +146,7 @@ def static_levels(
     flow at the level of the deadline range holding its offset -- and, with
     ``anticipated`` (the agents reported entering iteration 0 before the start,
     ``results["entered_reports"]``), every job's *opening* groups re-planned at
-    t = 0 as the online controller does on those reports (:mod:`controlplane.progress`)."""
+    t = 0 as the online controller does on those reports (:mod:`controlplane.inflight`)."""
     from echelon.jobs import opening_groups
     from echelon.policies import get_policy
     from echelon.quantize import level_of, quantize

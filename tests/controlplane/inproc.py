@@ -15,9 +15,9 @@ from typing import Any
 import grpc
 
 from controlplane.controller import Controller
-from controlplane.p4info import P4Info
 from controlplane.registry import Registry
 from echelon.topology import load
+from p4client.p4info import P4Info
 from softswitch.bm.pipeline import Pipeline
 from softswitch.p4rt_server import P4RuntimeService, make_server
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, write_topo

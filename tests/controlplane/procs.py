@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from controlplane.p4rt import P4RuntimeError
+from p4client.p4rt import P4RuntimeError
 from targets.process import WaitTimeout, free_port, stop_process, wait_until
 from targets.switch import Target, start_target
 from tests.controlplane.helpers import ROOT

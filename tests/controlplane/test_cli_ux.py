@@ -17,9 +17,9 @@ from controlplane import cli
 from controlplane.api import make_app
 from controlplane.apimodels import StatsView
 from controlplane.controller import Controller
-from controlplane.p4info import P4Info
 from controlplane.registry import Registry
 from echelon.topology import load
+from p4client.p4info import P4Info
 from targets.process import free_port, wait_until
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch, serving

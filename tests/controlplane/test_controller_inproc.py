@@ -17,23 +17,17 @@ import pytest
 from finsy.proto import p4i, p4r
 
 from controlplane.controller import Controller
-from controlplane.entries import (
-    T_CLASSIFY,
-    T_DEADLINE,
-    T_IDS,
-    T_LPM,
-    TableFullError,
-    desired_entries,
-)
-from controlplane.p4info import P4Info, TableEntry
-from controlplane.p4rt import SwitchConnection
-from controlplane.planning import UnknownHostError, plan_groups
+from controlplane.entries import T_CLASSIFY, T_DEADLINE, T_IDS, T_LPM, TableFullError
+from controlplane.parsing import UnknownHostError
 from controlplane.registry import DuplicateJobError, Registry
 from echelon.errors import SpecError
 from echelon.topology import load
+from p4client.p4info import P4Info, TableEntry
+from p4client.p4rt import SwitchConnection
 from softswitch.bm.pipeline import Pipeline
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch
+from tests.controlplane.oracle import desired_entries, plan_groups
 
 
 @pytest.fixture

@@ -16,15 +16,14 @@ from controlplane.entries import (
     GroupPlan,
     TableFullError,
     apply_steps,
-    check_capacity,
     count_by_table,
-    desired_entries,
     plan_delta,
     plan_updates,
 )
-from controlplane.p4info import P4Info, TableEntry
 from echelon.schedule import DeadlineRange
 from echelon.topology import load
+from p4client.p4info import P4Info, TableEntry
+from tests.controlplane.oracle import check_capacity, desired_entries
 
 ROOT = Path(__file__).resolve().parents[2]
 INFO = P4Info.load(ROOT / "p4src" / "build" / "echelon.p4info.txtpb")

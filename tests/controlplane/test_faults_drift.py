@@ -1,4 +1,4 @@
-"""Fault injection, issue 13 item 2: a switch that changes under the controller.
+"""Fault injection: a switch that changes under the controller.
 
 A second client (another role, so the switch lets it write too) deletes or adds
 entries behind the controller's back; a client with a higher election ID takes
@@ -14,10 +14,10 @@ import pytest
 
 from controlplane.controller import Controller
 from controlplane.entries import T_CLASSIFY, T_IDS
-from controlplane.p4info import P4Info
-from controlplane.p4rt import P4RuntimeError, SwitchConnection
 from controlplane.registry import Registry
 from echelon.topology import load
+from p4client.p4info import P4Info
+from p4client.p4rt import P4RuntimeError, SwitchConnection
 from targets.process import wait_until
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch

@@ -1,4 +1,4 @@
-"""Fault injection, issue 13 item 4: bounded work per request.
+"""Fault injection: bounded work per request.
 
 Each oversized or over-limit request gets a 413/422 that names the limit, quickly,
 without echoing the body, and nothing is registered.

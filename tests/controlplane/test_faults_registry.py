@@ -1,4 +1,4 @@
-"""Fault injection, issue 13 item 5: start-up and storage.
+"""Fault injection: start-up and storage.
 
 Before: a truncated, corrupt or wrong-schema registry or an unopenable path gave a
 traceback and exit 1; damage while running went unnoticed; a topology that lost a
@@ -18,9 +18,9 @@ from fastapi.testclient import TestClient
 from controlplane import daemon
 from controlplane.api import make_app
 from controlplane.controller import Controller
-from controlplane.p4info import P4Info
 from controlplane.registry import Registry, RegistryError
 from echelon.topology import load
+from p4client.p4info import P4Info
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch
 

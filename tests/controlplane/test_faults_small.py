@@ -1,4 +1,4 @@
-"""Fault injection, issue 13 item 6: the smaller findings (token, self-flows)."""
+"""Fault injection: the smaller findings (token, self-flows)."""
 
 from __future__ import annotations
 

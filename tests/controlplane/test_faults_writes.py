@@ -1,4 +1,4 @@
-"""Fault injection, issue 13 item 1: large batches that partly fail.
+"""Fault injection: large batches that partly fail.
 
 Each test provokes a write whose outcome the client could get wrong and checks that
 the per-update statuses come back (and the controller reconciles instead of guessing).
@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from finsy.proto import p4r
 
-from controlplane.codec import entry_to_proto
 from controlplane.controller import Controller
 from controlplane.entries import T_IDS
-from controlplane.p4info import P4Info, TableEntry
-from controlplane.p4rt import P4RuntimeWriteError, SwitchConnection
 from controlplane.registry import Registry
 from echelon.topology import load
+from p4client.codec import entry_to_proto
+from p4client.p4info import P4Info, TableEntry
+from p4client.p4rt import P4RuntimeWriteError, SwitchConnection
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch
 from tests.controlplane.test_controller_inproc import read_back
@@ -87,7 +87,7 @@ def ctl_one(tmp_path: Path, switch: InProcessSwitch) -> Iterator[Controller]:
 
 
 def test_foreign_entry_and_large_registration(ctl_one: Controller, switch: InProcessSwitch) -> None:
-    """Issue 13 #1 end to end: one foreign echelon_ids entry + a 150-group registration.
+    """End to end: one foreign echelon_ids entry + a 150-group registration.
     Before: 507 "table full" at 1/1024, 600 strays, status in_sync. Now: the controller
     reads the switch back, reconciles, and the registration goes through."""
     info = ctl_one.p4info

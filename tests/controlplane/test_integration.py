@@ -15,8 +15,8 @@ import pytest
 from google.protobuf import text_format
 
 from controlplane.entries import T_CLASSIFY, T_DEADLINE, T_IDS, T_LPM
-from controlplane.p4info import P4Info, TableEntry
-from controlplane.p4rt import SwitchConnection
+from p4client.p4info import P4Info, TableEntry
+from p4client.p4rt import SwitchConnection
 from targets.process import wait_until
 from targets.switch import Target
 from tests.controlplane.helpers import P4INFO, spec, write_topo
@@ -275,7 +275,7 @@ def test_preempted_by_higher_election_id_then_recovers(env: Env) -> None:
             0.05,
             RETRY,
         )
-        r = d.request("POST", "/jobs", spec("j1"))  # a backup refuses changes (issue 13)
+        r = d.request("POST", "/jobs", spec("j1"))  # a backup refuses changes
         assert r.status_code == 503 and "not primary" in r.json()["detail"]
         assert T_IDS not in tables(env.read())
         other.insert([other.table_entry(T_IDS, {"hdr.echelon.echelon_id": 77}, "NoAction")])

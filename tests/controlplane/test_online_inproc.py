@@ -20,12 +20,12 @@ from fastapi.testclient import TestClient
 from controlplane.api import make_app
 from controlplane.controller import Controller
 from controlplane.entries import T_CLASSIFY
-from controlplane.p4info import P4Info, TableEntry
-from controlplane.p4rt import SwitchConnection
-from controlplane.progress_socket import ProgressSocket
 from controlplane.registry import Registry
+from controlplane.report_socket import ProgressSocket
 from echelon.topology import load
 from hostagent.progress import ProgressReporter
+from p4client.p4info import P4Info, TableEntry
+from p4client.p4rt import SwitchConnection
 from targets.process import wait_until
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, write_topo
 from tests.controlplane.inproc import InProcessSwitch

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controlplane.planning import parse_job, plan_instances
+from controlplane.parsing import parse_job
+from controlplane.planning import plan_instances
 from controlplane.registry import GroupIds
 from echelon.policies import get_policy
 from echelon.quantize import flow_levels

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controlplane.codec import entry_from_proto, entry_to_proto
-from controlplane.p4info import P4Info, P4InfoError, decode, encode
+from p4client.codec import entry_from_proto, entry_to_proto
+from p4client.p4info import P4Info, P4InfoError, decode, encode
 
 P4INFO = Path(__file__).resolve().parents[2] / "p4src" / "build" / "echelon.p4info.txtpb"
 

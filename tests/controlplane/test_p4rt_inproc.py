@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from finsy.proto import p4r
 
-from controlplane.p4rt import (
+from p4client.p4rt import (
     P4RuntimeConnectionError,
     P4RuntimeWriteError,
     SwitchConnection,

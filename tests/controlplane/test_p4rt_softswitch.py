@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from controlplane.p4info import P4Info
-from controlplane.p4rt import P4RuntimeWriteError, SwitchConnection
+from p4client.p4info import P4Info
+from p4client.p4rt import P4RuntimeWriteError, SwitchConnection
 from tests.controlplane.helpers import P4INFO
 from tests.controlplane.procs import free_port, start_softswitch
 

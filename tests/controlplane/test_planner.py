@@ -1,7 +1,7 @@
 """Incremental planning equals a full re-plan.
 
 For random sequences of registrations and removals (random explicit specs and the
-paradigm examples), after every step :class:`controlplane.planner.Planner`'s
+paradigm examples), after every step :class:`controlplane.planning.Planner`'s
 plans equal ``plan_groups`` over the same jobs in the same order, its flow table
 equals ``build_table``'s array for array, and the changes it reported are
 exactly the plans that differ from the step before.
@@ -18,13 +18,14 @@ import pytest
 import yaml
 
 from controlplane.entries import GroupPlan
-from controlplane.planner import Planner
-from controlplane.planning import ParsedJob, parse_job, plan_groups
+from controlplane.parsing import ParsedJob, parse_job
+from controlplane.planning import Planner
 from controlplane.registry import GroupIds
 from echelon.errors import SpecError
 from echelon.policies.table import build_table
 from echelon.topology import Topology, TopologyNetwork, load
 from tests.controlplane.helpers import ROOT, write_topo
+from tests.controlplane.oracle import plan_groups
 
 EXAMPLES = sorted((ROOT / "echelon" / "examples").glob("*.yaml"))
 HOSTS = ("h1", "h2", "h3", "h4", "h5")

@@ -19,14 +19,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controlplane.entries import T_CLASSIFY, T_DEADLINE, GroupPlan, group_entries, plan_updates
+from controlplane.inflight import ProgressTracker, parse_report
 from controlplane.online import percentile
-from controlplane.p4info import P4Info, TableEntry
-from controlplane.planning import UnknownHostError, fine_ranges
-from controlplane.progress import ProgressTracker, parse_report
+from controlplane.parsing import UnknownHostError
+from controlplane.planning import fine_ranges
 from controlplane.registry import UnknownJobError
 from echelon.errors import SpecError
 from echelon.schedule import DeadlineRange
 from echelon.topology import load
+from p4client.p4info import P4Info, TableEntry
 from tests.controlplane.helpers import P4INFO, write_topo
 
 
@@ -359,7 +360,7 @@ def test_an_anticipated_group_finishes_like_a_reported_one(opening: Any) -> None
 def test_a_socket_never_started_stops_cleanly(tmp_path: Path) -> None:
     """The daemon stops the socket when its API failed to start, before start(): that
     must close and remove it, not raise over the real error."""
-    from controlplane.progress_socket import ProgressSocket
+    from controlplane.report_socket import ProgressSocket
 
     sock = ProgressSocket(tmp_path / "p.sock", lambda body: None)
     assert (tmp_path / "p.sock").exists()

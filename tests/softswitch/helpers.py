@@ -19,8 +19,8 @@ from finsy.proto import p4r
 from finsy.proto import rpc_status as status_pb2
 from google.protobuf import text_format
 
-from controlplane.p4info import P4Info
-from controlplane.p4rt import SwitchConnection
+from p4client.p4info import P4Info
+from p4client.p4rt import SwitchConnection
 
 ROOT = Path(__file__).resolve().parents[2]
 P4INFO_PATH = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
@@ -96,7 +96,7 @@ class Client(SwitchConnection):
     """The project's P4Runtime client with the raw hooks a server-conformance test needs.
 
     Channel, StreamChannel, arbitration messages and request building are
-    :class:`controlplane.p4rt.SwitchConnection`'s; here every stream message (and the
+    :class:`p4client.p4rt.SwitchConnection`'s; here every stream message (and the
     gRPC error that ends the stream) queues in ``inbox``, arbitration is sent when the
     test says so, and requests go to the stub directly so a test sees the server's
     raw gRPC status (``grpc.RpcError``) rather than the library's typed errors.

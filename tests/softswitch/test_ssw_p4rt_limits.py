@@ -14,8 +14,8 @@ import grpc
 import pytest
 from finsy.proto import p4r, p4r_grpc
 
-from controlplane.p4info import P4Info
-from controlplane.p4rt import P4RuntimeConnectionError, SwitchConnection
+from p4client.p4info import P4Info
+from p4client.p4rt import P4RuntimeConnectionError, SwitchConnection
 from softswitch.grpc_limits import MAX_STREAMS, Limits
 from softswitch.p4rt_server import P4RuntimeService, make_server
 from targets.process import wait_until

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from controlplane.p4info import P4Info
-from controlplane.p4rt import SwitchConnection
+from p4client.p4info import P4Info
+from p4client.p4rt import SwitchConnection
 from targets.process import free_port
 from targets.switch import Target, start_target
 

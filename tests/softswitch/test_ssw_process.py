@@ -15,9 +15,9 @@ from finsy.proto import p4r
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from controlplane.bmruntime import RuntimeApiError, RuntimeClient
 from echelon.constants import priority_for_dscp
 from echelon.wire import Echelon
+from p4client.bmruntime import RuntimeApiError, RuntimeClient
 from targets.process import free_port, wait_until
 from targets.switch import start_target
 from tests.softswitch.helpers import (

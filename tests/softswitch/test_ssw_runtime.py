@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from controlplane.bmruntime import RuntimeApiError, RuntimeClient, config_md5, run_command
-from controlplane.p4rt import SwitchConnection
+from p4client.bmruntime import RuntimeApiError, RuntimeClient, config_md5, run_command
+from p4client.p4rt import SwitchConnection
 from softswitch.bm.pipeline import Pipeline
 from softswitch.p4rt_server import P4RuntimeService, make_server
 from softswitch.queueing import PriorityRateQueues

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from controlplane.bmruntime import RuntimeClient
+from p4client.bmruntime import RuntimeClient
 from softswitch.queueing import PriorityRateQueues
 from softswitch.runtime import RuntimeServer
 from targets.process import wait_until

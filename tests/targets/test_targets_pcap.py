@@ -13,10 +13,10 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from controlplane.p4rt import SwitchConnection
 from echelon.constants import ECHELON_UDP_PORT, dscp_for_priority
 from echelon.pcap import count_records, pcap_names, read_records
 from echelon.wire import Echelon, unpack_header
+from p4client.p4rt import SwitchConnection
 from targets.process import free_port, wait_until
 from targets.switch import command_line, start_target
 from tests.core.test_wireshark_dissector import tshark_fields

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from controlplane.bmruntime import RuntimeApiError
-from controlplane.p4rt import SwitchConnection
+from p4client.bmruntime import RuntimeApiError
+from p4client.p4rt import SwitchConnection
 from targets.process import TargetError, free_port
 from targets.switch import Target, start_target
 from tests.softswitch.p4json import bmv2_json

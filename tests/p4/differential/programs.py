@@ -17,8 +17,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from controlplane.p4info import TableEntry
-from controlplane.p4rt import SwitchConnection
+from p4client.p4info import TableEntry
+from p4client.p4rt import SwitchConnection
 from ptf_tests import entries as ptf_entries
 from ptf_tests import packets as pk
 from tests.p4.differential.rig import Program

@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from controlplane.p4info import TableEntry
-from controlplane.p4rt import SwitchConnection
+from p4client.p4info import TableEntry
+from p4client.p4rt import SwitchConnection
 from softswitch.dataplane import ANC_SIZE, PACKET_AUXDATA, SOL_PACKET, frame_with_vlan
 from targets.process import free_port
 from targets.switch import Target, start_target

@@ -1,13 +1,13 @@
-"""One switch as the controller sees it: connection, pipeline, reconciliation, writes.
+"""The controller's per-switch sync: connection, pipeline, reconciliation, writes.
 
-A :class:`SwitchAgent` owns a background thread that (re)connects with backoff,
+A :class:`SwitchSync` owns a background thread that (re)connects with backoff,
 becomes primary, makes sure the switch runs our pipeline (comparing the cookie,
 pushing it only when missing or different, so a controller restart does not wipe
 the tables), then *reconciles*: reads every entry back, and applies the minimal
 difference to the desired set. After that, registrations call :meth:`apply`,
 which writes only the difference against the cached installed set.
 
-The agent never trusts that cache further than it has checked (issue 13): a write
+The agent never trusts that cache further than it has checked: a write
 whose outcome is not fully known (per-update statuses missing) or that fails in a
 way that implies the switch is not what we think (NOT_FOUND, ALREADY_EXISTS) is
 followed by a read-back and a reconciliation; every ``verify_interval`` seconds the
@@ -34,7 +34,6 @@ from typing import Any
 
 from finsy.proto import p4r
 
-from controlplane.codec import entry_from_proto
 from controlplane.entries import (
     Step,
     TableFullError,
@@ -43,22 +42,19 @@ from controlplane.entries import (
     plan_delta,
     plan_updates,
 )
-from controlplane.p4info import P4Info, TableEntry
-from controlplane.p4rt import (
+from echelon.errors import EchelonError
+from echelon.topology import Switch
+from p4client.codec import entry_from_proto
+from p4client.p4info import P4Info, TableEntry
+from p4client.p4rt import (
     P4RuntimeConnectionError,
     P4RuntimeError,
     P4RuntimeWriteError,
     SwitchConnection,
 )
-from controlplane.phases import PhaseError, write_phases
-from echelon.errors import EchelonError
-from echelon.topology import Switch
 
 log = logging.getLogger(__name__)
 _COUNT = {"INSERT": 1, "MODIFY": 0, "DELETE": -1}  # an update's effect on a table's size
-
-#: (base, gone, new): a desired set built as ``(base - gone) | new``, see :meth:`SwitchAgent.apply`
-Delta = tuple[set[TableEntry], set[TableEntry], set[TableEntry]]
 
 BACKOFF_MIN_S = 0.05
 BACKOFF_MAX_S = 2.0
@@ -75,7 +71,7 @@ ARBITRATION_LOG = 20
 
 
 @dataclass
-class AgentStatus:
+class SyncStatus:
     """Counters and flags ``/status`` reports; "primary" is read live off the connection."""
 
     connected: bool = False
@@ -104,12 +100,51 @@ class AgentStatus:
     )
 
 
+class PhaseError(Exception):
+    """A phase failed: its error, the steps applied before it and in it, the batch."""
+
+    def __init__(self, error: P4RuntimeError, applied: list[Step], batch: list[Step]) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.applied = applied
+        self.batch = batch
+
+
+def _phases(steps: list[Step]) -> list[list[Step]]:
+    """Split into runs that may share one WriteRequest: a DELETE never shares a
+    request with an INSERT/MODIFY, because a request's updates are unordered."""
+    out: list[list[Step]] = []
+    for s in steps:
+        is_del = s.kind == "DELETE"
+        if out and (out[-1][0].kind == "DELETE") == is_del:
+            out[-1].append(s)
+        else:
+            out.append([s])
+    return out
+
+
+def write_phases(conn: SwitchConnection, steps: list[Step]) -> None:
+    """Write ``steps`` phase by phase (:func:`_phases`); a failed phase raises
+    :class:`PhaseError` with the steps that did apply."""
+    applied: list[Step] = []
+    for batch in _phases(steps):
+        try:
+            conn.write_entries([(s.kind, s.entry) for s in batch])
+        except P4RuntimeWriteError as exc:
+            ok = set(exc.succeeded_indices)
+            done = [s for i, s in enumerate(batch) if i in ok]
+            raise PhaseError(exc, applied + done, batch) from None
+        except P4RuntimeError as exc:
+            raise PhaseError(exc, applied, batch) from None
+        applied += batch
+
+
 class _Unsettled(Exception):
-    """A write's outcome is not fully known, or the switch is not what the agent
+    """A write's outcome is not fully known, or the switch is not what the sync
     believed: the caller must read the switch back before deciding anything."""
 
 
-class SwitchAgent:
+class SwitchSync:
     """Keeps one switch in sync with the desired entries the controller computes.
 
     ``desired`` is a callback into the controller (called with the controller
@@ -140,7 +175,7 @@ class SwitchAgent:
         self._lock = lock
         self.conn: SwitchConnection | None = None
         self.installed: set[TableEntry] = set()
-        self.status = AgentStatus()
+        self.status = SyncStatus()
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._verify_now = threading.Event()
@@ -425,10 +460,12 @@ class SwitchAgent:
             self._counts_of = self.installed
         return self._counts_cache
 
-    def apply(self, desired: set[TableEntry], delta: Delta | None = None) -> list[Step] | None:
-        """Bring the switch from the installed set to ``desired`` (caller holds the lock).
-        ``delta`` = (base, gone, new), ``desired == (base - gone) | new``: when ``base``
-        is the installed set only ``gone`` and ``new`` are diffed (:func:`plan_delta`).
+    def apply(
+        self, desired: set[TableEntry], gone: set[TableEntry], new: set[TableEntry]
+    ) -> list[Step] | None:
+        """Bring the switch from the installed set to ``desired``, which the controller
+        built as ``(installed - gone) | new`` (caller holds the lock): only ``gone`` and
+        ``new`` are diffed (:func:`plan_delta`), never the whole set.
 
         Returns the applied steps, or ``None`` when the switch is not in sync (it
         will be reconciled on reconnect). Raises :class:`TableFullError` if the
@@ -440,9 +477,7 @@ class SwitchAgent:
         if not self.status.in_sync or conn is None or not conn.is_primary:
             return None
         before = self.installed
-        steps = self._delta_steps(before, delta) if delta is not None else None
-        if steps is None:
-            steps = plan_updates(before, desired, self._sizes())
+        steps = self._delta_steps(before, gone, new)
         try:
             try:
                 self._write(steps, before)
@@ -463,13 +498,13 @@ class SwitchAgent:
         self.installed = desired
         return steps
 
-    def _delta_steps(self, before: set[TableEntry], delta: Delta) -> list[Step] | None:
-        """Steps ``before`` -> ``(base - gone) | new`` planned from the delta alone
-        (:func:`plan_delta`, tested equal to the full diff); ``None`` unless ``before``
-        is ``base`` itself, i.e. the delta explains the whole change."""
-        base, gone, new = delta
-        if before is not base:
-            return None
+    def _delta_steps(
+        self, before: set[TableEntry], gone: set[TableEntry], new: set[TableEntry]
+    ) -> list[Step]:
+        """Steps ``before`` -> ``(before - gone) | new`` (:func:`plan_delta`, tested
+        equal to the full diff). An in-sync switch's installed set is the set the
+        controller built the delta on: both start from the same reconciliation and
+        take the same changes (an undone change is undone on both)."""
         return plan_delta(before, gone, new, self._counts(), self._sizes())
 
     def _converge(
@@ -505,7 +540,7 @@ class SwitchAgent:
             self._wake.set()
 
     def _write_phases(self, steps: list[Step]) -> None:
-        """:func:`controlplane.phases.write_phases` inside the write seqlock (see verify)."""
+        """:func:`write_phases` inside the write seqlock (see verify)."""
         assert self.conn is not None
         self._write_gen += 1
         try:

@@ -4,7 +4,7 @@ The HTTP endpoint (``POST /progress``) is the documented API. This is the same
 report, one JSON object per ``AF_UNIX`` datagram, for hosts that share the
 controller's file system but not its network namespace -- the demo's Mininet
 hosts, whose loopback is not the controller's. Snapshots need no answer (a lost
-one is repaired by the next, :mod:`controlplane.progress`), so a datagram fits:
+one is repaired by the next, :mod:`controlplane.inflight`), so a datagram fits:
 no connection, no head-of-line blocking, nothing for a dead reporter to hold.
 Access is the socket file's permissions (created 0600: only the controller's
 user may report), which is why it carries no bearer token.

@@ -1,4 +1,4 @@
-"""``python -m controlplane.bench_online``: online re-planning, end to end.
+"""``python -m bench.controller_online``: online re-planning, end to end.
 
 Starts a switch (``--target soft|bmv2``) and the controller daemon with
 ``--replan online``, registers ``--jobs`` explicit two-group jobs, then drives
@@ -35,9 +35,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-from controlplane.bench import ROOT, Bench, pct
-from controlplane.p4rt import SwitchConnection
-from echelon.errors import EchelonError
+from bench.controller import Bench, pct, run_cli
+from p4client.p4rt import SwitchConnection
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -248,7 +247,7 @@ def run(kind: Literal["soft", "bmv2"], n_jobs: int, n_events: int, alive: int,
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m controlplane.bench_online", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m bench.controller_online", description=__doc__)
     p.add_argument("--target", choices=("soft", "bmv2"), default="soft")
     p.add_argument("--jobs", type=int, default=100, help="registered jobs (2 groups each)")
     p.add_argument("--events", type=int, default=300, help="isolated events to time")
@@ -261,15 +260,10 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --jobs: 1..500, --events >= 1, 0 <= --alive < --jobs, --threads >= 1",
               file=sys.stderr)  # fmt: skip
         return 2
-    if a.target == "bmv2" and not (ROOT / "p4src" / "build" / "echelon.json").exists():
-        print("error: --target: bmv2 needs p4src/build/echelon.json (make p4)", file=sys.stderr)
-        return 2
-    try:
-        run(a.target, a.jobs, a.events, a.alive, a.interval_ms, a.burst_s, a.threads)
-    except EchelonError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return run_cli(
+        a.target,
+        lambda: run(a.target, a.jobs, a.events, a.alive, a.interval_ms, a.burst_s, a.threads),
+    )
 
 
 if __name__ == "__main__":

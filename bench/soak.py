@@ -1,6 +1,6 @@
-"""``python -m controlplane.soak``: registration churn across switch and daemon kills.
+"""``python -m bench.soak``: registration churn across switch and daemon kills.
 
-Starts a soft switch and the controller daemon (as ``controlplane.bench`` does),
+Starts a soft switch and the controller daemon (as ``bench.controller`` does),
 then for ``--duration`` seconds ``--workers`` threads register and remove jobs
 over HTTP without pause. Every ``--restart-every`` seconds, while the churn goes
 on, one of: the switch is killed (SIGKILL), the daemon is killed, or both; the
@@ -36,12 +36,12 @@ from pathlib import Path
 
 import httpx
 
-from controlplane.bench import Bench, job
+from bench.controller import Bench, job
 from controlplane.controller import Controller
-from controlplane.p4rt import SwitchConnection
 from controlplane.registry import Registry
 from echelon.errors import EchelonError
 from echelon.topology import load
+from p4client.p4rt import SwitchConnection
 from targets.process import wait_until
 
 #: Jobs one worker keeps registered at most (workers x this << 1024 echelon IDs).
@@ -251,7 +251,7 @@ def run(duration: float, restart_every: float, workers: int, seed: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m controlplane.soak", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__)
     p.add_argument("--duration", type=float, default=600.0, help="seconds of churn (default 600)")
     p.add_argument("--restart-every", type=float, default=30.0, help="seconds between kills")
     p.add_argument("--workers", type=int, default=4, help="client threads")

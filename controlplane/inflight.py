@@ -1,4 +1,6 @@
-"""Progress signals: which instance of each registered group is in flight right now.
+"""What is in flight: the controller's side of the hosts' progress reports.
+
+Which instance of each registered group is in flight right now.
 
 Hosts tell the controller, per job and iteration, which groups they have started
 sending (``released``) and which groups' flows addressed to them have all
@@ -72,7 +74,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from controlplane.planning import UnknownHostError
+from controlplane.parsing import UnknownHostError
 from controlplane.registry import UnknownJobError
 from echelon.errors import SpecError
 from echelon.specs import Index, Name, SpecModel, Text, validate

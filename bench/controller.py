@@ -1,4 +1,4 @@
-"""``python -m controlplane.bench``: registration latency and write rate, end to end.
+"""``python -m bench.controller``: registration latency and write rate, end to end.
 
 Starts a soft switch and the controller daemon (free ports, temporary registry),
 then, with N = 1, 100 and 1,000 jobs already registered, times ``--probes``
@@ -27,16 +27,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 import httpx
 import yaml
 
-from controlplane.p4info import P4Info
-from controlplane.p4rt import SwitchConnection
 from controlplane.registry import SYNC_MODES
 from echelon.errors import EchelonError
+from p4client.p4info import P4Info
+from p4client.p4rt import SwitchConnection
 from targets.process import free_port, stop_process, wait_until
 from targets.switch import Target, start_target
 
@@ -73,7 +74,7 @@ class Bench:
         )
         self.switch: Target | None = None
         self.daemon: subprocess.Popen[bytes] | None = None
-        self.daemon_args: list[str] = []  # extra daemon options (bench_online: --replan)
+        self.daemon_args: list[str] = []  # extra daemon options (bench.controller_online: --replan)
         self.http = httpx.Client(base_url=self.api, timeout=60)
 
     def start_switch(self) -> None:
@@ -197,7 +198,7 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m controlplane.bench", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m bench.controller", description=__doc__)
     p.add_argument("--levels", default="1,100,1000", help="registered-job counts to measure at")
     p.add_argument("--probes", type=int, default=50, help="timed registrations per level")
     p.add_argument("--target", choices=("soft", "bmv2"), default="soft", help="switch to drive")
@@ -222,11 +223,15 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.target == "bmv2" and not (ROOT / "p4src" / "build" / "echelon.json").exists():
-        print("error: --target: bmv2 needs p4src/build/echelon.json (make p4)", file=sys.stderr)
-        return 2
+    return run_cli(args.target, lambda: run(levels, args.probes, args.target, args.registry_sync))
+
+
+def run_cli(target: str, body: Callable[[], object]) -> int:
+    """Run a benchmark's ``body`` as a command: exit status 2 with the error on stderr."""
     try:
-        run(levels, args.probes, args.target, args.registry_sync)
+        if target == "bmv2" and not (ROOT / "p4src" / "build" / "echelon.json").exists():
+            raise EchelonError("--target: bmv2 needs p4src/build/echelon.json (make p4)")
+        body()
     except EchelonError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

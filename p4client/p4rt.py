@@ -4,7 +4,7 @@ Why not p4runtime-shell: it keeps a process-wide global client and prints rather
 than raising, which does not suit a daemon that talks to several switches from
 several threads, nor tests that need exact per-update error codes. This module
 keeps one gRPC channel and one StreamChannel per switch, looks every ID up by
-name in the P4Info (:mod:`controlplane.p4info`) and raises typed exceptions.
+name in the P4Info (:mod:`p4client.p4info`) and raises typed exceptions.
 
 Usage::
 
@@ -32,9 +32,9 @@ from finsy.proto import p4r as p4runtime_pb2
 from finsy.proto import p4r_grpc as p4runtime_pb2_grpc
 from finsy.proto import rpc_code as code_pb2
 
-from controlplane.codec import ENCODED_MAX, encoded, entry_from_proto
-from controlplane.p4info import P4Info, TableEntry, UserValue
-from controlplane.p4rt_errors import (
+from p4client.codec import ENCODED_MAX, encoded, entry_from_proto
+from p4client.p4info import P4Info, TableEntry, UserValue
+from p4client.p4rt_errors import (
     P4RuntimeConnectionError,
     P4RuntimeError,
     P4RuntimeWriteError,
@@ -383,7 +383,7 @@ class SwitchConnection:
         self, items: Sequence[tuple[str, TableEntry]]
     ) -> list[p4runtime_pb2.Update]:
         """:meth:`updates` for ``(kind, entry)`` pairs, remembered per connection and
-        P4Info: read-only messages, only ever copied into a WriteRequest (the agent
+        P4Info: read-only messages, only ever copied into a WriteRequest (the controller
         writes the same entries again after every switch restart)."""
         info = self._p4info()
         if self._update_cache[0] is not info or len(self._update_cache[1]) > ENCODED_MAX:

@@ -1,4 +1,4 @@
-"""Conversion between :class:`~controlplane.p4info.TableEntry` and P4Runtime protobufs.
+"""Conversion between :class:`~p4client.p4info.TableEntry` and P4Runtime protobufs.
 
 Kept apart from the connection code so the pure parts (entry diffing, tests) can
 check the exact bytes a write would carry without a switch.
@@ -10,7 +10,7 @@ import weakref
 
 from finsy.proto import p4r as p4runtime_pb2
 
-from controlplane.p4info import MatchValue, P4Info, P4InfoError, TableEntry, decode, encode
+from p4client.p4info import MatchValue, P4Info, P4InfoError, TableEntry, decode, encode
 
 
 def entry_to_proto(p4info: P4Info, entry: TableEntry) -> p4runtime_pb2.TableEntry:
