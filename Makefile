@@ -1,6 +1,7 @@
 # EchelonFlow on programmable switches — one Makefile for every role.
 #   make run    the end-to-end demo (BMv2 if installed, else the embedded soft switch)
 #   make test   every test: lint, types, unit, integration, PTF on the soft switch (and BMv2 if installed), headless demo
+#   make test-fast  unit tests only (no root, nothing marked slow): under a minute
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -16,7 +17,7 @@ POLICIES ?= echelon-online,echelon,coflow,fifo
 APT_PKGS := mininet iproute2 ethtool tcpdump tshark iputils-ping
 P4C     := $(shell command -v p4c-bm2-ss 2>/dev/null)
 
-.PHONY: help deps venv venv-ray p4 run test test-unit test-ptf test-e2e lint typecheck fmt bench eval ptf clean p4rt-shell p4rt-shell-venv
+.PHONY: help deps venv venv-ray p4 run test test-fast test-unit test-root lint typecheck fmt bench eval ptf clean p4rt-shell p4rt-shell-venv
 
 help:
 	@echo "make run      end-to-end demo on the emulated network (TARGET=auto|soft|bmv2, TOPO=...,"
@@ -24,6 +25,7 @@ help:
 	@echo "              PCAP=1 per-port pcaps,"
 	@echo "              CLI=1|during|after Mininet CLI before/during/after traffic)"
 	@echo "make test     lint, type check and every test (what CI runs)"
+	@echo "make test-fast  unit tests only: no root, nothing marked slow (under a minute)"
 	@echo "make ptf      PTF suite (TARGET=soft|bmv2)"
 	@echo "make bench    scheduler, soft switch and controller benchmarks"
 	@echo "make eval     simulator evaluation report -> docs/evaluation.md (EVAL_ARGS=--ray-address auto)"
@@ -110,6 +112,11 @@ lint: venv
 
 typecheck: venv
 	$(VENV)/bin/mypy
+
+# Unit tests: no root, nothing marked slow (> ~1 s: processes, long computations), so no
+# Ray either (its tests are slow). What to run after every edit.
+test-fast: venv
+	$(VENV)/bin/pytest -q -m "not root and not slow" tests
 
 test-unit: venv venv-ray
 	$(VENV)/bin/pytest -q -m "not root" tests

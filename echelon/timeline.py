@@ -1,6 +1,6 @@
 """ASCII rendering of an iteration's ideal timeline and its EchelonFlows.
 
-docs/model.md shows every paradigm's timeline; drawing them by hand invites
+docs/paradigms.md shows every paradigm's timeline; drawing them by hand invites
 mistakes, so they are generated from the same plan the switch is programmed
 from (``echelon timeline JOB.yaml``). One character is ``scale`` seconds.
 A host row shows its tasks; an EchelonFlow row marks each flow's ideal finish

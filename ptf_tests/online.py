@@ -18,7 +18,7 @@ from typing import Any
 
 from controlplane.client import ApiClient, plain
 from echelon.errors import EchelonError
-from ptf_tests import controller as controller_test
+from ptf_tests import controller_driven
 from ptf_tests import packets as pk
 
 OUT = 4
@@ -46,7 +46,7 @@ JOBS = [
 ]
 
 
-class OnlineReplanKeepsPriority(controller_test.ControllerDrivenOrdering):
+class OnlineReplanKeepsPriority(controller_driven.ControllerDrivenOrdering):
     """Frames of a registered group keep a level >= 1 across online re-plans."""
 
     daemon_args = ("--replan", "online", "--replan-interval-ms", "0")

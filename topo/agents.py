@@ -27,7 +27,7 @@ READY_TIMEOUT_S = 30.0
 #: An agent still missing packets ends when nothing moved on its host for this many
 #: contention-free iterations of the slowest job, and never sooner than IDLE_MIN_S: a
 #: packet lost between a host and the switch never arrives, and closed loop everything
-#: behind it waits (docs/demo.md, "BMv2 packet loss under load").
+#: behind it waits (docs/demo.md, "Limits").
 IDLE_ITERATIONS = 5.0
 IDLE_MIN_S = 2.0
 

@@ -8,7 +8,7 @@ descriptions stored in the results) and prints them against the measured ones,
 and, per EchelonFlow instance, completion times. Exit 1 when a checked
 EchelonFlow's completion differs by more than ``--tolerance`` seconds.
 
-Two models (docs/demo.md, "Cross-check against the simulator", has the numbers):
+Two models (docs/demo.md, "Cross-check with the simulator", has the numbers):
 
 * ``--model packet`` (:mod:`sim.packet`; ``echelon`` and ``echelon-online``,
   closed loop): the agents' round-robin pacers feeding each host's FIFO link,
@@ -358,7 +358,7 @@ def mean_iteration_ratio(its: list[dict[str, Any]]) -> float:
     Why beside the per-iteration differences: where a race at a port decides which of
     two groups goes first, the emulation and the model may serve them the other way
     round, and single groups and iterations then differ by far more than the tolerance
-    while the mean stays close (docs/demo.md, online runs of 2026-12-01)."""
+    while the mean stays close (docs/measurements/demo.md, online runs of 2026-12-01)."""
     if not its:
         return math.nan
     return float(sum(r["measured"] for r in its) / sum(r["predicted"] for r in its))

@@ -1,10 +1,12 @@
-"""The two contending demo jobs of ``make run``: job-description files, scaled down.
+"""The contending demo jobs of ``make run``: job-description files, scaled down.
 
 The jobs are ordinary paradigm job descriptions (``topo/jobs/*.yaml``, the
-:func:`echelon.jobs.load_job` format): a GPipe pipeline h1 -> h4 and a
+:func:`echelon.jobs.load_job` format): a GPipe pipeline h1 -> h4, a
 parameter-server data-parallel job (PS h2, workers h3, h4) whose layer-wise
-pull to h4 meets the pipeline's activations at h4's bottleneck. Their EchelonFlows come from
-the paradigm builders, like any job's; nothing here builds flows by hand.
+pull to h4 meets the pipeline's activations at h4's bottleneck, and ``big`` (PS h3,
+worker h4, two large layers), whose pull makes the best order at h4 change as groups
+come and go. Their EchelonFlows come from the paradigm builders, like any job's;
+nothing here builds flows by hand.
 
 **One scale factor.** The files describe the jobs at their own scale (hundreds
 of kB per tensor, 0.1-0.4 s per compute step). The demo multiplies every size
@@ -30,7 +32,10 @@ from echelon.errors import SpecError
 from echelon.jobs import JobSpec, load_job
 
 ROOT = Path(__file__).resolve().parents[1]
-JOB_FILES = ("topo/jobs/pipe.yaml", "topo/jobs/dp.yaml")
+#: The demo's jobs (``make run``, and ``topo.run`` without ``--jobs``).
+JOB_FILES = ("topo/jobs/pipe.yaml", "topo/jobs/dp.yaml", "topo/jobs/big.yaml")
+#: The two-job scenario: the pipeline and the parameter server alone.
+TWO_JOB_FILES = JOB_FILES[:2]
 #: Sizes and compute durations are multiplied by this (see the module docstring).
 DEFAULT_SCALE = 0.1
 

@@ -51,7 +51,7 @@ DEFAULT_PREFIX = "ec"
 #: ``nice`` increment of the switch process. A switch is hardware of its own; here it is
 #: one process sharing the CPUs with every emulated host, agent and the controller, and
 #: a single-threaded BMv2 near its packet rate drops at its input when they take its CPU
-#: (measured: docs/demo.md, "On BMv2"), so it runs before them.
+#: (measured: docs/measurements/demo.md), so it runs before them.
 SWITCH_NICE = -10
 _warned_netem = False
 

@@ -1,9 +1,10 @@
-"""``make run``: the demo end to end — topology, controller, two contending jobs, three policies.
+"""``make run``: the demo end to end — topology, controller, three contending jobs, four policies.
 
     python -m topo.run [--topo topo/star.yaml] [--target auto|soft|bmv2] [--headless]
-                       [--policies echelon,coflow,fifo[,echelon-online]] [--iterations 3]
+                       [--policies echelon-online,echelon,coflow,fifo] [--iterations 3]
                        [--out-dir run]
-                       [--jobs topo/jobs/pipe.yaml,topo/jobs/dp.yaml] [--scale 0.1]
+                       [--jobs topo/jobs/pipe.yaml,topo/jobs/dp.yaml,topo/jobs/big.yaml]
+                       [--scale 0.1]
                        [--release closed|open] [--pcap [DIR]] [--port-view SECONDS]
                        [--cli auto|before|during|after|never]
 
@@ -52,15 +53,16 @@ from echelon.topology import load
 from hostagent.scenario import RELEASE_MODES
 from topo import crosscheck, demo, portview
 from topo.agents import PACKET_BYTES, play_scenario
-from topo.controller import ControllerProcess
+from topo.controller_process import ControllerProcess
 from topo.interactive import CLI_MODES, Ticker, open_cli, resolve_cli, run_with_cli
 from topo.net import EchelonNet
 from topo.portview import PortView
 from topo.report import plot_finish_times, table
 
 log = logging.getLogger("topo.run")
-#: The controller's policies (controlplane.planning.POLICIES), checked before starting anything.
-POLICIES = ("echelon", "coflow", "fifo", "echelon-online")
+#: The controller's policies (controlplane.planning.POLICIES), checked before starting
+#: anything; all of them, in this order, are what a run plays without ``--policies``.
+POLICIES = ("echelon-online", "echelon", "coflow", "fifo")
 #: ``echelon-online``: the echelon policy, re-planned online from the agents' progress
 #: reports (docs/controller.md, "Online re-planning"); ``echelon`` is then the static one.
 ONLINE = "echelon-online"
@@ -89,7 +91,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="SECONDS",
         help="with --pcap: print per-port packet counts this often (0: off)",
     )
-    p.add_argument("--policies", default="echelon,coflow,fifo")
+    p.add_argument("--policies", default=",".join(POLICIES))
     p.add_argument(
         "--idle-level",
         choices=("keep", "lowest"),

@@ -3,7 +3,7 @@
 Activations of micro-batch m leave stage s when its forward ends and are needed
 when stage s+1 can start forward m, i.e. after its forward of m-1: in steady
 state the arrangement of ``fwd/s<s>-s<s+1>`` is spaced by the *consuming*
-stage's forward time. See docs/model.md for the timeline.
+stage's forward time. See docs/paradigms.md for the timeline.
 """
 
 from __future__ import annotations

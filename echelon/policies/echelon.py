@@ -1,7 +1,7 @@
 """The EchelonFlow policy (v2): size classes, virtual deadlines, DAG slack.
 
-What it computes at each re-plan (reasoning and measurements: docs/model.md,
-docs/evaluation.md):
+What it computes at each re-plan (reasoning: docs/model.md §5.1; measurements:
+docs/measurements/model.md, docs/evaluation.md):
 
 1. **Latest finish.** Flow ``j`` is due at ``t_ref + A(j) + slack(j)``: the latest
    arrival that does not lengthen its iteration in the contention-free timeline
@@ -47,8 +47,8 @@ The variant ``echelon-jobtier`` replaces the groups' size classes with two *job*
 tiers: the smallest jobs whose work (their busiest link's time for all they have
 left) adds up to at most ``TIER_SHARE`` of the largest job's go strictly first,
 the rest share one tier by virtual deadline. It trades about a point of mean for
-five to ten points of tail on the evaluation's ``hybrid`` mix (docs/model.md); it
-is not the default because it has not been validated end to end (docs/demo.md).
+five to ten points of tail on the evaluation's ``hybrid`` mix (docs/measurements/model.md); it
+is not the default because its demo plan hinged on a strict-priority race (docs/demo.md).
 """
 
 from __future__ import annotations

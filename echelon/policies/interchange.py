@@ -17,7 +17,7 @@ buys depends on when those hops deliver. The one such swap we followed end to en
 (the emulated demo, docs/demo.md) made a plan whose outcome a 1.5 % change in link
 rate decides (22 flows moved by up to 179 ms); restricted to nested pairs the
 interchange makes no swap there, keeps its whole gain on one link and is within
-seed noise of the unrestricted one on the cluster (docs/model.md). ``pairs="any"``
+seed noise of the unrestricted one on the cluster (docs/measurements/model.md). ``pairs="any"``
 (the ablation ``echelon-swapany``) tries every pair that shares a link.
 
 Judging a swap does not redo the whole layout: swapping neighbours changes the
@@ -43,7 +43,7 @@ from echelon.policies.table import Floats, FlowTable, Ints, group_lateness, inci
 #: Most candidate pairs judged per re-plan, from the head of the order (bounds the
 #: refinement's cost at any scale). Under strict priority the head is what is being
 #: served; 4 and 16 gave the same one-link ratio and cluster numbers within seed noise
-#: (docs/model.md), and each trial costs a controller's re-plan ~0.1 ms.
+#: (docs/measurements/model.md), and each trial costs a controller's re-plan ~0.1 ms.
 SWAP_TRIALS = 4
 #: Up to this many live flow-link incidences a trial lays the whole table out again;
 #: above it only the links the pair crosses (a controller's re-plan of a few dozen

@@ -76,6 +76,7 @@ def big_job(flows: int) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 def test_piped_to_head_no_traceback(live: Live) -> None:
     """The answer is far bigger than a pipe's buffer, so the writer meets a closed pipe."""
     live.ctl.register(big_job(3000))
@@ -91,6 +92,7 @@ def test_piped_to_head_no_traceback(live: Live) -> None:
         assert "Traceback" not in res.stderr and "BrokenPipe" not in res.stderr, res.stderr
 
 
+@pytest.mark.slow
 def test_switch_down_stats_errs_and_status_says_why(
     live: Live, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -71,6 +71,7 @@ def by_table(entries: set[TableEntry], table: str) -> list[TableEntry]:
     return sorted(e for e in entries if e.table == table)
 
 
+@pytest.mark.slow
 def test_startup_installs_routes_and_register_remove(
     env: tuple[Controller, list[InProcessSwitch]],
 ) -> None:
@@ -165,6 +166,7 @@ def test_policy_switch(env: tuple[Controller, list[InProcessSwitch]]) -> None:
     assert ctl.policy == "coflow"
 
 
+@pytest.mark.slow
 def test_incremental_changes_leave_what_a_full_replan_wants(
     env: tuple[Controller, list[InProcessSwitch]],
 ) -> None:

@@ -96,6 +96,7 @@ def test_damage_while_running_is_noticed_and_changes_refused(tmp_path: Path) -> 
     reg.close()
 
 
+@pytest.mark.slow
 def test_locked_registry_is_503_not_500(tmp_path: Path) -> None:
     srv = InProcessSwitch()
     topo = load(write_topo(tmp_path / "t.yaml", [srv.addr]))

@@ -22,7 +22,8 @@ from targets.switch import Target
 from tests.controlplane.helpers import P4INFO, spec, write_topo
 from tests.controlplane.procs import RETRY, Daemon, free_port, start_softswitch
 
-pytestmark = pytest.mark.timeout(120)
+# Every test starts switch and controller processes: seconds each, so not in test-fast.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 
 @dataclass

@@ -106,6 +106,7 @@ def read_all(server: InProcessSwitch) -> set[TableEntry]:
         return set(sw.read_table_entries())
 
 
+@pytest.mark.slow
 def test_order_follows_what_is_in_flight(online: tuple[Controller, InProcessSwitch]) -> None:
     ctl, server = online
     hosts = Hosts(ctl)
@@ -212,6 +213,7 @@ def test_progress_endpoint(online: tuple[Controller, InProcessSwitch]) -> None:
     assert view["online"]["replans"] >= 1
 
 
+@pytest.mark.slow
 def test_progress_socket_datagrams_from_the_library(
     online: tuple[Controller, InProcessSwitch], tmp_path: Path
 ) -> None:

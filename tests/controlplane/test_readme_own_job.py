@@ -50,6 +50,7 @@ def localise(cmd: str, topo: Path, db: Path) -> str:
     )
 
 
+@pytest.mark.slow
 def test_readme_own_job_flow(tmp_path: Path) -> None:
     start, flow = readme_blocks()
     assert len(start) == 1 and len(flow) == 3, "README: one start command, three for the job"

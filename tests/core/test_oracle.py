@@ -106,6 +106,7 @@ def test_too_large_refused() -> None:
     assert info.value.field == "instance"
 
 
+@pytest.mark.slow
 def test_ratio_on_the_random_set() -> None:
     """The numbers docs/evaluation.md reports (300 instances, seed 0), kept from
     sliding: echelon meets the issue's target of 1.005 (1.0026 when written), without

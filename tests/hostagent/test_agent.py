@@ -173,6 +173,7 @@ def play(
     return [json.loads((tmp_path / f"{h}.json").read_text()) for h in hosts]
 
 
+@pytest.mark.slow
 def test_agents_play_scenario_end_to_end(tmp_path: Path) -> None:
     """Three agent processes over loopback: every flow completes, the report is consistent."""
     records = play(tmp_path, scenario_dict(0.0), list(HOSTS))
@@ -229,6 +230,7 @@ def test_flows_released_together_are_interleaved_packet_by_packet() -> None:
     assert abs(r0["end"] - r1["end"]) < 0.01  # same size, same share: end together
 
 
+@pytest.mark.slow
 def test_an_agent_waiting_for_packets_that_never_come_gives_up_when_idle(
     tmp_path: Path,
 ) -> None:
@@ -242,6 +244,7 @@ def test_an_agent_waiting_for_packets_that_never_come_gives_up_when_idle(
     assert all(r["packets"] == 0 for r in rec["received"].values())
 
 
+@pytest.mark.slow
 def test_an_idle_timeout_does_not_cut_a_run_that_progresses(tmp_path: Path) -> None:
     """The same three agents as the end-to-end test, with an idle timeout shorter than
     the run: packets keep moving, so nobody stalls and every flow completes."""

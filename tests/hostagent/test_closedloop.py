@@ -146,6 +146,7 @@ def test_paradigm_plans_satisfy_the_host_local_rules_and_iteration_times_add_up(
     assert [r["time"] for r in rows] == [pytest.approx(0.5), pytest.approx(0.4)]
 
 
+@pytest.mark.slow
 def test_agents_run_the_closed_loop_end_to_end(tmp_path: Path) -> None:
     """Real agents over loopback: each consumer starts after its input arrived, the
     iteration's times are measured, and ideal finishes follow the iteration's start."""

@@ -45,7 +45,10 @@ class Sink:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # a short poll interval: shutdown() waits for the loop's next poll (0.5 s by default)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self.thread.start()
 
     def stop(self) -> None:
@@ -120,6 +123,7 @@ def test_bad_api_address() -> None:
         ProgressReporter("ftp://x", job="j", host="h1")
 
 
+@pytest.mark.slow
 def test_agent_reports_releases_and_finishes(sink: Sink, tmp_path: Path) -> None:
     """Two real agents (closed loop, 2 iterations; h1 sends pull and a, h2 sends b)
     report to the controller address they are given: each host's last snapshot of

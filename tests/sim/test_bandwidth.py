@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import pytest
+
 from sim.eval import bandwidth
 from sim.eval.experiments import NETWORK, POLICIES, PROFILES, SWEEP_GBIT
 from sim.sweep import run_point
@@ -25,6 +27,7 @@ def test_sweep_points_cover_requested_bandwidths_once() -> None:
     assert set(SWEEP_GBIT) <= set(bandwidth.SOURCES)  # every swept speed has a source
 
 
+@pytest.mark.slow
 def test_slower_links_do_not_speed_up_a_run() -> None:
     """Tagging reads the bandwidth back, and a 10x slower network is not faster."""
     slow_pt = next(p for p in bandwidth.points(PROFILES["tiny"]) if p.policy == "fair")

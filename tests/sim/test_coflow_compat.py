@@ -67,6 +67,7 @@ def test_admission_at_epochs_counts_from_admission() -> None:
     assert exact.arrival.tolist() == [4.992, 11.992]
 
 
+@pytest.mark.slow
 def test_sebf_smallest_bottleneck_first_and_fifo_by_admission() -> None:
     lines = ["b 0 1 0 1 2:3", "a 0 1 1 1 2:1"]  # both into port 2
     # SEBF: a (1 MB) first, b waits for a's departure, then 3 steps
@@ -128,6 +129,7 @@ def test_probe_options_are_checked() -> None:
         simulate_compat(tr, "fifo", PORT, CompatOptions(wc_order="bogus"))
 
 
+@pytest.mark.slow
 def test_step_slack_moves_a_boundary_finish_by_one_step() -> None:
     # 2 MB at 1 MB/step ends exactly on the second step boundary (16 ms); with the
     # rounding probe it takes a third step

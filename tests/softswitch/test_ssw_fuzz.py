@@ -192,6 +192,7 @@ def _stream_messages(draw: st.DrawFn) -> p4r.StreamMessageRequest:
     return req
 
 
+@pytest.mark.slow
 @FEW
 @given(st.lists(_stream_messages(), min_size=1, max_size=3))
 def test_random_stream_messages_are_answered(

@@ -92,6 +92,7 @@ def test_idle_streams_do_not_freeze_the_switch(served: Served) -> None:
         sw.set_pipeline(info, DEVICE_CONFIG)
 
 
+@pytest.mark.slow
 def test_stream_without_arbitration_times_out() -> None:
     s = Served(Limits(arbitration_timeout_s=0.5))
     try:

@@ -46,6 +46,7 @@ def switch(tmp_path: Path) -> Iterator[Target]:
         assert t.stop() == 0, log.read_text()
 
 
+@pytest.mark.slow
 def test_p4runtime_shell_programs_the_soft_switch(shell_python: Path, switch: Target) -> None:
     device_json = ROOT / "p4src" / "build" / "echelon.json"  # p4c's program, as for BMv2
     run = [str(shell_python), str(SCRIPT), switch.grpc_addr, str(P4INFO), str(device_json)]

@@ -40,6 +40,7 @@ def closed_by_peer(s: socket.socket) -> bool:
         return True
 
 
+@pytest.mark.slow
 def test_connections_bounded_and_idle_ones_closed(server: RuntimeServer) -> None:
     socks = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(6)]
     try:

@@ -142,6 +142,7 @@ def test_group_table_averages_each_groups_completion_over_iterations() -> None:
     [(["--jobs", "topo/jobs/none.yaml"], "topo/jobs/none.yaml"), (["--scale", "0"], "scale"),
      (["--iterations", "0"], "iterations")],
 )  # fmt: skip
+@pytest.mark.slow
 def test_run_rejects_bad_jobs_before_starting_anything(extra: list[str], field: str) -> None:
     import subprocess
     import sys

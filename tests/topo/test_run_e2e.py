@@ -7,12 +7,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from targets.process import free_port, stop_process, wait_until
 from topo.crosscheck import (
-    DEFAULT_TOLERANCE_S,
     compare,
     completion_rows,
     iteration_rows,
@@ -20,16 +20,46 @@ from topo.crosscheck import (
     predict,
     race_flows,
 )
-from topo.demo import specs_from_results
+from topo.demo import TWO_JOB_FILES, specs_from_results
 from topo.net import root_links
+from topo.run import POLICIES
 
 from .helpers import ROOT, alive, needs_root, topo_on_free_ports
 
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.skipif(needs_root, reason="root")]
 PREFIX = f"t6e{os.getpid() % 1000}"  # unique per test process
 KILL_PREFIX = f"t6k{os.getpid() % 1000}"
+# Timing bounds are shares of the run's own times, not milliseconds measured on one day:
+# the emulated network is shaped to fixed rates, so its times do not stretch with CPU
+# load, but the hosts', switch's and controller's latency does, by a few ms to a few tens
+# of ms on a loaded 2-core machine (docs/measurements/demo.md). Each share below is about
+# twice the largest seen there and still well under what the failure it guards gives.
+#: The PS pull under per-flow levels vs one Coflow level: echelon's ECT at most this
+#: share of coflow's. Structural gain: the early layers arrive first, so the ECT drops by
+#: about the offsets of the layers that finish last (20-30 ms of ~0.25 s): measured
+#: 0.93-0.94; equal levels (the failure) give 1.0.
+PULL_ECT_RATIO = 0.97
+#: Model vs emulation, a group's completion or a job's iteration time: the largest
+#: difference at most this share of the run's mean iteration time (two-job demo: about
+#: 0.4 s, so ~24 ms, near the cross-check's own 20 ms tolerance). Measured: fluid model
+#: 3.4 % at most, packet model 1.1 %; a model that ignores the hosts' NICs is 17-19 % off.
+TWO_JOB_SHARE = 0.06
+#: The three-job static plan against the packet model: largest difference at most this
+#: share of the run's mean iteration time (~0.51 s, so ~60 ms). Measured: 1.4-5.7 %
+#: (7-29 ms), once 10 % with other work on both cores; the order flipping at h4 (the
+#: failure: a race) moves groups by 120-260 ms, 23-50 %.
+STATIC_SHARE = 0.12
 #: Online: the emulated mean iteration time within this share of the packet model's.
+#: Measured 0.8-6.2 %; a controller that stopped re-planning runs the static plan,
+#: 11.8-13.2 % above the online model.
 ONLINE_MEAN_BOUND = 0.08
+
+
+def mean_iteration_s(results: dict[str, Any], policy: str) -> float:
+    """The run's mean iteration time under ``policy``, over its jobs."""
+    jobs = results["policies"][policy]["jobs"]
+    times = [j["iteration_time_mean"] for j in jobs.values()]
+    return float(sum(times) / len(times))
 
 
 def test_demo_runs_echelon_beats_fifo_for_the_pipeline_and_coflow_for_the_pull(
@@ -39,7 +69,8 @@ def test_demo_runs_echelon_beats_fifo_for_the_pipeline_and_coflow_for_the_pull(
     out = tmp_path / "run"
     argv = [sys.executable, "-m", "topo.run", "--headless", "--target", "soft",
             "--topo", str(topo), "--out-dir", str(out), "--prefix", PREFIX,
-            "--api-port", str(free_port()), "--iterations", "1"]  # fmt: skip
+            "--api-port", str(free_port()), "--iterations", "1",
+            "--jobs", ",".join(TWO_JOB_FILES), "--policies", "echelon,coflow,fifo"]  # fmt: skip
     proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
     try:
@@ -80,11 +111,10 @@ def test_demo_runs_echelon_beats_fifo_for_the_pipeline_and_coflow_for_the_pull(
     assert ect["echelon"] < ect["fifo"], ect
     # The PS pull to h4 (all layers released together, needed layer by layer): per-flow
     # levels deliver the early layers first, one Coflow level finishes them together.
-    # Closed loop, one iteration: 0.235-0.238 vs 0.253 s over 3 runs (docs/demo.md); 5 ms
-    # margin. (With three iterations 0.177-0.180 vs 0.224-0.225 s.)
     pull = {p: next(e["completion_time"] for e in r["jobs"]["dp"]["echelons"]
                     if e["group"] == "pull") for p, r in results["policies"].items()}  # fmt: skip
-    assert pull["echelon"] + 0.005 < pull["coflow"], pull
+    assert pull["echelon"] < PULL_ECT_RATIO * pull["coflow"], pull
+    bound = TWO_JOB_SHARE * mean_iteration_s(results, "echelon")
     # Cross-check with the simulator's fluid model (strict priority: few ms apart).
     rows = compare(results, "echelon")
     assert len(rows) == sum(len(ef.flows) for ef in planned.values())
@@ -96,19 +126,19 @@ def test_demo_runs_echelon_beats_fifo_for_the_pipeline_and_coflow_for_the_pull(
     checked = {e["echelon"] for e in ects if e["checked"]}
     assert {"pipe/0/fwd/s0-s1", "dp/0/pull"} <= checked, ects
     worst = max(abs(e["diff"]) for e in ects if e["checked"])
-    assert worst <= DEFAULT_TOLERANCE_S, ects
+    assert worst <= bound, (bound, ects)
     # ... and with the packet-level model (host pacers and FIFOs, queues keep each
     # packet's class), which checks every group
     packet = completion_rows(compare(results, "echelon", "packet"), "packet")
     assert len(packet) == len(planned) and all(e["checked"] for e in packet), packet
-    assert max(abs(e["diff"]) for e in packet) <= DEFAULT_TOLERANCE_S, packet
+    assert max(abs(e["diff"]) for e in packet) <= bound, (bound, packet)
     # Nothing left behind: interfaces with our prefix, the switch, controller, agents.
     assert not {n for n in root_links() if n.startswith(PREFIX)}
     assert not procs_mentioning(f"@{PREFIX}s1-") and not procs_mentioning(str(tmp_path))
 
 
 def test_online_three_jobs_agrees_with_the_packet_model(tmp_path: Path) -> None:
-    """The online scenario (docs/demo.md): three jobs whose best order at h4 changes
+    """The online scenario (``make run``, docs/demo.md): three jobs whose best order at h4 changes
     as groups come and go. The controller re-plans on the agents' reports (and plans
     the opening pulls on their "entering iteration 0" reports, before any packet);
     the packet-level model of that controller, the agents' pacers and their per-host
@@ -134,29 +164,24 @@ def test_online_three_jobs_agrees_with_the_packet_model(tmp_path: Path) -> None:
     online = results["policies"]["echelon-online"]
     assert online["online"]["replans"] > 0 and online["online"]["failures"] == 0
     # The static plan: every group instance of both iterations, and both iterations'
-    # times, against the packet model, to twice the stated tolerance. Measured on
-    # 2026-12-01 (docs/demo.md, "Re-measured 2026-12-01"): the largest difference per
-    # run was 7.0-29.2 ms in 29 recorded runs on the CI machine and 50 ms once with other
-    # work on its two cores; 8.4 ms at most on the machine of 2026-11-30.
+    # times, against the packet model (STATIC_SHARE says why that margin).
+    bound = STATIC_SHARE * mean_iteration_s(results, "echelon")
     pred = predict(results, "echelon", "packet")
     ects = completion_rows(compare(results, "echelon", "packet", pred), "packet")
     assert len(ects) == 2 * 6 and all(e["checked"] for e in ects), ects
-    assert max(abs(e["diff"]) for e in ects) <= 2 * DEFAULT_TOLERANCE_S, ects
+    assert max(abs(e["diff"]) for e in ects) <= bound, (bound, ects)
     its = iteration_rows(results, "echelon", pred)
     assert len(its) == 2 * 3, its
-    assert max(abs(r["diff"]) for r in its) <= 2 * DEFAULT_TOLERANCE_S, its
+    assert max(abs(r["diff"]) for r in its) <= bound, (bound, its)
     # the static plan's outcome does not hinge on a race: with the shaped links 1.5 %
     # slower no flow moves more than that slowdown explains (with the interchange on
     # every pair, `echelon-swapany`, this scenario's plan moves 22 flows, up to 179 ms;
-    # docs/demo.md)
+    # docs/measurements/demo.md)
     assert race_flows(results, "echelon", base=pred) == []
-    # Online, the order at h4 hinges on a race in some runs: on the CI machine in 3 of
-    # 10 runs the emulation served big's pull before pipe's backward pass where the
-    # model did the opposite, moving those groups by 120-170 ms (docs/demo.md). What
-    # holds in every run is the mean: the emulated mean iteration time was 0.8-6.2 %
-    # above the model's (27 recorded runs that day). The bound can fail: the static
-    # plan's emulated mean was 11.8-13.2 % above the online model's (10 of those
-    # runs), so a controller that stopped re-planning would.
+    # Online, the order at h4 hinges on a race in some runs (the emulation served big's
+    # pull before pipe's backward pass where the model did the opposite, moving those
+    # groups by 120-170 ms; docs/demo.md, "Limits"): what holds in every run is the
+    # mean (ONLINE_MEAN_BOUND).
     pred = predict(results, "echelon-online", "packet")
     its = iteration_rows(results, "echelon-online", pred)
     assert len(its) == 2 * 3, its
@@ -188,8 +213,9 @@ def test_sigterm_mid_run_cleans_up(tmp_path: Path) -> None:
     proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
-        # Interrupt while agents play the first policy: the most processes are alive then.
-        wait_until(lambda: (out / "echelon" / "go").exists() or proc.poll() is not None,
+        # Interrupt while agents play the first policy (echelon-online, the default's first):
+        # the most processes are alive then.
+        wait_until(lambda: (out / POLICIES[0] / "go").exists() or proc.poll() is not None,
                    90, "the first policy to start")  # fmt: skip
         assert proc.poll() is None
         assert procs_mentioning(str(tmp_path))  # controller and agents are running
