@@ -226,18 +226,13 @@ def _match(spec: _Table, match: Iterable[p4r.FieldMatch]) -> tuple[MatchKey, int
                 canonical = False
         elif kind == "range":
             r = fm.range
-            lo_b, hi_b = r.low, r.high
-            if not lo_b:
-                raise _kind(fm, kind, name) or bytes_error(f"{name}.low", lo_b, bw)
-            lo = decode_bytes(f"{name}.low", lo_b, bw)
-            hi = decode_bytes(f"{name}.high", hi_b, bw)
+            lo, hi, plain = _two(fm, kind, name, ("low", "high"), r.low, r.high, bw, maxlen)
             if lo > hi:
                 raise InvalidArgument(name, f"low {lo} > high {hi}")
             if lo == 0 and hi == (1 << bw) - 1:
                 raise InvalidArgument(name, "full range is a wildcard: omit the field")
             key[pos] = (lo, hi)
-            if (not lo_b[0] and len(lo_b) > 1) or (not hi_b[0] and len(hi_b) > 1):
-                canonical = False
+            canonical = canonical and plain
         elif kind == "optional":
             # BMv2 matches optional as ternary with an all-ones mask.
             data = fm.optional.value
@@ -248,22 +243,39 @@ def _match(spec: _Table, match: Iterable[p4r.FieldMatch]) -> tuple[MatchKey, int
                 canonical = False
         else:
             t = fm.ternary
-            v_b, m_b = t.value, t.mask
-            if not v_b:
-                raise _kind(fm, kind, name) or bytes_error(f"{name}.value", v_b, bw)
-            value = decode_bytes(f"{name}.value", v_b, bw)
-            mask = decode_bytes(f"{name}.mask", m_b, bw)
+            value, mask, plain = _two(
+                fm, kind, name, ("value", "mask"), t.value, t.mask, bw, maxlen
+            )
             if not mask:
                 raise InvalidArgument(name, "zero mask is a wildcard: omit the field")
             if value & ~mask:
                 raise InvalidArgument(name, "value has bits set outside the mask")
             key[pos] = (value, mask)
-            if (not v_b[0] and len(v_b) > 1) or (not m_b[0] and len(m_b) > 1):
-                canonical = False
+            canonical = canonical and plain
     if seen & spec.required_bits != spec.required_bits:
         missing = next(f for f in spec.required if not seen >> f[0] & 1)
         raise InvalidArgument(missing[4], "exact field missing")
     return tuple(key), seen, canonical  # type: ignore[arg-type]
+
+
+def _two(
+    fm: p4r.FieldMatch,
+    kind: str,
+    name: str,
+    labels: tuple[str, str],
+    a: bytes,
+    b: bytes,
+    bw: int,
+    maxlen: int,
+) -> tuple[int, int, bool]:
+    """The two byte strings of a range (low, high) or ternary (value, mask) field:
+    their values, checked as :func:`decode_bytes` does, and whether both are canonical."""
+    x, y = int.from_bytes(a, "big"), int.from_bytes(b, "big")
+    if not 0 < len(a) <= maxlen or x >> bw:
+        raise _kind(fm, kind, name) or bytes_error(f"{name}.{labels[0]}", a, bw)
+    if not 0 < len(b) <= maxlen or y >> bw:
+        raise bytes_error(f"{name}.{labels[1]}", b, bw)
+    return x, y, bool((a[0] or len(a) == 1) and (b[0] or len(b) == 1))
 
 
 def _kind(fm: p4r.FieldMatch, kind: str, name: str) -> InvalidArgument | None:

@@ -264,13 +264,15 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         self, dec: codec.Decoder, update: p4r.Update, touched: set[Table]
     ) -> SwitchError | None:
         try:
-            which = update.entity.WhichOneof("entity")
-            if update.type == p4r.Update.UNSPECIFIED:
+            entity = update.entity
+            which = entity.WhichOneof("entity")
+            kind = update.type
+            if kind == p4r.Update.UNSPECIFIED:
                 raise InvalidArgument("update.type", "UNSPECIFIED")
             if which == "table_entry":
-                self._write_table(dec, update.type, update.entity.table_entry, touched)
+                self._write_table(dec, kind, entity.table_entry, touched)
             elif which == "counter_entry":
-                self._write_counter(dec.pipeline, update.type, update.entity.counter_entry)
+                self._write_counter(dec.pipeline, kind, entity.counter_entry)
             elif which is None:
                 raise InvalidArgument("update.entity", "empty entity")
             else:
