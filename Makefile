@@ -53,8 +53,6 @@ $(STAMP): requirements.txt pyproject.toml
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -r requirements.txt
 	$(VENV)/bin/pip install -q --no-deps -e .
-	@# compile the soft switch's write decoder (numba) into its cache now, not in the first switch
-	$(VENV)/bin/python -c "from softswitch.p4rt_batch import load_kernel; load_kernel()"
 	@touch $@
 
 # p4runtime-shell pins protobuf < 3.21: it gets its own venv, never the main one.
@@ -135,7 +133,7 @@ ptf: deps venv
 
 bench: venv
 	$(PY) -m echelon.bench
-	$(PY) -m softswitch.bench
+	$(PY) -m bench.softswitch
 	$(PY) -m bench.controller
 
 eval: venv

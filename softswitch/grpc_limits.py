@@ -1,8 +1,8 @@
 """Bounds on what P4Runtime clients may hold in the soft switch's gRPC server.
 
 Why: a StreamChannel occupies one gRPC worker thread for its whole life, so 32
-idle streams used to take every worker of the pool and freeze every other RPC
-(issue 13). Streams are therefore counted (in total and per client connection)
+idle streams used to take every worker of the pool and freeze every other RPC.
+Streams are therefore counted (in total and per client connection)
 and refused with RESOURCE_EXHAUSTED beyond the bound, a stream that does not
 arbitrate in time is closed, and concurrent unary requests per client are
 bounded, so the pool (sized in :func:`softswitch.p4rt_server.make_server` above

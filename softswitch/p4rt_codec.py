@@ -2,23 +2,31 @@
 
 Every check the P4Runtime spec puts on a write lives here, each raising a
 :class:`~softswitch.errors.SwitchError` whose gRPC code is the one the spec
-names and whose message names the offending field.
+names and whose message names the offending field. Byte strings follow
+:mod:`softswitch.bytestrings` (canonical or zero-padded in, canonical out).
 
-Byte strings: a request may use the canonical form (no leading zero bytes) or
-a form padded with leading zeros up to ``ceil(bitwidth / 8)`` bytes; both mean
-the same value. Empty strings, strings longer than ``ceil(bitwidth / 8)`` bytes
-and values that do not fit the bit width are INVALID_ARGUMENT. Reads always
-return canonical byte strings.
+This is the switch's only Write decoder, so it is written for speed: a
+:class:`Decoder` is built once per pipeline and holds, per table, each match
+field's position, kind, width and error name and, per action, its compiled
+function and parameter positions, so decoding an entry is a walk over the
+request with dict lookups and no per-entry P4Info work. The entry a read
+returns is canonical: match fields and parameters in id order, canonical byte
+strings. When the request's entry already is that (what every P4Runtime client
+of the project sends, and what reads return), it is stored as it came; only
+otherwise is a canonical copy built.
 """
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from finsy.proto import p4i as p4info_pb2
 from finsy.proto import p4r
 
 from softswitch.bm.pipeline import ActionInfo, CounterInfo, Pipeline, TableInfo
+from softswitch.bytestrings import bytes_error, decode_bytes, encode_bytes
 from softswitch.errors import InvalidArgument
 from softswitch.tables import (
     EXACT,
@@ -27,6 +35,7 @@ from softswitch.tables import (
     RANGE,
     TERNARY,
     ActionCall,
+    ActionFn,
     FieldMatch,
     MatchKey,
 )
@@ -35,32 +44,343 @@ _ONEOF = {EXACT: "exact", LPM: "lpm", RANGE: "range", TERNARY: "ternary", OPTION
 _MAX_PRIORITY = (1 << 31) - 1
 
 
-def decode_bytes(field: str, data: bytes, bitwidth: int) -> int:
-    """The integer a P4Runtime byte string encodes, checked against ``bitwidth``."""
-    if not data:
-        raise InvalidArgument(field, "empty byte string")
-    if len(data) > (bitwidth + 7) // 8:
-        raise InvalidArgument(field, f"{len(data)} bytes is too long for bitwidth {bitwidth}")
-    value = int.from_bytes(data, "big")
-    if value >> bitwidth:
-        raise InvalidArgument(field, f"value {value} does not fit in {bitwidth} bits")
-    return value
-
-
-def encode_bytes(value: int) -> bytes:
-    """Canonical byte string: no leading zero bytes, at least one byte."""
-    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
-
-
-@dataclass
+@dataclass(slots=True)
 class DecodedEntry:
-    """A table entry in pipeline terms; ``call`` is None for DELETE or a default reset."""
+    """A table entry in pipeline terms; ``call`` is None for DELETE or a default reset.
+    ``proto`` is the canonical entry a read returns (the request's own when canonical)."""
 
     info: TableInfo
     key: MatchKey
     priority: int
     call: ActionCall | None
     proto: p4r.TableEntry
+
+
+#: A match field: (position in the key, P4Runtime oneof name, width, bytes at most,
+#: error name). Tuples, not objects: unpacking one is the cheapest read per field.
+_Field = tuple[int, str, int, int, str]
+#: An action parameter: (its bit among the action's, position in the call, width,
+#: bytes at most, error name).
+_Param = tuple[int, int, int, int, str]
+
+
+@dataclass(frozen=True)
+class _Action:
+    info: ActionInfo
+    fn: ActionFn
+    scope: int
+    params: dict[int, _Param]
+    all_bits: int
+
+
+@dataclass(frozen=True)
+class _Table:
+    """What decoding an entry of one table needs, precomputed per pipeline."""
+
+    info: TableInfo
+    fields: dict[int, _Field]
+    template: tuple[FieldMatch | None, ...]  # per position: the wildcard, None if exact
+    required: tuple[_Field, ...]  # exact fields in position order
+    required_bits: int
+    actions: dict[int, _Action]
+
+
+def _table(pl: Pipeline, info: TableInfo) -> _Table:
+    fields: dict[int, _Field] = {}
+    template: list[FieldMatch | None] = []
+    for pos, fid in enumerate(info.field_ids):
+        kf = info.fields[fid][1]
+        w = kf.bitwidth
+        fields[fid] = (pos, _ONEOF[kf.kind], w, (w + 7) // 8, f"{info.name}.{kf.name}")
+        if kf.kind == EXACT:
+            template.append(None)
+        elif kf.kind == RANGE:
+            template.append((0, (1 << w) - 1))
+        else:
+            template.append((0, 0))
+    required = tuple(sorted(f for f in fields.values() if f[1] == "exact"))
+    actions: dict[int, _Action] = {}
+    for aid, scope in info.actions.items():
+        ainfo = pl.actions.get(aid)
+        if ainfo is None:
+            continue
+        params = {
+            pid: (1 << i, pos, w, (w + 7) // 8, f"{ainfo.name}.{ainfo.param_names[pid]}")
+            for i, (pid, (pos, w)) in enumerate(sorted(ainfo.params.items()))
+        }
+        fn = pl.action_fn(info, ainfo.name)
+        actions[aid] = _Action(ainfo, fn, scope, params, (1 << len(params)) - 1)
+    return _Table(
+        info,
+        fields,
+        tuple(template),
+        required,
+        sum(1 << f[0] for f in required),
+        actions,
+    )
+
+
+class Decoder:
+    """Table entries of one pipeline, decoded and validated (see the module's docstring)."""
+
+    def __init__(self, pl: Pipeline) -> None:
+        self.pipeline = pl
+        self.tables = {tid: _table(pl, info) for tid, info in pl.tables.items()}
+
+    def table_entry(self, te: p4r.TableEntry, needs_action: bool) -> DecodedEntry:
+        """Validate a written table entry (``needs_action`` for INSERT/MODIFY)."""
+        spec = self.tables.get(te.table_id)
+        if spec is None:
+            raise InvalidArgument("table_id", f"unknown table id {te.table_id}")
+        info = spec.info
+        default = te.is_default_action
+        if info.is_const and not default and needs_action:
+            raise InvalidArgument(info.name, "table has const entries: it cannot be written")
+        for unsupported in ("counter_data", "meter_config", "time_since_last_hit"):
+            if te.HasField(unsupported):
+                raise InvalidArgument(f"{info.name}.{unsupported}", "table has no direct resource")
+        if te.idle_timeout_ns:
+            raise InvalidArgument(f"{info.name}.idle_timeout_ns", "table has no idle timeout")
+        # fields a read does not return: the stored entry must be a copy without them
+        canonical = not te.is_const and not te.HasField("meter_counter_data")
+        seen = 0
+        if default:
+            if len(te.match) or te.priority:
+                raise InvalidArgument(info.name, "default entry must have no match and no priority")
+            key: MatchKey = ()
+            priority = 0
+        else:
+            key, seen, ordered = _match(spec, te.match)
+            canonical = canonical and ordered
+            priority = te.priority
+            if info.table.needs_priority:
+                if not 0 < priority <= _MAX_PRIORITY:
+                    raise InvalidArgument(
+                        f"{info.name}.priority", "range/ternary tables need a priority in 1..2^31-1"
+                    )
+            elif priority:
+                raise InvalidArgument(f"{info.name}.priority", "must be 0 for exact/lpm tables")
+        call: ActionCall | None = None
+        action = te.action  # an unset sub-message reads as empty: no oneof set
+        which = action.WhichOneof("type")
+        if which == "action":
+            call, ordered = _action(spec, action.action, default)
+            canonical = canonical and ordered
+        elif which is not None:
+            raise InvalidArgument(f"{info.name}.action", f"{which} needs an action profile")
+        elif needs_action and not default:
+            raise InvalidArgument(f"{info.name}.action", "INSERT/MODIFY needs an action")
+        elif te.HasField("action"):
+            canonical = False  # an empty TableAction, which a read does not return
+        proto = te if canonical else _canonical(spec, te, key, seen, priority, call)
+        return DecodedEntry(info, key, priority, call, proto)
+
+
+def _match(spec: _Table, match: Iterable[p4r.FieldMatch]) -> tuple[MatchKey, int, bool]:
+    """(key, bits of the positions given, canonical) of an entry's match fields.
+
+    Each byte string is checked inline as :func:`decode_bytes` does (non-empty, at
+    most ``maxlen`` bytes, no bit above the width); :func:`bytes_error` says why
+    one fails. The field's oneof is read only when a check fails (:func:`_kind`):
+    a field of another kind reads as empty (no bytes, prefix length 0), so its
+    first check always fails, and the kind is reported before any value error.
+    Canonical: fields in id order, no byte string with a leading zero byte."""
+    key = list(spec.template)
+    fields = spec.fields
+    seen = 0
+    last = 0
+    canonical = True
+    for fm in match:
+        fid = fm.field_id
+        f = fields.get(fid)
+        if f is None:
+            raise InvalidArgument(f"{spec.info.name}.match", f"unknown field id {fid}")
+        pos, kind, bw, maxlen, name = f
+        if seen >> pos & 1:
+            raise InvalidArgument(name, "field given twice")
+        seen |= 1 << pos
+        if fid < last:
+            canonical = False
+        last = fid
+        if kind == "exact":
+            data = fm.exact.value
+            value = int.from_bytes(data, "big")
+            if not 0 < len(data) <= maxlen or value >> bw:
+                raise _kind(fm, kind, name) or bytes_error(name, data, bw)
+            key[pos] = value
+            if not data[0] and len(data) > 1:
+                canonical = False
+        elif kind == "lpm":
+            lpm = fm.lpm
+            plen = lpm.prefix_len
+            if not 0 < plen <= bw:
+                raise _kind(fm, kind, name) or InvalidArgument(
+                    name, f"prefix_len {plen} not in 1..{bw} (omit the field for a wildcard)"
+                )
+            data = lpm.value
+            value = decode_bytes(name, data, bw)
+            if value & ((1 << (bw - plen)) - 1):
+                raise InvalidArgument(name, f"value has bits set beyond prefix_len {plen}")
+            key[pos] = (value, plen)
+            if not data[0] and len(data) > 1:
+                canonical = False
+        elif kind == "range":
+            r = fm.range
+            lo, hi, plain = _two(fm, kind, name, ("low", "high"), r.low, r.high, bw, maxlen)
+            if lo > hi:
+                raise InvalidArgument(name, f"low {lo} > high {hi}")
+            if lo == 0 and hi == (1 << bw) - 1:
+                raise InvalidArgument(name, "full range is a wildcard: omit the field")
+            key[pos] = (lo, hi)
+            canonical = canonical and plain
+        elif kind == "optional":
+            # BMv2 matches optional as ternary with an all-ones mask.
+            data = fm.optional.value
+            if not data:
+                raise _kind(fm, kind, name) or bytes_error(name, data, bw)
+            key[pos] = (decode_bytes(name, data, bw), (1 << bw) - 1)
+            if not data[0] and len(data) > 1:
+                canonical = False
+        else:
+            t = fm.ternary
+            value, mask, plain = _two(
+                fm, kind, name, ("value", "mask"), t.value, t.mask, bw, maxlen
+            )
+            if not mask:
+                raise InvalidArgument(name, "zero mask is a wildcard: omit the field")
+            if value & ~mask:
+                raise InvalidArgument(name, "value has bits set outside the mask")
+            key[pos] = (value, mask)
+            canonical = canonical and plain
+    if seen & spec.required_bits != spec.required_bits:
+        missing = next(f for f in spec.required if not seen >> f[0] & 1)
+        raise InvalidArgument(missing[4], "exact field missing")
+    return tuple(key), seen, canonical  # type: ignore[arg-type]
+
+
+def _two(
+    fm: p4r.FieldMatch,
+    kind: str,
+    name: str,
+    labels: tuple[str, str],
+    a: bytes,
+    b: bytes,
+    bw: int,
+    maxlen: int,
+) -> tuple[int, int, bool]:
+    """The two byte strings of a range (low, high) or ternary (value, mask) field:
+    their values, checked as :func:`decode_bytes` does, and whether both are canonical."""
+    x, y = int.from_bytes(a, "big"), int.from_bytes(b, "big")
+    if not 0 < len(a) <= maxlen or x >> bw:
+        raise _kind(fm, kind, name) or bytes_error(f"{name}.{labels[0]}", a, bw)
+    if not 0 < len(b) <= maxlen or y >> bw:
+        raise bytes_error(f"{name}.{labels[1]}", b, bw)
+    return x, y, bool((a[0] or len(a) == 1) and (b[0] or len(b) == 1))
+
+
+def _kind(fm: p4r.FieldMatch, kind: str, name: str) -> InvalidArgument | None:
+    """The error for a match field of another kind than the table's, if it is one."""
+    which = fm.WhichOneof("field_match_type")
+    return (
+        None if which == kind else InvalidArgument(name, f"is a {kind} field, request has {which}")
+    )
+
+
+def _action(spec: _Table, action: p4r.Action, default: bool) -> tuple[ActionCall, bool]:
+    """(the pipeline's call, canonical) of an action, checked against the table's refs."""
+    a = spec.actions.get(action.action_id)
+    if a is None:
+        raise InvalidArgument(
+            f"{spec.info.name}.action",
+            f"action id {action.action_id} is not an action of this table",
+        )
+    if default and a.scope == p4info_pb2.ActionRef.TABLE_ONLY:
+        raise InvalidArgument(f"{spec.info.name}.action", f"{a.info.name} is @tableonly")
+    if not default and a.scope == p4info_pb2.ActionRef.DEFAULT_ONLY:
+        raise InvalidArgument(f"{spec.info.name}.action", f"{a.info.name} is @defaultonly")
+    params = a.params
+    args = [0] * len(params)
+    seen = 0
+    last = 0
+    canonical = True
+    for p in action.params:
+        pid = p.param_id
+        q = params.get(pid)
+        if q is None:
+            raise InvalidArgument(f"{a.info.name}.params", f"unknown param id {pid}")
+        bit, pos, width, maxlen, name = q
+        if seen & bit:
+            raise InvalidArgument(name, "given twice")
+        seen |= bit
+        if pid < last:
+            canonical = False
+        last = pid
+        data = p.value
+        value = int.from_bytes(data, "big")
+        if not 0 < len(data) <= maxlen or value >> width:
+            raise bytes_error(name, data, width)
+        args[pos] = value
+        if not data[0] and len(data) > 1:
+            canonical = False
+    if seen != a.all_bits:
+        names = a.info.param_names
+        missing = sorted(names[pid] for pid, q in params.items() if not seen & q[0])
+        raise InvalidArgument(f"{a.info.name}.params", f"missing {', '.join(missing)}")
+    return (a.fn, tuple(args)), canonical
+
+
+def _canonical(
+    spec: _Table,
+    te: p4r.TableEntry,
+    key: MatchKey,
+    seen: int,
+    priority: int,
+    call: ActionCall | None,
+) -> p4r.TableEntry:
+    """The entry a read returns for a valid but not canonical ``te``."""
+    out = p4r.TableEntry(table_id=te.table_id, metadata=te.metadata)
+    out.controller_metadata = te.controller_metadata
+    if te.is_default_action:
+        out.is_default_action = True
+    else:
+        for fid, (pos, kind, _w, _n, _name) in sorted(spec.fields.items()):
+            if not seen >> pos & 1:
+                continue  # a wildcard: omitted, as requested
+            m = key[pos]
+            o = out.match.add(field_id=fid)
+            if isinstance(m, int):
+                o.exact.value = encode_bytes(m)
+            elif kind == "lpm":
+                o.lpm.value, o.lpm.prefix_len = encode_bytes(m[0]), m[1]
+            elif kind == "range":
+                o.range.low, o.range.high = encode_bytes(m[0]), encode_bytes(m[1])
+            elif kind == "optional":
+                o.optional.value = encode_bytes(m[0])
+            else:
+                o.ternary.value, o.ternary.mask = encode_bytes(m[0]), encode_bytes(m[1])
+        out.priority = priority
+    if call is not None:
+        a = spec.actions[te.action.action.action_id]
+        out.action.action.action_id = a.info.id
+        for pid, q in sorted(a.params.items()):
+            out.action.action.params.add(param_id=pid, value=encode_bytes(call[1][q[1]]))
+    return out
+
+
+_decoders: weakref.WeakKeyDictionary[Pipeline, Decoder] = weakref.WeakKeyDictionary()
+
+
+def decoder(pl: Pipeline) -> Decoder:
+    """The pipeline's :class:`Decoder`, built on first use."""
+    dec = _decoders.get(pl)
+    if dec is None:
+        dec = _decoders[pl] = Decoder(pl)
+    return dec
+
+
+def decode_table_entry(pl: Pipeline, te: p4r.TableEntry, needs_action: bool) -> DecodedEntry:
+    """Validate a written table entry (``needs_action`` for INSERT/MODIFY)."""
+    return decoder(pl).table_entry(te, needs_action)
 
 
 def table_info(pl: Pipeline, table_id: int) -> TableInfo:
@@ -75,147 +395,6 @@ def counter_info(pl: Pipeline, counter_id: int) -> CounterInfo:
     if info is None:
         raise InvalidArgument("counter_id", f"unknown counter id {counter_id}")
     return info
-
-
-def _decode_match(info: TableInfo, te: p4r.TableEntry, out: p4r.TableEntry) -> MatchKey:
-    values: dict[int, FieldMatch] = {}
-    for fm in te.match:
-        located = info.fields.get(fm.field_id)
-        if located is None:
-            raise InvalidArgument(f"{info.name}.match", f"unknown field id {fm.field_id}")
-        pos, kf = located
-        name = f"{info.name}.{kf.name}"
-        if pos in values:
-            raise InvalidArgument(name, "field given twice")
-        which = fm.WhichOneof("field_match_type")
-        if which != _ONEOF[kf.kind]:
-            raise InvalidArgument(name, f"is a {kf.kind} field, request has {which}")
-        bw = kf.bitwidth
-        o = out.match.add(field_id=fm.field_id)
-        if kf.kind == EXACT:
-            exact = decode_bytes(name, fm.exact.value, bw)
-            values[pos] = exact
-            o.exact.value = encode_bytes(exact)
-        elif kf.kind == LPM:
-            plen = fm.lpm.prefix_len
-            if not 0 < plen <= bw:
-                raise InvalidArgument(
-                    name, f"prefix_len {plen} not in 1..{bw} (omit the field for a wildcard)"
-                )
-            value = decode_bytes(name, fm.lpm.value, bw)
-            if value & ((1 << (bw - plen)) - 1):
-                raise InvalidArgument(name, f"value has bits set beyond prefix_len {plen}")
-            values[pos] = (value, plen)
-            o.lpm.value, o.lpm.prefix_len = encode_bytes(value), plen
-        elif kf.kind == RANGE:
-            lo = decode_bytes(f"{name}.low", fm.range.low, bw)
-            hi = decode_bytes(f"{name}.high", fm.range.high, bw)
-            if lo > hi:
-                raise InvalidArgument(name, f"low {lo} > high {hi}")
-            if lo == 0 and hi == (1 << bw) - 1:
-                raise InvalidArgument(name, "full range is a wildcard: omit the field")
-            values[pos] = (lo, hi)
-            o.range.low, o.range.high = encode_bytes(lo), encode_bytes(hi)
-        elif kf.kind == OPTIONAL:
-            # BMv2 matches optional as ternary with an all-ones mask.
-            opt = decode_bytes(name, fm.optional.value, bw)
-            values[pos] = (opt, (1 << bw) - 1)
-            o.optional.value = encode_bytes(opt)
-        else:
-            value = decode_bytes(f"{name}.value", fm.ternary.value, bw)
-            mask = decode_bytes(f"{name}.mask", fm.ternary.mask, bw)
-            if not mask:
-                raise InvalidArgument(name, "zero mask is a wildcard: omit the field")
-            if value & ~mask:
-                raise InvalidArgument(name, "value has bits set outside the mask")
-            values[pos] = (value, mask)
-            o.ternary.value, o.ternary.mask = encode_bytes(value), encode_bytes(mask)
-    key: list[FieldMatch] = []
-    for pos, (_id, kf) in enumerate(info.fields[i] for i in info.field_ids):
-        if pos in values:
-            key.append(values[pos])
-        elif kf.kind == EXACT:
-            raise InvalidArgument(f"{info.name}.{kf.name}", "exact field missing")
-        elif kf.kind == RANGE:
-            key.append((0, (1 << kf.bitwidth) - 1))
-        else:
-            key.append((0, 0))
-    out.match.sort(key=lambda m: m.field_id)
-    return tuple(key)
-
-
-def decode_action(
-    pl: Pipeline, info: TableInfo, action: p4r.Action, default: bool, out: p4r.Action
-) -> ActionCall:
-    """Check an action against the table's refs and widths; the pipeline's call for it."""
-    ainfo: ActionInfo | None = pl.actions.get(action.action_id)
-    scope = info.actions.get(action.action_id)
-    if ainfo is None or scope is None:
-        raise InvalidArgument(
-            f"{info.name}.action", f"action id {action.action_id} is not an action of this table"
-        )
-    if default and scope == p4info_pb2.ActionRef.TABLE_ONLY:
-        raise InvalidArgument(f"{info.name}.action", f"{ainfo.name} is @tableonly")
-    if not default and scope == p4info_pb2.ActionRef.DEFAULT_ONLY:
-        raise InvalidArgument(f"{info.name}.action", f"{ainfo.name} is @defaultonly")
-    args = [0] * len(ainfo.params)
-    seen: set[int] = set()
-    out.action_id = action.action_id
-    for p in action.params:
-        located = ainfo.params.get(p.param_id)
-        if located is None:
-            raise InvalidArgument(f"{ainfo.name}.params", f"unknown param id {p.param_id}")
-        if p.param_id in seen:
-            raise InvalidArgument(f"{ainfo.name}.{ainfo.param_names[p.param_id]}", "given twice")
-        seen.add(p.param_id)
-        pos, width = located
-        args[pos] = decode_bytes(f"{ainfo.name}.{ainfo.param_names[p.param_id]}", p.value, width)
-        out.params.add(param_id=p.param_id, value=encode_bytes(args[pos]))
-    missing = sorted(ainfo.param_names[i] for i in set(ainfo.params) - seen)
-    if missing:
-        raise InvalidArgument(f"{ainfo.name}.params", f"missing {', '.join(missing)}")
-    out.params.sort(key=lambda p: p.param_id)
-    return pl.action_fn(info, ainfo.name), tuple(args)
-
-
-def decode_table_entry(pl: Pipeline, te: p4r.TableEntry, needs_action: bool) -> DecodedEntry:
-    """Validate a written table entry (``needs_action`` for INSERT/MODIFY)."""
-    info = table_info(pl, te.table_id)
-    if info.is_const and not te.is_default_action and needs_action:
-        raise InvalidArgument(info.name, "table has const entries: it cannot be written")
-    for unsupported in ("counter_data", "meter_config", "time_since_last_hit"):
-        if te.HasField(unsupported):
-            raise InvalidArgument(f"{info.name}.{unsupported}", "table has no direct resource")
-    if te.idle_timeout_ns:
-        raise InvalidArgument(f"{info.name}.idle_timeout_ns", "table has no idle timeout")
-    out = p4r.TableEntry(table_id=te.table_id, metadata=te.metadata)
-    out.controller_metadata = te.controller_metadata
-    if te.is_default_action:
-        if len(te.match) or te.priority:
-            raise InvalidArgument(info.name, "default entry must have no match and no priority")
-        out.is_default_action = True
-        key: MatchKey = ()
-        priority = 0
-    else:
-        key = _decode_match(info, te, out)
-        priority = te.priority
-        if info.table.needs_priority:
-            if not 0 < priority <= _MAX_PRIORITY:
-                raise InvalidArgument(
-                    f"{info.name}.priority", "range/ternary tables need a priority in 1..2^31-1"
-                )
-        elif priority:
-            raise InvalidArgument(f"{info.name}.priority", "must be 0 for exact/lpm tables")
-        out.priority = priority
-    call: ActionCall | None = None
-    which = te.action.WhichOneof("type") if te.HasField("action") else None
-    if which is not None and which != "action":
-        raise InvalidArgument(f"{info.name}.action", f"{which} needs an action profile")
-    if which == "action":
-        call = decode_action(pl, info, te.action.action, te.is_default_action, out.action.action)
-    elif needs_action and not te.is_default_action:
-        raise InvalidArgument(f"{info.name}.action", "INSERT/MODIFY needs an action")
-    return DecodedEntry(info, key, priority, call, out)
 
 
 def default_entry(pl: Pipeline, info: TableInfo) -> p4r.TableEntry:
@@ -254,21 +433,3 @@ def counter_entry(ci: CounterInfo, index: int) -> p4r.CounterEntry:
     ce.data.packet_count = ci.counter.packets[index]
     ce.data.byte_count = ci.counter.bytes[index]
     return ce
-
-
-def table_entity(payload: p4r.TableEntry | bytes) -> p4r.Entity:
-    """``Entity(table_entry=...)`` of a stored entry; stored bytes are parsed straight
-    into the Entity (field 2, length-delimited) instead of parsed and copied."""
-    if isinstance(payload, p4r.TableEntry):
-        return p4r.Entity(table_entry=payload)
-    entity: p4r.Entity = p4r.Entity.FromString(b"\x12" + _varint(len(payload)) + payload)
-    return entity
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)

@@ -29,9 +29,7 @@ from finsy.proto import rpc_status as status_pb2
 from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError
 
-from softswitch import p4rt_batch
 from softswitch import p4rt_codec as codec
-from softswitch import p4rt_layout as k
 from softswitch.arbitration import Arbiter, Stream
 from softswitch.bm.pipeline import Pipeline
 from softswitch.errors import (
@@ -43,7 +41,6 @@ from softswitch.errors import (
     Unimplemented,
 )
 from softswitch.grpc_limits import WORKERS, ClientBounds, Limits
-from softswitch.p4rt_fast import FastWriter
 from softswitch.tables import Table
 
 log = logging.getLogger("softswitch.p4rt")
@@ -52,15 +49,16 @@ API_VERSION = "1.4.1"
 READ_CHUNK = 1000
 _CFG = p4r.SetForwardingPipelineConfigRequest
 _GET = p4r.GetForwardingPipelineConfigRequest
-_U64 = (1 << 64) - 1
 
 
-def _parse(data: bytes, context: grpc.ServicerContext) -> p4r.WriteRequest:
-    """The request parsed by upb; INVALID_ARGUMENT if the bytes are not a WriteRequest."""
+def _parse_write(data: bytes) -> p4r.WriteRequest | InvalidArgument:
+    """Write's request deserializer: the request, or the INVALID_ARGUMENT that
+    :meth:`P4RuntimeService.Write` answers if the bytes are not a WriteRequest (an
+    exception here would make gRPC answer INTERNAL)."""
     try:
         request: p4r.WriteRequest = p4r.WriteRequest.FromString(data)
     except DecodeError as exc:
-        _abort(context, InvalidArgument("request", f"not a p4.v1.WriteRequest: {exc}"))
+        return InvalidArgument("request", f"not a p4.v1.WriteRequest: {exc}")
     return request
 
 
@@ -78,7 +76,6 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         device_id: int,
         on_commit: Callable[[Pipeline | None], None],
         limits: Limits | None = None,
-        compiled: bool = True,
     ) -> None:
         self.device_id = device_id
         self.limits = limits or Limits()
@@ -88,12 +85,6 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         self._saved: Pipeline | None = None
         self._on_commit = on_commit
         self._lock = threading.Lock()
-        self._fast: tuple[Pipeline, FastWriter] | None = None
-        #: the compiled write decoder (p4rt_batch); off: every Write is parsed with upb
-        self._compiled = compiled
-        self._kernel: tuple[Pipeline, p4rt_batch.KernelTables] | None = None
-        if compiled:
-            p4rt_batch.start_loading()
 
     # ------------------------------------------------------------------ helpers
     def _check_device(self, device_id: int) -> None:
@@ -192,77 +183,14 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         return resp
 
     # ------------------------------------------------------------------ Write
-    def Write(self, request: p4r.WriteRequest, context: grpc.ServicerContext) -> p4r.WriteResponse:
-        """A parsed WriteRequest (in-process callers; gRPC calls :meth:`write_raw`)."""
-        self._write(request, context)
-        return p4r.WriteResponse()
-
-    def write_raw(self, data: bytes, context: grpc.ServicerContext) -> bytes:
-        """The gRPC Write handler: the request's bytes in, the (empty) response's out.
-
-        With the compiled decoder loaded, the bytes are decoded without building a
-        message (:mod:`softswitch.p4rt_batch`); a request it does not take whole is
-        parsed with upb and written as before."""
-        decode = p4rt_batch.decoder() if self._compiled else None
-        kernel = self._kernel
-        if decode is not None and (kernel is None or kernel[0] is not self.pipeline):
-            with self._lock:  # the first write since a commit or since the kernel loaded
-                if self.pipeline is not None:
-                    self._writer(self.pipeline)
-            kernel = self._kernel
-        decoded = None
-        if decode is not None and kernel is not None:
-            decoded = kernel[1].decode(decode, data)
-        if kernel is None or decoded is None:
-            self._write(_parse(data, context), context)
-            return b""
-        hdr, rows = decoded
-        # updates the kernel did not take are written from upb's parse, made before
-        # anything is applied: a request upb cannot parse fails as a whole
-        parsed = _parse(data, context).updates if (rows[:, k.STATUS] != k.PLAIN).any() else None
-        election = None
-        if hdr[k.H_HAS_ELECTION]:
-            election = p4r.Uint128(
-                high=int(hdr[k.H_ELECTION_HIGH]) & _U64, low=int(hdr[k.H_ELECTION_LOW]) & _U64
-            )
-        try:
-            with self.bounds.request(context.peer(), "Write"):
-                self._check_write(
-                    int(hdr[k.H_DEVICE]) & _U64, "", election, int(hdr[k.H_ATOMICITY]), len(rows)
-                )
-                with self._lock:
-                    pl = self._need_pipeline()
-                    if pl is kernel[0]:
-                        gc_on = gc.isenabled()
-                        gc.disable()
-                        try:
-                            results = kernel[1].apply(data, rows, parsed, self._other(pl))
-                        finally:
-                            if gc_on:
-                                gc.enable()
-                    else:  # the pipeline changed since: decode this request again
-                        results = self._apply_all(pl, _parse(data, context).updates)
-        except SwitchError as err:
-            _abort(context, err)
-        self._answer(results, context)
-        return b""
-
-    def _check_write(
-        self, device_id: int, role: str, election: p4r.Uint128 | None, atomicity: int, n: int
-    ) -> None:
-        """The request-level checks, in the order the spec's errors are reported."""
-        self._check_device(device_id)
-        self.arbiter.check_primary(role, election)
-        if atomicity != p4r.WriteRequest.CONTINUE_ON_ERROR:
-            raise Unimplemented("atomicity", "only CONTINUE_ON_ERROR is supported")
-        limit = self.limits.max_write_updates
-        if n > limit:
-            # checked before the lock: a huge batch must not stall every client
-            raise ResourceExhausted(
-                "updates", f"{n} updates exceed the limit of {limit} per WriteRequest"
-            )
-
-    def _write(self, request: p4r.WriteRequest, context: grpc.ServicerContext) -> None:
+    def Write(
+        self, request: p4r.WriteRequest | InvalidArgument, context: grpc.ServicerContext
+    ) -> p4r.WriteResponse:
+        """Apply the updates in order; ``request`` is what :func:`_parse_write` made of
+        the bytes. Request-level problems fail the RPC, per-update ones are answered
+        by :meth:`_answer`."""
+        if isinstance(request, InvalidArgument):
+            _abort(context, request)
         try:
             with self.bounds.request(context.peer(), "Write"):
                 self._check_write(
@@ -278,6 +206,22 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         except SwitchError as err:
             _abort(context, err)
         self._answer(results, context)
+        return p4r.WriteResponse()
+
+    def _check_write(
+        self, device_id: int, role: str, election: p4r.Uint128 | None, atomicity: int, n: int
+    ) -> None:
+        """The request-level checks, in the order the spec's errors are reported."""
+        self._check_device(device_id)
+        self.arbiter.check_primary(role, election)
+        if atomicity != p4r.WriteRequest.CONTINUE_ON_ERROR:
+            raise Unimplemented("atomicity", "only CONTINUE_ON_ERROR is supported")
+        limit = self.limits.max_write_updates
+        if n > limit:
+            # checked before the lock: a huge batch must not stall every client
+            raise ResourceExhausted(
+                "updates", f"{n} updates exceed the limit of {limit} per WriteRequest"
+            )
 
     def _answer(self, results: list[SwitchError | None], context: grpc.ServicerContext) -> None:
         """Fail the RPC with one ``p4.v1.Error`` per update if any update failed."""
@@ -299,57 +243,36 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
         context.abort(grpc.StatusCode.UNKNOWN, status.message)
 
-    def _writer(self, pl: Pipeline) -> FastWriter:
-        """The pipeline's :class:`FastWriter` (and, with the compiled decoder, its
-        kernel tables), built on first use after a commit."""
-        fast = self._fast
-        if fast is None or fast[0] is not pl:
-            fast = self._fast = (pl, FastWriter(pl))
-        kernel = self._kernel
-        if (
-            self._compiled
-            and p4rt_batch.decoder() is not None
-            and (kernel is None or kernel[0] is not pl)
-        ):
-            self._kernel = (pl, p4rt_batch.KernelTables(fast[1]))
-        return fast[1]
-
     def _apply_all(self, pl: Pipeline, updates: Any) -> list[SwitchError | None]:
-        """Every update in order: the plain table writes through the pipeline's
-        :class:`FastWriter`, the rest through the codec; deferred lookup views are
-        rebuilt before the lock is released."""
-        writer = self._writer(pl)
+        """Every update in order; the range/ternary groups the request touched are
+        rebuilt once, before the lock is released (:meth:`Table.flush`). The
+        collector stays off meanwhile: a batch allocates thousands of objects that
+        all live on, so its collections would find nothing to free."""
+        dec = codec.decoder(pl)
         touched: set[Table] = set()
-        results: list[SwitchError | None] = []
+        gc_on = gc.isenabled()
+        gc.disable()
         try:
-            for u in updates:
-                r = writer.apply(u, touched)
-                results.append(self._apply(pl, u) if r is False else r)  # type: ignore[arg-type]
+            return [self._apply(dec, u, touched) for u in updates]
         finally:
             for table in touched:
                 table.flush()
-        return results
+            if gc_on:
+                gc.enable()
 
-    def _other(self, pl: Pipeline) -> Callable[[p4r.Update, set[Table]], SwitchError | None]:
-        """How :meth:`KernelTables.apply` writes an update it did not take: as
-        :meth:`_apply_all` does (``FastWriter``, then the codec)."""
-        writer = self._writer(pl)
-
-        def other(u: p4r.Update, touched: set[Table]) -> SwitchError | None:
-            r = writer.apply(u, touched)
-            return self._apply(pl, u) if r is False else r  # type: ignore[return-value]
-
-        return other
-
-    def _apply(self, pl: Pipeline, update: p4r.Update) -> SwitchError | None:
+    def _apply(
+        self, dec: codec.Decoder, update: p4r.Update, touched: set[Table]
+    ) -> SwitchError | None:
         try:
-            which = update.entity.WhichOneof("entity")
-            if update.type == p4r.Update.UNSPECIFIED:
+            entity = update.entity
+            which = entity.WhichOneof("entity")
+            kind = update.type
+            if kind == p4r.Update.UNSPECIFIED:
                 raise InvalidArgument("update.type", "UNSPECIFIED")
             if which == "table_entry":
-                self._write_table(pl, update.type, update.entity.table_entry)
+                self._write_table(dec, kind, entity.table_entry, touched)
             elif which == "counter_entry":
-                self._write_counter(pl, update.type, update.entity.counter_entry)
+                self._write_counter(dec.pipeline, kind, entity.counter_entry)
             elif which is None:
                 raise InvalidArgument("update.entity", "empty entity")
             else:
@@ -358,8 +281,10 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             return err
         return None
 
-    def _write_table(self, pl: Pipeline, kind: int, te: p4r.TableEntry) -> None:
-        d = codec.decode_table_entry(pl, te, needs_action=kind != p4r.Update.DELETE)
+    def _write_table(
+        self, dec: codec.Decoder, kind: int, te: p4r.TableEntry, touched: set[Table]
+    ) -> None:
+        d = dec.table_entry(te, needs_action=kind != p4r.Update.DELETE)
         table = d.info.table
         if te.is_default_action:
             if kind != p4r.Update.MODIFY:
@@ -367,14 +292,16 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             if d.info.const_default:
                 raise InvalidArgument(d.info.name, "default action is const")
             table.set_default(d.call, d.proto if d.call is not None else None)
-        elif kind == p4r.Update.INSERT:
+            return
+        touched.add(table)
+        if kind == p4r.Update.INSERT:
             assert d.call is not None
-            table.insert(d.key, d.priority, d.call, d.proto)
+            table.insert(d.key, d.priority, d.call, d.proto, defer=True)
         elif kind == p4r.Update.MODIFY:
             assert d.call is not None
-            table.modify(d.key, d.priority, d.call, d.proto)
+            table.modify(d.key, d.priority, d.call, d.proto, defer=True)
         else:
-            table.delete(d.key, d.priority)
+            table.delete(d.key, d.priority, defer=True)
 
     def _write_counter(self, pl: Pipeline, kind: int, ce: p4r.CounterEntry) -> None:
         if kind != p4r.Update.MODIFY:
@@ -396,7 +323,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
                 # Under the lock only the references: stored table entries are replaced,
                 # never mutated, so wrapping (copying) them into Entities — tens of ms for
                 # thousands of entries — does not hold up writes.
-                found: list[p4r.Entity | p4r.TableEntry | bytes] = []
+                found: list[p4r.Entity | p4r.TableEntry] = []
                 with self._lock:
                     pl = self._need_pipeline()
                     for ent in request.entities:
@@ -405,7 +332,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
                         else:
                             found.extend(self._read(pl, ent))
                 entities = [
-                    x if isinstance(x, p4r.Entity) else codec.table_entity(x) for x in found
+                    x if isinstance(x, p4r.Entity) else p4r.Entity(table_entry=x) for x in found
                 ]
         except SwitchError as err:
             _abort(context, err)
@@ -417,7 +344,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
     def _read(self, pl: Pipeline, ent: p4r.Entity) -> list[p4r.Entity]:
         which = ent.WhichOneof("entity")
         if which == "table_entry":
-            return [codec.table_entity(x) for x in self._read_tables(pl, ent.table_entry)]
+            return [p4r.Entity(table_entry=x) for x in self._read_tables(pl, ent.table_entry)]
         if which == "counter_entry":
             cells = codec.counter_cells(pl, ent.counter_entry)
             return [p4r.Entity(counter_entry=codec.counter_entry(ci, i)) for ci, i in cells]
@@ -425,9 +352,8 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             raise InvalidArgument("entity", "empty entity")
         raise InvalidArgument(f"entity.{which}", "the program has no such object")
 
-    def _read_tables(self, pl: Pipeline, te: p4r.TableEntry) -> list[p4r.TableEntry | bytes]:
-        """The matching entries as stored: messages, or a TableEntry's bytes
-        (:func:`codec.table_entity` makes either an Entity)."""
+    def _read_tables(self, pl: Pipeline, te: p4r.TableEntry) -> list[p4r.TableEntry]:
+        """The matching entries as stored (the canonical entries reads return)."""
         infos = (
             list(pl.tables.values()) if te.table_id == 0 else [codec.table_info(pl, te.table_id)]
         )
@@ -437,7 +363,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             d = codec.decode_table_entry(pl, te, needs_action=False)
             entry = d.info.table.get(d.key, d.priority)
             return [] if entry is None else [entry.payload]
-        out: list[p4r.TableEntry | bytes] = []
+        out: list[p4r.TableEntry] = []
         for info in infos:
             for entry in info.table:
                 if te.priority and entry.priority != te.priority:
@@ -560,8 +486,8 @@ _SERVICE = "p4.v1.P4Runtime"
 
 
 def _handlers(service: P4RuntimeService) -> dict[str, Any]:
-    """The generated servicer's method handlers, except Write: its request arrives as
-    bytes (no deserializer) for :meth:`P4RuntimeService.write_raw`."""
+    """The generated servicer's method handlers, except Write's deserializer
+    (:func:`_parse_write`: malformed bytes are INVALID_ARGUMENT, not gRPC's INTERNAL)."""
 
     def unary(fn: Any, req: Any, resp: Any) -> Any:
         return grpc.unary_unary_rpc_method_handler(
@@ -569,7 +495,11 @@ def _handlers(service: P4RuntimeService) -> dict[str, Any]:
         )
 
     return {
-        "Write": grpc.unary_unary_rpc_method_handler(service.write_raw),
+        "Write": grpc.unary_unary_rpc_method_handler(
+            service.Write,
+            request_deserializer=_parse_write,
+            response_serializer=p4r.WriteResponse.SerializeToString,
+        ),
         "Read": grpc.unary_stream_rpc_method_handler(
             service.Read,
             request_deserializer=p4r.ReadRequest.FromString,

@@ -26,7 +26,6 @@ from softswitch.errors import (
     InvalidArgument,
     NotFound,
     ResourceExhausted,
-    SwitchError,
 )
 
 EXACT = "exact"
@@ -236,50 +235,6 @@ class Table:
         self.entries[ident] = entry
         self._index(entry, defer)
 
-    def insert_many(
-        self,
-        keys: list[MatchKey],
-        priorities: list[int],
-        calls: list[ActionCall],
-        payloads: list[Any],
-    ) -> dict[int, SwitchError]:
-        """:meth:`insert` with ``defer=True`` for each entry in order; the errors by index.
-
-        When no entry collides (with the table or another of the batch) and all fit,
-        the control view takes them in one ``dict.update`` (and an exact table's
-        lookup view in another): no Python code runs per entry. Otherwise, one by one."""
-        n = len(keys)
-        idents = list(zip(keys, priorities, strict=True))
-        entries = self.entries
-        if (
-            self.mode != "keyless"
-            and len(entries) + n <= self.size
-            and entries.keys().isdisjoint(idents)
-            and len(set(idents)) == n
-        ):
-            seq = self._seq
-            self._seq = seq + n
-            new = list(map(Entry, keys, priorities, calls, payloads, range(seq + 1, seq + n + 1)))
-            entries.update(zip(idents, new, strict=True))
-            if self.mode == "exact":
-                self._exact.update(
-                    zip(map(itemgetter(0), keys) if self._single else keys, calls, strict=True)
-                )
-            elif self.mode == "lpm":
-                self._index_lpm(keys, calls)
-            else:
-                self._index_groups(keys, idents, new)
-            return {}
-        errors: dict[int, SwitchError] = {}
-        for i, (key, prio, call, payload) in enumerate(
-            zip(keys, priorities, calls, payloads, strict=True)
-        ):
-            try:
-                self.insert(key, prio, call, payload, defer=True)
-            except SwitchError as err:
-                errors[i] = err
-        return errors
-
     def modify(
         self, key: MatchKey, priority: int, call: ActionCall, payload: Any, defer: bool = False
     ) -> None:
@@ -324,34 +279,6 @@ class Table:
                 self._dirty.add(gkey)
             else:
                 self._rebuild_group(gkey)
-
-    def _index_lpm(self, keys: list[MatchKey], calls: list[ActionCall]) -> None:
-        """:meth:`_index` of many LPM entries (one level lookup per prefix length)."""
-        pos, single, width = self._lpm_pos, self._single, self._lpm_width
-        levels: dict[int, dict[Any, ActionCall]] = {}
-        for key, call in zip(keys, calls, strict=True):
-            value, plen = key[pos]  # type: ignore[misc]
-            level = levels.get(plen)
-            if level is None:
-                level = self._level(plen, ((1 << plen) - 1) << (width - plen), create=True)
-                assert level is not None
-                levels[plen] = level
-            level[value if single else (*key[:pos], value, *key[pos + 1 :])] = call
-
-    def _index_groups(
-        self, keys: list[MatchKey], idents: list[tuple[MatchKey, int]], new: list[Entry]
-    ) -> None:
-        """:meth:`_index` of many range/ternary entries, deferred (see :meth:`flush`)."""
-        ex = self._exact_pos
-        gkeys: list[Any]
-        gkeys = [None] * len(keys) if not ex else list(map(itemgetter(*ex), keys))
-        members = self._members
-        for gkey, ident, entry in zip(gkeys, idents, new, strict=True):
-            group = members.get(gkey)
-            if group is None:
-                group = members[gkey] = {}
-            group[ident] = entry
-        self._dirty.update(gkeys)
 
     def _unindex(self, entry: Entry, defer: bool = False) -> None:
         if self.mode == "exact":

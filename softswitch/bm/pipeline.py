@@ -30,6 +30,7 @@ from softswitch.bm.actions import DROP_PORT, ActionFn, Externs, Register
 from softswitch.bm.control import Controls, TableRuntime, Visible
 from softswitch.bm.layout import build_layout
 from softswitch.bm.parser import Checksums, CompiledParser, Deparser
+from softswitch.bytestrings import encode_bytes
 from softswitch.errors import InvalidArgument
 from softswitch.tables import EXACT, LPM, OPTIONAL, RANGE, TERNARY, Counter, KeyField, Table
 
@@ -240,8 +241,6 @@ class Pipeline:
         aid: int,
         args: tuple[int, ...],
     ) -> p4r.TableEntry:
-        from softswitch.p4rt_codec import encode_bytes
-
         te = p4r.TableEntry(table_id=info.id, priority=prio)
         for fid, (pos, kf) in sorted(fields.items()):
             m, fm = key[pos], te.match.add(field_id=fid)

@@ -33,10 +33,10 @@ class CountingService(P4RuntimeService):
     def _committed(self, pl: Pipeline | None) -> None:
         """No data plane behind this service: a committed pipeline has nowhere to go."""
 
-    def write_raw(self, data: bytes, context: grpc.ServicerContext) -> bytes:
-        """gRPC's Write handler (the request's bytes)."""
+    def Write(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """gRPC's Write handler."""
         self.writes += 1
-        return super().write_raw(data, context)
+        return super().Write(request, context)
 
 
 class InProcessSwitch:

@@ -59,7 +59,7 @@ def shrink_table(server: InProcessSwitch, info: P4Info, table: str, size: int) -
     svc._commit(Pipeline(small, svc.pipeline.device_config, svc.pipeline.cookie))
     for ent in entries:
         update = p4r.Update(type=p4r.Update.INSERT, entity=ent)
-        assert svc._apply(svc.pipeline, update) is None  # type: ignore[arg-type]
+        assert svc._apply_all(svc.pipeline, [update]) == [None]
 
 
 def read_back(server: InProcessSwitch) -> set[TableEntry]:

@@ -95,7 +95,7 @@ def test_foreign_entry_and_large_registration(ctl_one: Controller, switch: InPro
     assert svc.pipeline is not None
     foreign = p4r.Update(type=p4r.Update.INSERT)
     foreign.entity.table_entry.CopyFrom(entry_to_proto(info, ids_entry(info, 77)))
-    assert svc._apply(svc.pipeline, foreign) is None
+    assert svc._apply_all(svc.pipeline, [foreign]) == [None]
     view = ctl_one.register(spec("big", groups=150, sources=("h1", "h2")))
     assert len(view["groups"]) == 150
     assert read_back(switch) == ctl_one.desired("s1")

@@ -6,16 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from softswitch import p4rt_batch
 from softswitch.bm.pipeline import Pipeline
 from softswitch.p4rt_server import P4RuntimeService, make_server
 from tests.softswitch.helpers import Client, Names, load_p4info
-
-# The services below would load the compiled write decoder in the background, so a
-# test's writes would take the compiled path or the upb path depending on timing:
-# load it now, and every in-process server test writes through it (test_ssw_kernel
-# compares it with the upb path).
-p4rt_batch.load_kernel()
 
 
 class ServerHandle:

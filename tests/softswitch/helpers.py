@@ -8,6 +8,7 @@ import os
 import queue
 import socket
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,7 +26,7 @@ from p4client.p4rt import SwitchConnection
 ROOT = Path(__file__).resolve().parents[2]
 P4INFO_PATH = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
 JSON_PATH = ROOT / "p4src" / "build" / "echelon.json"
-PYTHON = str(ROOT / ".venv" / "bin" / "python")
+PYTHON = sys.executable
 
 
 def load_p4info() -> p4info_pb2.P4Info:

@@ -1,5 +1,5 @@
-"""Fault injection, issue 13 item 3 (and the Write bound of item 4): the soft switch's
-gRPC server under idle, greedy and oversized clients.
+"""Fault injection: the soft switch's gRPC server under idle, greedy and oversized
+clients (stream and request bounds, the Write update bound).
 
 Before: 32 StreamChannels that never arbitrate took all 32 worker threads and every
 other RPC hit DEADLINE_EXCEEDED.

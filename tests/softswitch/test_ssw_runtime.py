@@ -7,6 +7,7 @@ installed, BMv2's own. Both load the BMv2 JSON through ``bm_get_config``.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -28,6 +29,20 @@ from tests.softswitch.helpers import P4INFO_PATH
 from tests.softswitch.p4json import bmv2_json
 
 VENV_CLI = str(Path(sys.executable).parent / "simple_switch_CLI")
+
+
+def _bmv2_cli() -> str | None:
+    """BMv2's own simple_switch_CLI: ``/usr/local/bin``'s, else the one beside
+    ``simple_switch_grpc``; never a lookup on PATH, where the venv's (PyPI's) comes first."""
+    candidates = [Path("/usr/local/bin/simple_switch_CLI")]
+    grpc_switch = shutil.which("simple_switch_grpc")
+    if grpc_switch is not None:
+        candidates.append(Path(grpc_switch).resolve().parent / "simple_switch_CLI")
+    return next((str(c) for c in candidates if c.is_file() and os.access(c, os.X_OK)), None)
+
+
+BMV2_CLI = _bmv2_cli()
+NO_BMV2_CLI = "BMv2's simple_switch_CLI is not in /usr/local/bin nor beside simple_switch_grpc"
 
 
 @dataclass
@@ -162,11 +177,7 @@ def cli(binary: str, port: int, lines: str) -> str:
 CLIS = [
     pytest.param(VENV_CLI, id="pypi-cli"),
     pytest.param(
-        "simple_switch_CLI",
-        id="bmv2-cli",
-        marks=pytest.mark.skipif(
-            shutil.which("simple_switch_CLI") is None, reason="BMv2 is not installed"
-        ),
+        BMV2_CLI, id="bmv2-cli", marks=pytest.mark.skipif(BMV2_CLI is None, reason=NO_BMV2_CLI)
     ),
 ]
 
@@ -191,9 +202,10 @@ def test_simple_switch_cli_drives_it(rig: Rig, binary: str, tmp_path: Path) -> N
     assert "Error" not in out
 
 
-@pytest.mark.skipif(shutil.which("simple_switch_CLI") is None, reason="BMv2 is not installed")
+@pytest.mark.skipif(BMV2_CLI is None, reason=NO_BMV2_CLI)
 def test_bmv2_cli_sets_one_priority_queue(rig: Rig, tmp_path: Path) -> None:
     program(rig, bmv2_json(tmp_path).read_bytes())
-    cli("simple_switch_CLI", rig.thrift, "set_queue_rate 5 1 7\nset_queue_depth 3 2 0\n")
+    assert BMV2_CLI is not None
+    cli(BMV2_CLI, rig.thrift, "set_queue_rate 5 1 7\nset_queue_depth 3 2 0\n")
     assert [x.rate == 5.0 for x in rig.queues.ports[1]] == [False] * 7 + [True]
     assert [x.depth for x in rig.queues.ports[2]] == [3] + [64] * 7

@@ -1,4 +1,4 @@
-"""Fault injection, issue 13 item 6: the Thrift runtime port under greedy clients.
+"""Fault injection: the Thrift runtime port under greedy clients.
 
 Before: every connection got a thread with no bound and no idle timeout, and a
 message declaring a huge string was buffered until it arrived.

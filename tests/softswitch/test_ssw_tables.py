@@ -161,14 +161,15 @@ def _key(layout: str, x: int, y: int) -> MatchKey:
     st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(1, 2)), max_size=8),
     st.integers(1, 10),
 )
-def test_insert_many_is_insert_in_order(
+def test_deferred_inserts_end_like_immediate_ones(
     layout: str,
     before: list[tuple[int, int]],
     batch: list[tuple[int, int, int]],
     size: int,
 ) -> None:
-    """Errors by index, entries, read order and lookups equal those of one insert per entry:
-    duplicates in the table or in the batch, a table that fills up, a keyless table."""
+    """A WriteRequest's inserts (``defer=True``, then :meth:`Table.flush`) give the same
+    errors, entries, read order and lookups as inserts that index at once: duplicates
+    in the table or in the batch, a table that fills up, a keyless table."""
     fields = _LAYOUTS[layout]
     prio = any(f.kind in (RANGE, TERNARY) for f in fields)
     tables = [Table("t", fields, size, MISS) for _ in range(2)]
@@ -181,16 +182,15 @@ def test_insert_many_is_insert_in_order(
     prios = [p if prio else 0 for _x, _y, p in batch]
     calls = [tag(f"n{i}") for i in range(len(batch))]
     one, many = tables
-    expected = {}
-    for i, (key, p, call) in enumerate(zip(keys, prios, calls, strict=True)):
-        try:
-            one.insert(key, p, call, i, defer=True)
-        except (AlreadyExists, ResourceExhausted, InvalidArgument) as err:
-            expected[i] = (type(err), str(err))
-    got = many.insert_many(keys, prios, calls, list(range(len(batch))))
-    assert {i: (type(e), str(e)) for i, e in got.items()} == expected
-    one.flush()
+    errors: list[dict[int, tuple[type, str]]] = [{}, {}]
+    for t, defer, errs in ((one, False, errors[0]), (many, True, errors[1])):
+        for i, (key, p, call) in enumerate(zip(keys, prios, calls, strict=True)):
+            try:
+                t.insert(key, p, call, i, defer=defer)
+            except (AlreadyExists, ResourceExhausted, InvalidArgument) as err:
+                errs[i] = (type(err), str(err))
     many.flush()
+    assert errors[0] == errors[1]
     assert [(e.key, e.priority, e.call, e.payload) for e in one] == [
         (e.key, e.priority, e.call, e.payload) for e in many
     ]

@@ -1,12 +1,12 @@
-"""``python -m softswitch.bench``: throughput, latency and table-size cost of a switch target.
+"""``python -m bench.softswitch``: throughput, latency and table-size cost of a switch target.
 
-    sudo .venv/bin/python -m softswitch.bench [--target soft|bmv2|both] [--rates ...]
+    sudo .venv/bin/python -m bench.softswitch [--target soft|bmv2|both] [--rates ...]
 
 Builds two host namespaces (``sswbh1``, ``sswbh2``) joined to a switch process
 (the soft switch or BMv2 ``simple_switch_grpc``, started with the same command
 line; ports 1 and 2, ``--priority-queues 8``, pinned to one CPU), programs it with
 p4c's echelon.json and P4Info over
-P4Runtime, and drives traffic with :mod:`softswitch.benchtraffic` from the
+P4Runtime, and drives traffic with :mod:`bench.softswitch_traffic` from the
 namespaces (on the other CPUs). Reports, as markdown:
 
 * latency at low load (median / p99 one-way, sender to receiver, µs);
@@ -35,11 +35,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import softswitch_traffic as bt
+from bench.softswitch_inserts import insert_rates, report
 from p4client.codec import entry_to_proto
 from p4client.p4info import P4Info, TableEntry
 from p4client.p4rt import SwitchConnection
-from softswitch import benchtraffic as bt
-from softswitch.benchinserts import insert_rates, report
 from targets.process import free_port
 from targets.switch import start_target
 
@@ -169,7 +169,7 @@ def traffic(rate: float, duration: float, cpus: str) -> dict[str, Any]:
             *pin,
             PY,
             "-m",
-            "softswitch.benchtraffic",
+            "bench.softswitch_traffic",
             "recv",
             "--duration",
             str(duration + 10),
@@ -193,7 +193,7 @@ def traffic(rate: float, duration: float, cpus: str) -> dict[str, Any]:
                 *pin,
                 PY,
                 "-m",
-                "softswitch.benchtraffic",
+                "bench.softswitch_traffic",
                 "send",
                 "--rate",
                 str(rate),
@@ -222,9 +222,10 @@ def pipeline_cost(info: P4Info, fill: bool, n: int = 20000) -> float:
     from softswitch.bm.pipeline import Pipeline
 
     pl = Pipeline(info.proto, BMV2_JSON.read_bytes(), 0)
+    decoder = codec.Decoder(pl)
     for entry in base_entries(info) + (filler_entries(info) if fill else []):
         te = entry_to_proto(info, entry)
-        e = codec.decode_table_entry(pl, te, needs_action=True)
+        e = decoder.table_entry(te, needs_action=True)
         assert e.call is not None
         e.info.table.insert(e.key, e.priority, e.call, e.proto)
     frames = [bytes(bt.frame(k)) for k in range(bt.KINDS)]
@@ -237,7 +238,7 @@ def pipeline_cost(info: P4Info, fill: bool, n: int = 20000) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m softswitch.bench",
+        prog="python -m bench.softswitch",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

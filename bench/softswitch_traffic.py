@@ -1,7 +1,7 @@
 """Traffic roles of the benchmark, run inside a host namespace (``ip netns exec``).
 
-    python -m softswitch.benchtraffic send --iface eth0 --rate 20000 --duration 2
-    python -m softswitch.benchtraffic recv --iface eth0 --duration 3
+    python -m bench.softswitch_traffic send --iface eth0 --rate 20000 --duration 2
+    python -m bench.softswitch_traffic recv --iface eth0 --duration 3
 
 The sender cycles through eight frame kinds: seven echelon packets whose
 deadlines fall into the seven deadline ranges the benchmark installs (queues
@@ -142,7 +142,7 @@ def recv(iface: str, duration: float, idle: float = 0.5) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m softswitch.benchtraffic")
+    ap = argparse.ArgumentParser(prog="python -m bench.softswitch_traffic")
     ap.add_argument("role", choices=["send", "recv"])
     ap.add_argument("--iface", default="eth0")
     ap.add_argument("--rate", type=float, default=1000.0)

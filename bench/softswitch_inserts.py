@@ -5,9 +5,6 @@ the same CPU), given the pipeline, and sent the same pre-built INSERT updates
 (``--batch`` per WriteRequest) from one :class:`p4client.p4rt.SwitchConnection`;
 only the Write calls are timed. Rounds alternate between the targets and the
 entries are deleted (untimed) after each, so background load hits both alike.
-The soft switch loads its compiled write decoder in the background after it
-starts (:mod:`softswitch.p4rt_batch`); the rounds begin once its log says the
-decoder is loaded (or unavailable), so they measure the switch's steady state.
 """
 
 from __future__ import annotations
@@ -21,14 +18,12 @@ from pathlib import Path
 
 from p4client.p4info import P4Info, TableEntry
 from p4client.p4rt import SwitchConnection
-from targets.process import free_port, wait_until
+from targets.process import free_port
 from targets.switch import BMV2_BINARY, start_target
 
 ROOT = Path(__file__).resolve().parents[1]
 P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
 BMV2_JSON = ROOT / "p4src" / "build" / "echelon.json"
-#: what the soft switch logs once its compiled write decoder is loaded or unavailable
-DECODER_LOG = "compiled write decoder"
 
 
 def insert_rates(
@@ -55,9 +50,6 @@ def insert_rates(
                 conns[k] = SwitchConnection(addr, p4info=info)
                 conns[k].connect()
                 conns[k].set_pipeline(info, config)
-                if k == "soft":
-                    logged = log.read_text
-                    wait_until(lambda: DECODER_LOG in logged(), 300, "the decoder's log line")  # noqa: B023
             for _ in range(rounds):
                 for k in kinds:
                     sw = conns[k]
