@@ -1,7 +1,7 @@
 """The one client of the controller's HTTP API, typed with the API's own models.
 
-``echelonctl``, the demo (``topo/controller.py``) and the PTF controller test
-(``ptf_tests/controller.py``) all talk to the controller through
+``echelonctl``, the demo (``topo/controller_process.py``) and the PTF controller test
+(``ptf_tests/controller_driven.py``) all talk to the controller through
 :class:`ApiClient`, so a change of the API is a change here and a type error
 wherever an answer is misread. Answers are the models of
 :mod:`controlplane.apimodels`; errors are :class:`ApiError` (the API answered
