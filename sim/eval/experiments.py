@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from echelon.policies import POLICIES as CORE_POLICIES
-from sim.sweep import Done, Point, Progress, load_inputs, point_jobs, run_sweep
+from sim.points import Done, Point, Progress, load_inputs, point_jobs
+from sim.sweep import run_sweep
 
 #: Every policy of the core, ours first (echelon.policies.POLICIES).
 POLICIES = CORE_POLICIES
