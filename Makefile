@@ -127,7 +127,7 @@ ptf: deps venv
 	$(PY) -m ptf_tests.run --target $(TARGET)
 
 bench: venv
-	$(PY) -m echelon.bench
+	$(PY) -m bench.scheduler
 	$(PY) -m softswitch.bench
 	$(PY) -m controlplane.bench
 

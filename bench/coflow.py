@@ -14,7 +14,7 @@ synthetic many-million-flow run. ``agree`` runs fair, varys and fifo with this
 simulator's model and with the coflowsim-compatible options and compares both
 with coflowsim's published averages (``REFERENCE``, from the traces README) and
 with each other per coflow (Spearman rank correlation). The tables in
-docs/simulator.md come from these commands.
+docs/measurements/simulator.md come from these commands.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Runs closed batches of the ``mixed`` mix sized to about 1k, 10k and 100k flows
 (``--quick``: 1k and 10k) in one process and prints a Markdown table; the
-numbers in docs/simulator.md come from this command.
+numbers in docs/measurements/simulator.md come from this command.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ even share of what is left: it gets MADD rates computed against that sliver, i.e
 almost nothing, until work conservation or the next rate change. Which way each
 remainder falls depends on the exact sequence of subtractions, so the only faithful
 way to get coflowsim's rates is to do its subtractions: every flow, every step, in
-its order (per reducer, mappers by port). Measured on FB2010 (docs/simulator.md):
+its order (per reducer, mappers by port). Measured on FB2010 (docs/measurements/simulator.md):
 this loop gives FIFO 82,648.96 ms and SEBF 28,528.46 ms against coflowsim's
 published 82,649 and 28,529 ms, where the event-driven loop (receiver bytes = sum of
 the flows) is 6.0 % above and 3.1 % below.

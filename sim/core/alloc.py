@@ -13,7 +13,7 @@ Why numba: a pure-numpy filling (kept as a test oracle,
 ``tests/sim/numpy_alloc.py``) pays ~10 numpy calls per round over all of the
 level's flows; on the coflow trace (tens of thousands of
 flows in flight, hundreds of rounds, 36k events) that was most of a 26-minute
-run (docs/simulator.md has the numbers). The kernels are compiled once per
+run (docs/measurements/simulator.md has the numbers). The kernels are compiled once per
 machine (``cache=True`` keeps them next to this file).
 """
 

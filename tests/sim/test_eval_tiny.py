@@ -80,9 +80,9 @@ def mean(rows: Sequence[Mapping[str, Any]], metric: str) -> float:
     return sum(vals) / len(vals) if vals else math.nan
 
 
-def batch_rows(rows: Sequence[Mapping[str, Any]], mix: str, levels: str) -> list[dict[str, Any]]:
+def batch_rows(rows: Sequence[Mapping[str, Any]], mix: str, levels: str) -> list[Mapping[str, Any]]:
     """Closed-batch rows of the main grid: the main network, design seeds only."""
-    main_gbit = float(NETWORK["gbit"])
+    main_gbit = float(str(NETWORK["gbit"]))
     at = [
         r
         for r in rows
