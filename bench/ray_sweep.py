@@ -10,7 +10,7 @@ alternates the backends ``--repeats`` times and prints a markdown table of media
 * *sweep*: a real grid (``--points`` of the CLI's kind); overhead per task =
   (wall x slots - simulated seconds) / tasks, throughput = tasks / wall.
 
-Rows of the two backends are compared (:func:`sim.sweep.comparable`) on every run.
+Rows of the two backends are compared (:func:`sim.points.comparable`) on every run.
 """
 
 from __future__ import annotations

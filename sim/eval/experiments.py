@@ -218,7 +218,7 @@ def scale_points(profile: Profile) -> list[tuple[int, Point]]:
 
 def run_scale(profile: Profile, progress: Progress | None = None) -> list[dict[str, Any]]:
     """Serial (one process) so wall-clock times are comparable. ``progress`` is called
-    after each run (a :class:`sim.sweep.Done`)."""
+    after each run (a :class:`sim.points.Done`)."""
     rows = []
     points = scale_points(profile)
     for i, (target, p) in enumerate(points):
