@@ -132,7 +132,7 @@ ptf: deps venv
 	$(PY) -m ptf_tests.run --target $(TARGET)
 
 bench: venv
-	$(PY) -m echelon.bench
+	$(PY) -m bench.scheduler
 	$(PY) -m bench.softswitch
 	$(PY) -m bench.controller
 

@@ -1,7 +1,12 @@
 """Flow-level simulator of EchelonFlow scheduling and the evaluation report.
 
-``sim.engine`` runs jobs (the core's ``IterationPlan``s) on a network with a
-policy; ``sim.workloads`` builds realistic jobs and mixes; ``sim.cli`` is the
-``echelon-sim`` command; ``python -m sim.eval`` writes ``docs/evaluation.md``;
-``sim.predict`` predicts per-flow finish times for the emulated demo.
+Subpackages by role: ``sim.core`` is the fluid engine (``Simulator`` runs jobs, the
+core's ``IterationPlan``s, on a network with a policy) and its allocator;
+``sim.workloads``, ``sim.topology`` and ``sim.traces`` build its inputs;
+``sim.points`` and ``sim.sweep`` run grids locally, ``sim.ray`` on a Ray cluster;
+``sim.coflow`` reads coflow-benchmark traces and has the coflowsim-compatible
+mode; ``sim.packet`` is the packet-level model and ``sim.predict`` the fluid
+prediction that the emulation is checked against; ``sim.cli`` is the
+``echelon-sim`` command; ``python -m sim.eval`` writes ``docs/evaluation.md``.
+Benchmarks live in ``bench/``, not here.
 """

@@ -12,7 +12,7 @@ Examples::
 ``run`` prints a summary table (what was simulated, then the results with
 units); ``--json`` alone prints the summary as JSON instead, ``--json FILE``
 writes every record to FILE. Long work shows progress on stderr (a bar on a
-terminal, periodic lines otherwise; :mod:`sim.progress`); ``--quiet`` hides it.
+terminal, periodic lines otherwise; :mod:`sim.progressbar`); ``--quiet`` hides it.
 Bad input prints ``error: <field>: <message>`` and exits 2.
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from echelon.errors import EchelonError, SpecError
-from sim.progress import Progress
+from sim.progressbar import Progress
 from sim.summary import describe_network, summary_table
 
 
@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--coflowsim",
         action="store_true",
-        help="coflow trace: coflowsim-compatible semantics (sim/coflow_compat.py)",
+        help="coflow trace: coflowsim-compatible semantics (sim/coflow/compat.py)",
     )
     run.add_argument("--policy", default="echelon")
     run.add_argument("--levels", default="ideal", help="'ideal' or K switch queues (e.g. 8)")
@@ -139,8 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_coflow(args: argparse.Namespace) -> None:
-    from sim.coflow_engine import MODELS, CoflowSimulator
-    from sim.coflow_trace import flow_arrays, load_coflow_trace
+    from sim.coflow.engine import MODELS, CoflowSimulator
+    from sim.coflow.trace import flow_arrays, load_coflow_trace
 
     if args.trace:
         raise SpecError("trace", "give either --trace or --coflow-trace")
@@ -151,7 +151,7 @@ def _cmd_coflow(args: argparse.Namespace) -> None:
     port = args.port_gbit * 2**30 / 8
     trace = load_coflow_trace(args.coflow_trace)
     if args.coflowsim:
-        from sim.coflow_compat import simulate_compat
+        from sim.coflow.compat import simulate_compat
 
         res = simulate_compat(trace, args.policy, port)
     else:
@@ -193,7 +193,7 @@ def _cmd_run(args: argparse.Namespace) -> None:
     if args.coflow_trace:
         _cmd_coflow(args)
         return
-    from sim.engine import SimConfig, Simulator
+    from sim.core.engine import SimConfig, Simulator
     from sim.topology import hosts_of, make_network
     from sim.traces import load_trace
     from sim.workloads import generate_mix
@@ -270,7 +270,7 @@ def _split(text: str) -> list[str]:
 
 def _cmd_sweep(args: argparse.Namespace) -> None:
     from echelon.policies import get_policy
-    from sim.progress import sweep_progress
+    from sim.progressbar import sweep_progress
     from sim.sweep import grid, run_sweep, write_rows
 
     policies = _split(args.policy)

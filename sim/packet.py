@@ -1,6 +1,6 @@
 """Packet-level model of a few iterations on a small network: queues keep their packets' class.
 
-The fluid engine (:mod:`sim.engine`) re-ranks every byte in flight at a re-plan.
+The fluid engine (:mod:`sim.core.engine`) re-ranks every byte in flight at a re-plan.
 A switch does not: a packet is classified when it enters the switch, and once it
 waits in a port's priority queue it leaves at that priority, whatever the
 controller writes afterwards. Where hosts send faster than a port drains -- the
@@ -31,7 +31,7 @@ What it models, and how that maps to the emulation:
   (job, group, flow index); absent: level 0, best effort) and, ``online``, the
   re-plans.
 * **Re-plans** (``online``), as the simulator's controller model
-  (:class:`sim.config.SimConfig`): at a group's release (its first flow
+  (:class:`sim.core.config.SimConfig`): at a group's release (its first flow
   released) or finish (its last flow delivered) a re-plan is due at
   ``max(last re-plan + replan_interval, event + replan_delay)``, events in
   between coalesce into it; it asks the policy at that instant over the groups
@@ -75,10 +75,10 @@ from echelon.model import EchelonFlow, FlowKey, IterationPlan
 from echelon.policies import get_policy
 from echelon.quantize import flow_levels
 from echelon.schedule import Network
-from sim.config import Plannable
+from sim.core.config import Plannable
 from sim.predict import DEFAULT_HEADER_BYTES
 
-#: (job, group, flow index): one classification entry on the switch, as in sim.engine
+#: (job, group, flow index): one classification entry on the switch, as in sim.core.engine
 Slot = tuple[str, str, int]
 
 

@@ -26,8 +26,8 @@ from echelon.constants import ECHELON_HEADER_LEN
 from echelon.errors import SpecError
 from echelon.model import FlowKey, IterationPlan
 from echelon.topology import TopologyNetwork, load
-from sim.config import JobRun, Plannable, SimConfig
-from sim.engine import Simulator
+from sim.core.config import JobRun, Plannable, SimConfig
+from sim.core.engine import Simulator
 from sim.topology import UNLIMITED_BYTES_PER_S
 
 #: Ethernet + IPv4 + UDP + echelon header bytes per packet (58), as tc/htb counts it.
@@ -105,14 +105,14 @@ def predict_finish_times(
     """Per-flow finish times (seconds after the common start) predicted by the fluid model.
 
     ``jobs``: ``echelon.jobs.JobSpec`` objects, job-description dicts, or
-    :class:`sim.engine.JobRun` (to give arrival times / iteration counts);
+    :class:`sim.core.engine.JobRun` (to give arrival times / iteration counts);
     ``topology``: an ``echelon.topology.Topology`` or a path to its YAML file;
     ``policy``: a policy name of :func:`echelon.policies.get_policy`;
     ``levels_mode``: ``"ideal"`` (unlimited ranks) or ``"k8"`` (8 switch queues, the
     data plane's quantisation; ``"kN"``/int N for other counts);
     ``iterations``: iterations per job unless a ``JobRun`` says otherwise;
     ``replan_interval``, ``policy_sizes``, ``replan_delay``, ``keep_levels``,
-    ``initial_levels``, ``sender_round_robin``: as in :class:`sim.config.SimConfig`.
+    ``initial_levels``, ``sender_round_robin``: as in :class:`sim.core.config.SimConfig`.
     Keys are ``(echelon name, flow index)``, as in the job's ``IterationPlan``.
     """
     if isinstance(topology, str | Path):

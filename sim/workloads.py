@@ -18,7 +18,7 @@ from typing import Any
 from echelon.errors import SpecError
 from echelon.jobgen import PARADIGMS, describe_model
 from echelon.models import MODEL_NAMES, V100, Gpu, load_model
-from sim.engine import JobRun
+from sim.core.engine import JobRun
 
 MODELS = MODEL_NAMES
 

@@ -3,7 +3,7 @@
 Everything is simulated from scratch on each run; nothing is cached or tuned.
 ``--quick`` uses one seed, one Poisson load and no 100k-flow scale point.
 Progress goes to stderr: a ``[eval i/6]`` line per stage, and per simulation a
-bar on a terminal or a line per run otherwise (:mod:`sim.progress`); ``--quiet``
+bar on a terminal or a line per run otherwise (:mod:`sim.progressbar`); ``--quiet``
 hides it.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 from echelon.errors import EchelonError
 from sim.eval import bandwidth, cases, experiments, figures, headline, report, seeds
 from sim.eval.experiments import BASELINES, MIXES, NETWORK, POLICIES
-from sim.progress import stage, sweep_progress
+from sim.progressbar import stage, sweep_progress
 from sim.sweep import run_sweep
 
 
@@ -59,7 +59,7 @@ def _workload_rows() -> list[list[Any]]:
 
 def _coflow_check() -> tuple[str, bool]:
     """With A == 0 everywhere (all-reduce buckets are Coflows), echelon-v1 == coflow."""
-    from sim.engine import SimConfig, Simulator
+    from sim.core.engine import SimConfig, Simulator
     from sim.topology import hosts_of, make_network
     from sim.workloads import Template, generate_mix
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from sim.eval.experiments import NETWORK, POLICIES, REPLAN_INTERVAL_S, Profile
 from sim.eval.report import echelon_vs_best, fmt, pct, table
-from sim.sweep import Point
+from sim.points import Point
 
 #: Mixes swept (the ones made of pipeline-parallel jobs).
 MIXES = ("pipeline", "hybrid")

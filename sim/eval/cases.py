@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from echelon.jobs import load_job
-from sim.engine import JobRun, SimConfig, Simulator
-from sim.results import SimResult
+from sim.core.engine import JobRun, SimConfig, Simulator
+from sim.core.results import SimResult
 from sim.topology import big_switch
 
 MB = 1_000_000

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from echelon.policies import POLICIES as CORE_POLICIES
-from sim.sweep import Done, Point, Progress, load_inputs, point_jobs, run_sweep
+from sim.points import Done, Point, Progress, load_inputs, point_jobs
+from sim.sweep import run_sweep
 
 #: Every policy of the core, ours first (echelon.policies.POLICIES).
 POLICIES = CORE_POLICIES
@@ -217,7 +218,7 @@ def scale_points(profile: Profile) -> list[tuple[int, Point]]:
 
 def run_scale(profile: Profile, progress: Progress | None = None) -> list[dict[str, Any]]:
     """Serial (one process) so wall-clock times are comparable. ``progress`` is called
-    after each run (a :class:`sim.sweep.Done`)."""
+    after each run (a :class:`sim.points.Done`)."""
     rows = []
     points = scale_points(profile)
     for i, (target, p) in enumerate(points):

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
-from sim.results import SimResult
+from sim.core.results import SimResult
 
 _JOB_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
 

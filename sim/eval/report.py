@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sim.results import SimResult
+from sim.core.results import SimResult
 
 
 def fmt(x: Any, digits: int = 3) -> str:

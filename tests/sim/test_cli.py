@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from sim.cli import main
-from sim.sweep import Point, grid, run_point, run_sweep
+from sim.points import Point, run_point
+from sim.sweep import grid, run_sweep
 from sim.traces import load_trace, write_trace
 from sim.workloads import generate_mix
 

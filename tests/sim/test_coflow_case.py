@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from echelon.model import EchelonFlow, Flow, IterationPlan
-from sim.engine import JobRun, SimConfig, simulate
+from sim.core.engine import JobRun, SimConfig, simulate
 from sim.topology import big_switch
 from tests.sim.conftest import PlanJob
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.coflow import spearman, tile
 from echelon.errors import SpecError
 from sim.cli import main
-from sim.coflow_bench import spearman, tile
-from sim.coflow_compat import CompatOptions, JavaRandom, simulate_compat
-from sim.coflow_engine import CoflowSimulator
-from sim.coflow_trace import MB, flow_arrays, parse_coflow_trace
+from sim.coflow.compat import CompatOptions, JavaRandom, simulate_compat
+from sim.coflow.engine import CoflowSimulator
+from sim.coflow.trace import MB, flow_arrays, parse_coflow_trace
 
 PORT = 2**27
 

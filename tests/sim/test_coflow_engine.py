@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from echelon.model import EchelonFlow, IterationPlan
-from sim.coflow_engine import CoflowSimulator, PortFabric, arrangement
-from sim.coflow_trace import MB, CoflowTrace, flow_arrays, parse_coflow_trace
-from sim.config import JobRun, SimConfig
-from sim.engine import Simulator
+from sim.coflow.engine import CoflowSimulator, PortFabric, arrangement
+from sim.coflow.trace import MB, CoflowTrace, flow_arrays, parse_coflow_trace
+from sim.core.config import JobRun, SimConfig
+from sim.core.engine import Simulator
 from tests.sim.conftest import PlanJob
 
 B = float(MB)  # port speed: one MB per second, so times are in MB

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.coflow_compat import CompatOptions, simulate_compat
-from sim.coflow_rates import madd
-from sim.coflow_trace import parse_coflow_trace
+from sim.coflow.compat import CompatOptions, simulate_compat
+from sim.coflow.rates import madd
+from sim.coflow.trace import parse_coflow_trace
 
 CAP = 8e6  # bit/s: 1e6 bytes/s, so a flow of 1e6 bytes paced over 1 s gets 8e6 bit/s
 ZERO = 1e-3

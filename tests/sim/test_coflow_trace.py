@@ -11,7 +11,7 @@ import pytest
 
 from echelon.errors import SpecError
 from sim.cli import main
-from sim.coflow_trace import MB, flow_arrays, parse_coflow_trace
+from sim.coflow.trace import MB, flow_arrays, parse_coflow_trace
 
 SMALL = """4 3
 7 1500 2 0 1 2 2:3.0 3:1.5

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from echelon.model import ComputeTask, EchelonFlow, Flow, IterationPlan
-from sim.engine import JobRun, SimConfig, SimError, simulate
+from sim.core.engine import JobRun, SimConfig, SimError, simulate
 from tests.sim.conftest import FAIR, Links, PlanJob, RankPolicy
 
 CAP = 1000.0  # bytes/s
@@ -130,7 +130,7 @@ def test_real_paradigm_job_through_the_engine() -> None:
 
 
 def test_dependency_cycle_is_reported() -> None:
-    from sim.engine import SimError
+    from sim.core.engine import SimError
 
     def make(it: int, t0: float) -> IterationPlan:
         tasks = (

@@ -1,4 +1,4 @@
-"""The compiled allocator: same answers as the reference and as sim.alloc, and the
+"""The compiled allocator: same answers as the reference and as the numpy oracle, and the
 general engine gives the same results with either allocator."""
 
 from __future__ import annotations
@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-import sim.engine
-from sim import alloc, fastalloc
-from sim.config import SimConfig
-from sim.engine import Simulator
+import sim.core.engine
+from sim.core import alloc as fastalloc
+from sim.core.config import SimConfig
+from sim.core.engine import Simulator
 from sim.topology import hosts_of, make_network
 from sim.workloads import generate_mix
+from tests.sim import numpy_alloc as alloc
 from tests.sim.test_alloc import instances, reference
 
 
@@ -77,7 +78,7 @@ def test_engine_results_do_not_depend_on_the_allocator(
     runs = [j.to_run(hosts_of(net)) for j in jobs]
     cfg = SimConfig(policy=policy, levels=levels)
     new = Simulator(net, runs, cfg).run()
-    monkeypatch.setattr(sim.engine, "allocate", alloc.allocate)
+    monkeypatch.setattr(sim.core.engine, "allocate", alloc.allocate)
     old = Simulator(net, runs, cfg).run()
     assert new.n_events == old.n_events and len(new.flows) == len(old.flows)
     np.testing.assert_allclose(

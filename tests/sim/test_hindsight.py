@@ -1,14 +1,14 @@
-"""The hindsight search (sim.hindsight): its policy on a hand case, its input errors,
+"""The hindsight search (bench.hindsight): its policy on a hand case, its input errors,
 and a short search that can only improve on its best start."""
 
 from __future__ import annotations
 
 import pytest
 
+from bench.hindsight import Batch, TierPolicy, instance_of, main, search
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, Flow
 from echelon.network import BigSwitch
-from sim.hindsight import Batch, TierPolicy, instance_of, main, search
 
 NET = BigSwitch.uniform(["h1", "h2"], 1.0)
 

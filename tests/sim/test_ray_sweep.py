@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.sweep import (
+from sim.points import (
     Done,
     Point,
     SweepError,
@@ -17,8 +17,8 @@ from sim.sweep import (
     input_key,
     load_inputs,
     run_point,
-    run_sweep,
 )
+from sim.sweep import run_sweep
 from sim.traces import write_trace
 from sim.workloads import generate_mix
 

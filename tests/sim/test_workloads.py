@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from echelon.errors import SpecError
+from echelon.jobgen import PARADIGMS
 from echelon.jobs import load_job
 from echelon.models import GPT2_XL, V100, pipeline_stages, resnet50_blocks, transformer_layers
-from sim.workloads import MIXES, PARADIGMS, Template, describe, generate_mix
+from sim.workloads import MIXES, Template, describe, generate_mix
 
 HOSTS = [f"h{i}" for i in range(16)]
 

@@ -19,7 +19,8 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from sim.sweep import Done, print_progress
+from sim.points import Done
+from sim.sweep import print_progress
 
 REDRAW_S = 0.1
 BAR = 24

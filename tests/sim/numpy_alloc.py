@@ -1,4 +1,10 @@
-"""Bandwidth allocation: strict priority across levels, max-min fair inside a level.
+"""Test oracle: the numpy allocator the engine used before :mod:`sim.core.alloc`.
+
+Strict priority across levels, max-min fair inside a level, vectorised with numpy
+instead of compiled. The product uses :mod:`sim.core.alloc` only; this module
+stays under tests/ as a second, independent implementation to compare it with
+(``tests/sim/test_fastalloc.py``), next to the pure-Python reference of
+``tests/sim/test_alloc.py``.
 
 This is the fluid model of a network of strict-priority switches whose queues
 are shared fairly by the flows of one level (what per-flow fair queueing or

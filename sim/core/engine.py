@@ -9,9 +9,9 @@ Model
 * Compute tasks run one at a time per (job, host), in plan order, once their
   ``after_tasks`` have finished and their ``after_flows`` have fully arrived.
   A flow is released when its producer task ends (at iteration start if it has none).
-* Bandwidth between events is the fluid allocation of :mod:`sim.alloc`: strict
-  priority across levels, max-min fair within a level, recomputed whenever the
-  set of active flows or their levels change.
+* Bandwidth between events is the fluid allocation of :mod:`sim.core.alloc` (compiled
+  kernels): strict priority across levels, max-min fair within a level, recomputed
+  whenever the set of active flows or their levels change.
 * Levels come from a policy (:func:`echelon.policies.get_policy`). The policy is
   asked again at *group events* only: when an EchelonFlow releases its first
   flow or finishes its last one (``rerank="flow"`` also re-asks at every flow
@@ -37,9 +37,9 @@ import numpy.typing as npt
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, FlowKey, IterationPlan
 from echelon.schedule import Network
-from sim.config import JobRun, Plannable, SimConfig, SimError, resolve_policy
-from sim.fastalloc import allocate
-from sim.results import (
+from sim.core.alloc import allocate
+from sim.core.config import JobRun, Plannable, SimConfig, SimError, resolve_policy
+from sim.core.results import (
     EchelonRecord,
     FlowRecord,
     IterationRecord,
@@ -47,7 +47,7 @@ from sim.results import (
     SimResult,
     TaskRecord,
 )
-from sim.state import ActiveFlows, GrowArray
+from sim.core.state import ActiveFlows, GrowArray
 
 __all__ = ["JobRun", "Plannable", "SimConfig", "SimError", "Simulator", "simulate"]
 

@@ -1,6 +1,6 @@
-"""``python -m sim.raybench``: the same sweep on the process pool and on Ray.
+"""``python -m bench.ray_sweep``: the same sweep on the process pool and on Ray.
 
-Starts a local two-node Ray cluster (:mod:`sim.raylocal`, one CPU per node, so both
+Starts a local two-node Ray cluster (:mod:`sim.ray.local`, one CPU per node, so both
 backends run two simulations at a time) unless ``--ray-address`` names one, then
 alternates the backends ``--repeats`` times and prints a markdown table of medians:
 
@@ -10,7 +10,7 @@ alternates the backends ``--repeats`` times and prints a markdown table of media
 * *sweep*: a real grid (``--points`` of the CLI's kind); overhead per task =
   (wall x slots - simulated seconds) / tasks, throughput = tasks / wall.
 
-Rows of the two backends are compared (:func:`sim.sweep.comparable`) on every run.
+Rows of the two backends are compared (:func:`sim.points.comparable`) on every run.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from sim.sweep import Inputs, Point, comparable, grid, run_sweep
+from sim.points import Inputs, Point, comparable
+from sim.sweep import grid, run_sweep
 
 SLOTS = 2
 
@@ -100,7 +101,9 @@ def measure(address: str, repeats: int, n_empty: int) -> list[list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sim.raybench", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.ray_sweep", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--ray-address", help="an existing cluster (default: start a local one)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--empty", type=int, default=200, help="empty tasks per run")
@@ -108,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cluster = None
     address = args.ray_address
     if address is None:
-        from sim.raylocal import RAY_ENV, LocalCluster
+        from sim.ray.local import RAY_ENV, LocalCluster
 
         os.environ.update(RAY_ENV)  # before ray is imported: keep 127.0.0.1
         cluster = LocalCluster()

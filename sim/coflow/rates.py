@@ -1,7 +1,7 @@
 """coflowsim's rate rule for coflow schedulers (SEBF, FIFO): MADD, even split, work conservation.
 
-Shared by the event-driven loop of :mod:`sim.coflow_compat` and the 8-ms stepping
-loop of :mod:`sim.coflow_steps`; learnt from coflowsim's ``CoflowSimulator``
+Shared by the event-driven loop of :mod:`sim.coflow.compat` and the 8-ms stepping
+loop of :mod:`sim.coflow.steps`; learnt from coflowsim's ``CoflowSimulator``
 (``updateRatesDynamicAlpha`` and the methods it calls), not copied.
 """
 
@@ -40,7 +40,7 @@ def madd(
     coflows that found a port of theirs full, then work conservation in ``edf``
     order. The receiver side of a bottleneck is the sum of the reducer's unfinished
     flows, or with ``use_counter`` the reducer's running total ``counter[red_of[i]]``
-    as coflowsim keeps it (:mod:`sim.coflow_steps` says why that matters);
+    as coflowsim keeps it (:mod:`sim.coflow.steps` says why that matters);
     ``negative_counters``: like coflowsim, also take ``counter * 8 / free`` into the
     bottleneck when both are negative (a finished reducer whose counter went below
     zero, over a port overdrawn by rounding), which its unguarded division does.

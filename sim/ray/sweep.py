@@ -1,7 +1,7 @@
 """Sweeps on a Ray cluster: one Ray task per point, the rows back in point order.
 
-Why the rows equal the process pool's: a task runs the same :class:`~sim.sweep.PointFn`
-on the same :class:`~sim.sweep.Point` and the same :class:`~sim.sweep.Inputs` (every
+Why the rows equal the process pool's: a task runs the same :class:`~sim.points.PointFn`
+on the same :class:`~sim.points.Point` and the same :class:`~sim.points.Inputs` (every
 random draw is seeded from the point), and the driver puts each task's row at its
 point's index, whatever order the tasks finish in.
 
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from echelon.errors import EchelonError, SpecError
-from sim.sweep import (
+from sim.points import (
     Done,
     Inputs,
     Point,

@@ -1,6 +1,6 @@
 """Event-driven simulation of a coflow trace: every coflow one EchelonFlow.
 
-Same model as :mod:`sim.engine` (fluid flows, strict priority across a policy's
+Same model as :mod:`sim.core.engine` (fluid flows, strict priority across a policy's
 ranks, max-min fair inside a rank, the policy asked again at group events, i.e.
 when a coflow arrives or completes), specialised to what a coflow trace is: no
 compute, no iterations, all of a coflow's flows released at its arrival, every
@@ -10,7 +10,7 @@ Why a loop of its own: the trace has 700k flows and ~50k of them in flight, and
 the general engine keeps per-flow Python state (task graphs, dicts of remaining
 bytes per policy call). Here per-flow state lives in numpy arrays, the active
 flows are kept sorted by rank between policy calls (so an allocation needs no
-sort), bandwidth comes from the compiled kernel of :mod:`sim.fastalloc`, and a
+sort), bandwidth comes from the compiled kernel of :mod:`sim.core.alloc`, and a
 policy that is a :class:`echelon.policies.table.TablePolicy` gets its
 :class:`~echelon.policies.table.FlowTable` assembled from these arrays (its
 public ``decide``) instead of walking EchelonFlow objects; any other
@@ -41,10 +41,10 @@ from echelon.model import EchelonFlow, Flow, FlowKey
 from echelon.policies.baselines import FifoPolicy
 from echelon.policies.table import FlowTable, TablePolicy
 from echelon.schedule import Policy, Schedule
-from sim.coflow_trace import FlowArrays
-from sim.config import SimError, resolve_policy
-from sim.fastalloc import advance_and_mark, allocate_live, time_to_next
-from sim.fastheads import advance_heads, allocate_heads, build_heads, time_to_next_moving
+from sim.coflow.trace import FlowArrays
+from sim.core.alloc import advance_and_mark, allocate_live, time_to_next
+from sim.core.config import SimError, resolve_policy
+from sim.core.heads import advance_heads, allocate_heads, build_heads, time_to_next_moving
 
 MODELS = ("coflow", "reducers-in-order")
 
@@ -193,7 +193,7 @@ class CoflowSimulator:
         self.dead: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
         self.n_dead = 0  # finished flows still in the arrays (compacted lazily)
         # distinct ranks (per-flow FIFO, EDF ...): only pair heads can get a rate
-        # (sim.fastheads); ``heads`` says whether the current ranks are distinct
+        # (sim.core.heads); ``heads`` says whether the current ranks are distinct
         self.heads = False
         self._heads_ok = pair_heads and (fa.n_flows == 0 or float(fa.size.min()) > 1e-6)
         self._tail: Ints = np.zeros(0, dtype=np.int64)  # scratch, ports^2 (on first use)

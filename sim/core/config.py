@@ -1,6 +1,6 @@
 """What a simulation is given: jobs (anything with ``plan()``), and how to run them.
 
-Kept apart from :mod:`sim.engine` so that sweeps, traces and the CLI can build
+Kept apart from :mod:`sim.core.engine` so that sweeps, traces and the CLI can build
 configurations without importing the event loop.
 """
 

@@ -1,11 +1,11 @@
-"""``python -m sim.coflow_bench``: the coflow trace -- speed, and agreement with coflowsim.
+"""``python -m bench.coflow``: the coflow trace -- speed, and agreement with coflowsim.
 
 Examples::
 
-    python -m sim.coflow_bench speed --trace FB2010-1Hr-150-0.txt
-    python -m sim.coflow_bench agree --trace FB2010-1Hr-150-0.txt
-    python -m sim.coflow_bench speed --trace FB2010-1Hr-150-0.txt --copies 15 --policy varys
-    python -m sim.coflow_bench probe --trace FB2010-1Hr-150-0.txt --policy fifo,varys
+    python -m bench.coflow speed --trace FB2010-1Hr-150-0.txt
+    python -m bench.coflow agree --trace FB2010-1Hr-150-0.txt
+    python -m bench.coflow speed --trace FB2010-1Hr-150-0.txt --copies 15 --policy varys
+    python -m bench.coflow probe --trace FB2010-1Hr-150-0.txt --policy fifo,varys
 
 ``speed`` runs each policy ``--repeat`` times (one process, one core) and prints
 the median CPU time (user+sys of this process), events, load average and peak memory; ``--copies N``
@@ -14,7 +14,7 @@ synthetic many-million-flow run. ``agree`` runs fair, varys and fifo with this
 simulator's model and with the coflowsim-compatible options and compares both
 with coflowsim's published averages (``REFERENCE``, from the traces README) and
 with each other per coflow (Spearman rank correlation). The tables in
-docs/simulator.md come from these commands.
+docs/measurements/simulator.md come from these commands.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ import numpy as np
 import numpy.typing as npt
 
 from echelon.errors import EchelonError, SpecError
-from sim.coflow_compat import CompatOptions, simulate_compat
-from sim.coflow_engine import CoflowResult, CoflowSimulator
-from sim.coflow_trace import Coflow, CoflowTrace, flow_arrays, load_coflow_trace
+from sim.coflow.compat import CompatOptions, simulate_compat
+from sim.coflow.engine import CoflowResult, CoflowSimulator
+from sim.coflow.trace import Coflow, CoflowTrace, flow_arrays, load_coflow_trace
 
 #: coflowsim's average CCT (ms) on FB2010-1Hr-150-0 (traces README, default constants).
 REFERENCE = {"fair": 70593.0, "varys": 28529.0, "fifo": 82649.0}
@@ -203,7 +203,7 @@ def cmd_probe(trace: CoflowTrace, policies: list[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sim.coflow_bench", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m bench.coflow", description=__doc__)
     ap.add_argument("cmd", choices=("speed", "agree", "ablate", "probe"))
     ap.add_argument("--trace", required=True, help="coflow-benchmark trace file")
     ap.add_argument("--policy", default="fair,varys,sincronia,fifo,echelon")

@@ -1,17 +1,19 @@
 """Compiled (numba) kernels: strict priority across levels, max-min fair inside one.
 
-Same model as :mod:`sim.alloc` (levels served in ascending key order, each level
-progressively filled against what the levels before it left), but with a cost
-that grows linearly in flows: flows come sorted by key, a level's flows are
-indexed by link once (a CSR adjacency), and each filling round only touches the
-flows of the links that just saturated and the level's own links. A level of
-``n`` flows on ``u`` links costs ``O(n * hops + rounds * u)`` with
-``rounds <= u``; a lone flow costs ``O(hops)``.
+The simulator's one allocator. Model: levels served in ascending key order, each
+level progressively filled ("max-min fair") against what the levels before it
+left, at a cost that grows linearly in flows: flows come sorted by key, a level's
+flows are indexed by link once (a CSR adjacency), and each filling round only
+touches the flows of the links that just saturated and the level's own links. A
+level of ``n`` flows on ``u`` links costs ``O(n * hops + rounds * u)`` with
+``rounds <= u``; a lone flow costs ``O(hops)``. Per-flow strict priority on
+two-hop paths has a faster special case in :mod:`sim.core.heads`.
 
-Why numba: the pure-numpy filling of :mod:`sim.alloc` pays ~10 numpy calls per
-round over all of the level's flows; on the coflow trace (tens of thousands of
+Why numba: a pure-numpy filling (kept as a test oracle,
+``tests/sim/numpy_alloc.py``) pays ~10 numpy calls per round over all of the
+level's flows; on the coflow trace (tens of thousands of
 flows in flight, hundreds of rounds, 36k events) that was most of a 26-minute
-run (docs/simulator.md has the numbers). The kernels are compiled once per
+run (docs/measurements/simulator.md has the numbers). The kernels are compiled once per
 machine (``cache=True`` keeps them next to this file).
 """
 
@@ -26,7 +28,7 @@ from numba import njit  # type: ignore[import-untyped]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-#: Relative tolerance when deciding that a link is saturated (as in sim.alloc).
+#: Relative tolerance when deciding that a link is saturated (as in the numpy oracle).
 REL_EPS = 1e-9
 
 
@@ -224,7 +226,7 @@ def allocate_live(
 
 
 def allocate(paths: IntArray, keys: IntArray, capacity: FloatArray) -> FloatArray:
-    """Drop-in for :func:`sim.alloc.allocate`: any key order (sorted stably here)."""
+    """Rates for flows given in any key order (sorted stably here, then :func:`allocate_sorted`)."""
     n = paths.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.float64)

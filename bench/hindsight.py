@@ -1,6 +1,6 @@
 """Hindsight search: how close can *any* tiering of (job, iteration) get to a target?
 
-``python -m sim.hindsight --mix hybrid --seed 0 --steps 150`` answers, for one closed
+``python -m bench.hindsight --mix hybrid --seed 0 --steps 150`` answers, for one closed
 batch of the evaluation (same jobs, network, 8 queues and re-plan interval as
 ``python -m sim.eval``), what a schedule that knows the whole run in advance could
 reach in the family "each (job, iteration) gets a tier; flows rank by (tier, latest
@@ -36,10 +36,10 @@ import numpy as np
 from echelon.errors import EchelonError, SpecError
 from echelon.policies.table import FlowTable, TablePolicy, dense_rank
 from echelon.schedule import Network, Schedule
-from sim.config import JobRun, SimConfig
-from sim.engine import Simulator
+from sim.core.config import JobRun, SimConfig
+from sim.core.engine import Simulator
 from sim.eval.experiments import BASELINES, NETWORK, REPLAN_INTERVAL_S
-from sim.sweep import Point, load_inputs, point_jobs
+from sim.points import Point, load_inputs, point_jobs
 from sim.topology import hosts_of
 
 #: (job, iteration) -> tier; absent: the last tier.
@@ -217,7 +217,9 @@ def search(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sim.hindsight", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.hindsight", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--mix", default="hybrid")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--steps", type=int, default=150)

@@ -1,6 +1,6 @@
 """Benchmark: time to compute priorities for N concurrent EchelonFlows.
 
-    python -m echelon.bench [--sizes 10,100,1000,10000] [--repeat 5] [--hosts 64]
+    python -m bench.scheduler [--sizes 10,100,1000,10000] [--repeat 5] [--hosts 64]
                             [--policies echelon,fair,...] [--seed 1]
 
 For each N it generates N random EchelonFlows on a big switch (1-15 flows each,
@@ -64,7 +64,9 @@ def measure(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m echelon.bench", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m bench.scheduler", description=__doc__.splitlines()[0]
+    )
     p.add_argument("--sizes", default="10,100,1000,10000")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--hosts", type=int, default=64)

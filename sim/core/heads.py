@@ -1,7 +1,7 @@
 """Compiled kernels for strict per-flow priority (every flow its own rank) on two-hop paths.
 
 Under per-flow FIFO (or any policy that gives every flow a distinct rank) the
-allocation of :mod:`sim.fastalloc` is a greedy pass: in rank order each flow gets
+allocation of :mod:`sim.core.alloc` is a greedy pass: in rank order each flow gets
 ``min(residual of its two links)``. On the coflow trace that pass walks every
 flow in flight (~68k on average over FB2010's first 300 coflows under ``fifo``;
 584k events on the whole trace) although only ~100 flows get a rate: it was 3/4
@@ -17,7 +17,7 @@ They are kept as a dense rank-ordered list (position and both links, so the
 pass reads memory in order), with a per-flow link to the next live flow of the
 same pair, which takes the head's place when the head finishes.
 Rates, finish times and the next-finish time are exactly those of
-:func:`sim.fastalloc.allocate_live` and :func:`sim.fastalloc.advance_and_mark`
+:func:`sim.core.alloc.allocate_live` and :func:`sim.core.alloc.advance_and_mark`
 (same operations in the same order on the same values); only the flows that have
 a rate are advanced, because the others' remaining bytes do not change. Flows
 that would finish on arrival (at most 1e-6 bytes) are the one case these
@@ -147,7 +147,7 @@ def advance_heads(
     done: Any,
 ) -> int:  # pragma: no cover - compiled
     """Advance the moving flows by ``dt`` and mark the finished ones dead (the rule of
-    :func:`sim.fastalloc.advance_and_mark`); a finished head hands its place in
+    :func:`sim.core.alloc.advance_and_mark`); a finished head hands its place in
     the rank-ordered head list to its pair's next flow. ``h[0]`` is the number of
     heads (updated). Returns how many finished; their ids are ``done[:finished]``."""
     nd = 0

@@ -1,6 +1,6 @@
 """coflowsim's coflow schedulers (SEBF, FIFO) stepped 8 ms at a time, as coflowsim runs them.
 
-Why a stepping loop next to the event-driven one of :mod:`sim.coflow_compat`:
+Why a stepping loop next to the event-driven one of :mod:`sim.coflow.compat`:
 coflowsim keeps two byte counts for every reducer, the remaining bytes of each of
 its flows and the reducer's own running total (``shuffleBytesLeft``), and both are
 decremented once per flow per 8-ms step. Its Varys rate rule (MADD) takes the
@@ -16,12 +16,12 @@ even share of what is left: it gets MADD rates computed against that sliver, i.e
 almost nothing, until work conservation or the next rate change. Which way each
 remainder falls depends on the exact sequence of subtractions, so the only faithful
 way to get coflowsim's rates is to do its subtractions: every flow, every step, in
-its order (per reducer, mappers by port). Measured on FB2010 (docs/simulator.md):
+its order (per reducer, mappers by port). Measured on FB2010 (docs/measurements/simulator.md):
 this loop gives FIFO 82,648.96 ms and SEBF 28,528.46 ms against coflowsim's
 published 82,649 and 28,529 ms, where the event-driven loop (receiver bytes = sum of
 the flows) is 6.0 % above and 3.1 % below.
 
-The rate rule itself is :func:`sim.coflow_rates.madd` (with the counter); this
+The rate rule itself is :func:`sim.coflow.rates.madd` (with the counter); this
 module is the time loop: admission at epochs, one step at a time, a reducer done
 when its counter or its flow count reaches zero, a coflow done with its last
 reducer, rates recomputed at admissions and departures only.
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numba import njit  # type: ignore[import-untyped]
 
-from sim.coflow_rates import madd
+from sim.coflow.rates import madd
 
 
 @njit(cache=True, error_model="numpy")  # type: ignore[misc]

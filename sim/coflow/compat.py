@@ -1,6 +1,6 @@
 """coflowsim-compatible semantics: the peer simulator's modelling choices, as options.
 
-coflowsim (the Varys/Aalo authors' simulator) and :mod:`sim.coflow_engine` model
+coflowsim (the Varys/Aalo authors' simulator) and :mod:`sim.coflow.engine` model
 the same trace differently. This module re-implements coflowsim's choices (learnt
 from reading its source; nothing is copied) so that each difference can be
 switched on and its effect measured:
@@ -12,7 +12,7 @@ switched on and its effect measured:
   arriving before the *next* epoch starts is admitted now, and its completion time
   is counted from that admission (so up to 10.24 s before its trace arrival).
 * **sizes**: a reducer's bytes are rounded up to a multiple of ``mappers`` MB and
-  every flow is at least 1 MB (:func:`sim.coflow_trace.flow_arrays`).
+  every flow is at least 1 MB (:func:`sim.coflow.trace.flow_arrays`).
 * **fair**: not max-min: every step a flow moves ``min(C / n_down, C / n_up)`` with
   ``n`` the flows at its reducer's and mapper's port (capacity a bottleneck
   leaves unused is not redistributed).
@@ -29,7 +29,7 @@ switched on and its effect measured:
   per-flow FIFO, another difference.) The receiver side of a coflow's bottleneck
   is each reducer's own running byte count, decremented flow by flow every step,
   not the sum of its flows: the two drift apart by float rounding and coflowsim's
-  rates depend on which way (:mod:`sim.coflow_steps`; ``reducer_counter``).
+  rates depend on which way (:mod:`sim.coflow.steps`; ``reducer_counter``).
 * coflowsim declares "at most 5 concurrent flows per reducer" but its FAIR
   simulator overrides the limit with the reducer's flow count, so every flow
   starts at once; ``max_flows_per_reducer`` is therefore off by default.
@@ -38,7 +38,7 @@ Fair (and varys/fifo with ``reducer_counter=False``) is event-driven: between
 events the per-step bytes of every flow are constant, so the simulator jumps to
 the step where the next flow (fair) or coflow (varys, fifo) finishes, or to the
 next admission epoch. Varys and fifo by default step every 8 ms
-(:mod:`sim.coflow_steps`), because the reducers' counters need coflowsim's exact
+(:mod:`sim.coflow.steps`), because the reducers' counters need coflowsim's exact
 sequence of subtractions.
 """
 
@@ -52,10 +52,10 @@ from typing import Any
 import numpy as np
 
 from echelon.errors import SpecError
-from sim.coflow_engine import CoflowResult
-from sim.coflow_rates import madd
-from sim.coflow_steps import step_coflows
-from sim.coflow_trace import CoflowTrace, flow_arrays
+from sim.coflow.engine import CoflowResult
+from sim.coflow.rates import madd
+from sim.coflow.steps import step_coflows
+from sim.coflow.trace import CoflowTrace, flow_arrays
 
 #: coflowsim's floating-point "zero" (bytes and bits/s).
 ZERO = 1e-3
@@ -71,7 +71,7 @@ class CompatOptions:
     epoch_ms: int = 10240
     sizes: bool = True
     max_flows_per_reducer: int | None = None
-    # probes of the FIFO/SEBF rate rules (``python -m sim.coflow_bench probe``), not
+    # probes of the FIFO/SEBF rate rules (``python -m bench.coflow probe``), not
     # modelling choices: the defaults are what coflowsim's current source does
     deadline_seed: int = 17  # java.util.Random seed of the deadline multipliers
     skipped: str = "fair-share"  # or "keep-rates": its earlier CoflowSimulator revision
@@ -80,7 +80,7 @@ class CompatOptions:
     # a flow that ends exactly on a step boundary take one more (rounding probe; only
     # with reducer_counter=False, the event-driven loop)
     # varys/fifo: a reducer's receiver bytes are its own running total, decremented
-    # every 8-ms step as coflowsim does (sim.coflow_steps; ~1-2 min on FB2010); False:
+    # every 8-ms step as coflowsim does (sim.coflow.steps; ~1-2 min on FB2010); False:
     # the sum of its flows, event-driven (seconds; 6.0 % / -3.1 % off on FB2010)
     reducer_counter: bool = True
     # with reducer_counter (probes of two details of coflowsim's source, both on by

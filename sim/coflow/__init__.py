@@ -1,0 +1,1 @@
+"""Coflow-benchmark traces: the trace reader, their engine, and coflowsim-compatible semantics."""

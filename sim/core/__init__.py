@@ -1,0 +1,1 @@
+"""The simulator core: the one fluid engine and its compiled bandwidth allocator."""

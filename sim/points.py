@@ -1,0 +1,198 @@
+"""One point of a sweep and how it becomes a row: the types both sweep backends share.
+
+A sweep is a list of :class:`Point` (plain, picklable values); :func:`run_point`
+turns one into a summary row. The local backend (:mod:`sim.sweep`, processes) and
+the Ray backend (:mod:`sim.ray.sweep`, one task per point) both import this module
+and nothing of each other. Each row depends only on its point (every random draw
+is seeded from ``Point.seed``), so the backends agree on every field but the
+measured ``wall_s``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from echelon.errors import EchelonError
+from sim.core.engine import SimConfig, Simulator
+from sim.topology import UNLIMITED_BYTES_PER_S, hosts_of, make_network
+
+if TYPE_CHECKING:
+    from echelon.schedule import Network
+    from echelon.topology import Topology
+    from sim.workloads import TraceJob
+
+
+class SweepError(EchelonError):
+    """A sweep could not produce a row for every point."""
+
+
+#: Row fields that measure the machine, not the simulation: they differ between any
+#: two runs of the same point, so comparisons of backends leave them out.
+TIMING_FIELDS = ("wall_s",)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One simulation of a sweep. ``network`` is a JSON string (hashable, picklable)
+    of a :func:`sim.topology.make_network` description; ``trace`` (a file) replaces
+    the generated mix when given."""
+
+    mix: str
+    policy: str
+    levels: int | None = None
+    load: float | None = None
+    seed: int = 0
+    n_jobs: int = 8
+    iterations: int = 3
+    network: str = '{"kind": "leafspine"}'
+    trace: str | None = None
+    rerank: str = "group"
+    replan_interval: float = 0.0
+
+    def label(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["levels"] = "ideal" if self.levels is None else f"K={self.levels}"
+        d["load"] = "batch" if self.load is None else self.load
+        return d
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a point reads from files, read once: the network description, the
+    topology file it names (``{"kind": "file"}``) and the trace's jobs.
+
+    On a Ray cluster the driver reads these and puts each distinct one in the
+    object store once, so no worker needs the files and no task pickles them."""
+
+    net_spec: Mapping[str, Any]
+    topology: Topology | None = None
+    jobs: tuple[TraceJob, ...] | None = None
+
+    def network(self) -> Network:
+        if self.topology is not None:
+            from echelon.topology import TopologyNetwork
+
+            # as make_network's "file" kind, from the topology already read
+            return TopologyNetwork(self.topology, UNLIMITED_BYTES_PER_S)
+        return make_network(self.net_spec)
+
+
+def input_key(point: Point) -> tuple[str, str | None]:
+    """Points with the same key share one :class:`Inputs`."""
+    return (point.network, point.trace)
+
+
+def load_inputs(point: Point) -> Inputs:
+    """Read the files a point names (trace, topology file)."""
+    net_spec: dict[str, Any] = json.loads(point.network)
+    jobs = None
+    if point.trace:
+        from sim.traces import load_trace
+
+        trace_net, trace_jobs = load_trace(point.trace)
+        net_spec = trace_net or net_spec
+        jobs = tuple(trace_jobs)
+    topology = None
+    if net_spec.get("kind") == "file":
+        topology = getattr(make_network(net_spec), "topology", None)
+    return Inputs(net_spec, topology, jobs)
+
+
+def point_jobs(point: Point, inputs: Inputs) -> tuple[Network, list[TraceJob]]:
+    """The network and the jobs a point simulates: its trace's, or its mix drawn from
+    its seed (the same jobs whatever the policy)."""
+    from sim.workloads import generate_mix
+
+    net = inputs.network()
+    if inputs.jobs is not None:
+        return net, list(inputs.jobs)
+    bw = float(inputs.net_spec.get("gbit", 100)) * 1e9 / 8
+    jobs = generate_mix(
+        point.mix, hosts_of(net), bw, point.n_jobs, point.load, point.iterations, point.seed
+    )
+    return net, jobs
+
+
+def run_point(point: Point, inputs: Inputs | None = None) -> dict[str, Any]:
+    """Simulate one point; returns its parameters and the run's summary.
+
+    ``inputs`` is :func:`load_inputs` of the point, read beforehand (shared by many
+    points); without it the point reads its files itself."""
+    if inputs is None:
+        inputs = load_inputs(point)
+    net, jobs = point_jobs(point, inputs)
+    hosts = hosts_of(net)
+    runs = [j.to_run(hosts) for j in jobs]
+    rerank: Literal["group", "flow"] = "flow" if point.rerank == "flow" else "group"
+    cfg = SimConfig(
+        policy=point.policy,
+        levels=point.levels,
+        rerank=rerank,
+        replan_interval=point.replan_interval,
+        record_flows=False,
+    )
+    res = Simulator(net, runs, cfg).run()
+    return {**point.label(), **simulated(inputs, jobs), **res.summary()}
+
+
+def simulated(inputs: Inputs, jobs: Sequence[TraceJob]) -> dict[str, Any]:
+    """A trace point's ``network``/``n_jobs``/``iterations``/``load`` as simulated.
+
+    Why: a trace brings its own network and jobs, and :class:`Point` keeps the CLI's
+    defaults for those fields (a 1 Gbit/s big-switch trace of 2 jobs was reported as
+    "leafspine 100 Gbit/s, 6 jobs"). A generated mix is described by its point
+    already, so its row is left as it was (the evaluation's rows stay identical).
+    """
+    if inputs.jobs is None:
+        return {}
+    iters = sorted({j.iterations for j in jobs})
+    return {
+        "network": json.dumps(dict(inputs.net_spec), sort_keys=True),
+        "n_jobs": len(jobs),
+        "iterations": iters[0] if len(iters) == 1 else f"{iters[0]}-{iters[-1]}",
+        "load": "trace",
+    }
+
+
+class PointFn(Protocol):
+    """What a sweep runs per point: :func:`run_point` or a function like it."""
+
+    def __call__(self, point: Point, inputs: Inputs | None = None, /) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Done:
+    """One finished point, for progress reports. ``where`` says what ran it (a Ray
+    node ID, or ``local``); ``finished`` counts points done so far."""
+
+    finished: int
+    total: int
+    index: int
+    point: Point
+    row: Mapping[str, Any]
+    where: str
+
+
+Progress = Callable[[Done], None]
+
+
+def complete(
+    rows: Sequence[dict[str, Any] | None], points: Sequence[Point]
+) -> list[dict[str, Any]]:
+    """The rows, after checking that every point has one (none lost)."""
+    missing = [points[i].label() for i, r in enumerate(rows) if r is None]
+    if missing:
+        raise SweepError(f"{len(missing)} point(s) without a result, first {missing[0]}")
+    return [r for r in rows if r is not None]
+
+
+def comparable(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Rows without :data:`TIMING_FIELDS`, as canonical JSON (exact float reprs, NaN
+    kept): equal lists mean the same results, bit for bit, in the same order."""
+    return [
+        json.dumps({k: v for k, v in r.items() if k not in TIMING_FIELDS}, sort_keys=True)
+        for r in rows
+    ]

@@ -1,0 +1,1 @@
+"""The Ray backend of simulator sweeps (optional: pip install -r requirements-ray.txt)."""
