@@ -37,7 +37,7 @@ iteration any host reported it in; it is **released** once any host lists it
 (released or finished), and **finished** once every host that receives its flows
 (the ``dst`` of its flows in the registration) has listed it as finished in that
 iteration or reported a later iteration. Released and not finished = *alive*:
-the set the policy re-plans, as in the simulator (``sim/engine.py``).
+the set the policy re-plans, as in the simulator (``sim/core/engine.py``).
 
 **Opening groups are anticipated.** A job's *opening* groups (released at the start
 of every iteration: no compute task produces them, ``ParsedJob.opening``) are alive

@@ -8,7 +8,7 @@ computed at registration from iteration 0, for good). One background thread:
 2. The thread re-plans at once if the previous re-plan *started* at least
    ``interval`` ago, else when the interval ends; every report arriving meanwhile
    is covered by that one re-plan (a burst coalesces). This is the simulator's
-   rule (``SimConfig.replan_interval``, ``sim/engine.py``), so the re-plan rate
+   rule (``SimConfig.replan_interval``, ``sim/core/engine.py``), so the re-plan rate
    the evaluation reports is the rate this thread produces for the same events.
 3. A re-plan, under the controller lock: the alive instances -> the core policy
    at ``now`` over exactly those groups (:func:`controlplane.planning.plan_instances`:

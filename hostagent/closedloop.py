@@ -16,7 +16,7 @@ flows; everything else is local.
 Each ``(host, job)`` is one *lane*: it runs that job's tasks on this host one
 at a time, in plan order, iteration after iteration (different jobs on one
 host are different processes, so their lanes run side by side -- as in the
-simulator, ``sim/engine.py``). A lane enters iteration ``i + 1`` when it has
+simulator, ``sim/core/engine.py``). A lane enters iteration ``i + 1`` when it has
 finished its own iteration-``i`` tasks (a *local* barrier); entering releases
 the flows of that iteration it sends that have no producer (a parameter
 server's pulls). The simulator instead starts iteration ``i + 1`` of a job on
