@@ -31,7 +31,7 @@ help:
 	@echo "make eval     simulator evaluation report -> docs/evaluation.md (EVAL_ARGS=--ray-address auto)"
 	@echo "make venv-ray add the optional Ray backend of simulator sweeps (requirements-ray.txt)"
 	@echo "make p4       compile p4src/ with p4c (or use the committed build outputs)"
-	@echo "make p4rt-shell  p4runtime-shell attached to a running switch (GRPC=127.0.0.1:9559)"
+	@echo "make p4rt-shell  p4runtime-shell attached to a running switch (GRPC=127.0.0.1:50001, the port topo/star.yaml gives s1)"
 
 # System packages: Mininet's mnexec, iproute2/tc, ethtool, tshark, ping. Installed only when
 # missing, without questions: wireshark-common's "non-root capture?" is preseeded to no.
@@ -57,7 +57,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 # p4runtime-shell pins protobuf < 3.21: it gets its own venv, never the main one.
 P4RT_VENV     ?= .venv-p4rt-shell
-GRPC          ?= 127.0.0.1:9559
+GRPC          ?= 127.0.0.1:50001
 P4RT_ELECTION ?= 0,2
 p4rt-shell-venv: $(P4RT_VENV)/.installed
 $(P4RT_VENV)/.installed: requirements-p4rt-shell.txt

@@ -64,7 +64,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "mandatory when --host is not loopback",
     )
     p.add_argument("--token-file", help="read the bearer token from this file (first line)")
-    p.add_argument("--policy", choices=POLICIES, help="set the policy at start-up")
+    p.add_argument(
+        "--policy",
+        help=f"set the policy at start-up: one of {', '.join(POLICIES)} or package.module:Class",
+    )
     p.add_argument(
         "--replan",
         choices=("static", "online"),

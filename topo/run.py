@@ -50,6 +50,7 @@ from typing import Any
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
 from echelon.topology import load
+from controlplane.planning import check_policy
 from hostagent.scenario import RELEASE_MODES
 from topo import crosscheck, demo, portview
 from topo.agents import PACKET_BYTES, play_scenario
@@ -60,12 +61,27 @@ from topo.portview import PortView
 from topo.report import plot_finish_times, table
 
 log = logging.getLogger("topo.run")
-#: The controller's policies (controlplane.planning.POLICIES), checked before starting
-#: anything; all of them, in this order, are what a run plays without ``--policies``.
+#: What a run plays without ``--policies``, in this order. Any policy the controller
+#: installs is accepted (controlplane.planning.check_policy, checked before starting
+#: anything): a built-in, an entry point or ``package.module:Class`` (docs/policies.md).
 POLICIES = ("echelon-online", "echelon", "coflow", "fifo")
-#: ``echelon-online``: the echelon policy, re-planned online from the agents' progress
-#: reports (docs/controller.md, "Online re-planning"); ``echelon`` is then the static one.
-ONLINE = "echelon-online"
+#: ``NAME-online``: policy NAME re-planned online from the agents' progress reports
+#: (docs/controller.md, "Online re-planning"); ``NAME`` alone is the static one.
+ONLINE_SUFFIX = "-online"
+ONLINE = "echelon" + ONLINE_SUFFIX
+
+
+def base_policy(policy: str) -> str:
+    """The controller policy a ``--policies`` entry plays (``NAME-online`` -> ``NAME``)."""
+    return policy.removesuffix(ONLINE_SUFFIX)
+
+
+def check_policies(policies: list[str]) -> None:
+    """Fail before starting anything on a policy the controller would refuse."""
+    if not policies:
+        raise EchelonError("policies: none given")
+    for p in policies:
+        check_policy(base_policy(p))
 
 
 class Terminated(BaseException):
@@ -91,7 +107,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="SECONDS",
         help="with --pcap: print per-port packet counts this often (0: off)",
     )
-    p.add_argument("--policies", default=",".join(POLICIES))
+    p.add_argument("--policies", default=",".join(POLICIES),
+                   help="comma-separated: built-in names (echelon, echelon-v1, sebf-edf, "
+                        "varys, sincronia, coflow, fifo, edf, srpt), package.module:Class, "
+                        "or NAME-online (NAME re-planned from the agents' progress)")  # fmt: skip
     p.add_argument(
         "--idle-level",
         choices=("keep", "lowest"),
@@ -177,9 +196,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     files = [f.strip() for f in args.jobs.split(",") if f.strip()]
     jobs = demo.load_demo_jobs(files, args.scale, set(topo.hosts))
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-    unknown = [p for p in policies if p not in POLICIES]
-    if unknown or not policies:
-        raise EchelonError(f"policies: {unknown or 'none'} not among {list(POLICIES)}")
+    check_policies(policies)
     out = Path(args.out_dir)
     (out / "logs").mkdir(parents=True, exist_ok=True)
     pcap = None if args.pcap is None else Path(args.pcap or out / "pcap")
@@ -232,14 +249,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         def traffic() -> None:
             for policy in policies:
-                reports = f"unix:{ctl.progress_socket}" if policy == ONLINE else None
+                online = policy.endswith(ONLINE_SUFFIX)
+                reports = f"unix:{ctl.progress_socket}" if online else None
                 t0 = time.monotonic()
                 before = view.poll() if view else {}
                 ticking = view is not None and cli != "during"
                 with Ticker(view, args.port_view if ticking else 0) if view else nullcontext():
 
                     def play_once(policy: str = policy, reports: str | None = reports) -> Any:
-                        ctl.set_policy("echelon" if policy == ONLINE else policy)  # fresh plans
+                        ctl.set_policy(base_policy(policy))  # fresh plans
                         return play_scenario(net, specs, args.iterations, ids, out / policy,
                                              rate_mbit=args.rate_mbit, release=args.release,
                                              controller=reports,
@@ -247,7 +265,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
                     report = play_with_retries(play_once, policy, args.retries)
                 report["wall_s"] = time.monotonic() - t0
-                if policy == ONLINE:  # re-plans, updates, reaction times during this run
+                if online:  # re-plans, updates, reaction times during this run
                     report["online"] = ctl.get("/progress").get("online")
                 results["policies"][policy] = report
                 print(f"*** {policy}: done in {report['wall_s']:.1f} s", flush=True)
