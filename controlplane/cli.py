@@ -81,7 +81,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     st.add_argument("--count", type=int, default=0, help="with --watch: stop after N samples")
     sub.add_parser("status", help="switches, pipeline, entry counts")
-    pol = sub.add_parser("policy", help="show or set the policy (a name from the list, or package.module:Class)")
+    pol = sub.add_parser(
+        "policy", help="show or set the policy (a name from the list, or package.module:Class)"
+    )
     pol.add_argument("name", nargs="?")
     return p.parse_args(argv)
 

@@ -104,7 +104,8 @@ def group_plan(
 ) -> GroupPlan:
     """The plan of one (job, group): the band's top level over its EchelonFlows'
     ``levels`` (keyed by name; none: 0, best effort) and, with one EchelonFlow, its
-    deadline ranges (always under ``echelon``; otherwise when they split the band) (``fine``: split per offset, :func:`fine_ranges`)."""
+    deadline ranges (always under ``echelon``; otherwise when they split the band;
+    ``fine``: split per offset, :func:`fine_ranges`)."""
     mine, sources = job.of_group(gid.group)
     lv = [levels[ef.name] for ef in mine if ef.name in levels]
     prio = max((x.priority for x in lv), default=0)

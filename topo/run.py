@@ -1,10 +1,10 @@
-"""``make run``: the demo end to end — topology, controller, three contending jobs, four policies.
+"""``make run``: the demo end to end — topology, controller, the jobs, every policy in turn.
 
     python -m topo.run [--topo topo/star.yaml] [--target auto|soft|bmv2] [--headless]
                        [--policies echelon-online,echelon,coflow,fifo] [--iterations 3]
                        [--out-dir run]
                        [--jobs topo/jobs/pipe.yaml,topo/jobs/dp.yaml,topo/jobs/big.yaml]
-                       [--scale 0.1]
+                       [--scale 0.1] [--budget 20]
                        [--release closed|open] [--pcap [DIR]] [--port-view SECONDS]
                        [--cli auto|before|during|after|never]
 
@@ -14,7 +14,12 @@ daemon on it, registers the demo jobs -- paradigm job descriptions, scaled by
 reads back each group's echelon ID, plays the jobs' plans on the hosts once per
 policy (switching the controller's policy between runs; closed loop by default:
 the agents run the compute tasks, see :mod:`hostagent.closedloop`) and writes
-``run/demo-results.json``, ``run/demo-finish-times.png`` and a comparison table.
+``demo-results.json``, ``demo-finish-times.png``, the logs and a comparison table into
+a fresh ``<out-dir>/<timestamp>/`` (``<out-dir>/latest`` points at it). Jobs whose run
+would take longer than ``--budget`` seconds per policy at their bottleneck are scaled
+down further, and the run says by how much; the agents' timeouts come from the same
+estimate. A policy some of whose jobs did not finish is named, with the agents that
+stopped and what they waited for, and the exit status is 1.
 ``echelon-online`` runs the echelon policy with the agents reporting progress to
 the controller's ``--progress-socket``, which re-plans the groups in flight
 (docs/controller.md, "Online re-planning"); the other policies send no reports.
@@ -38,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -47,10 +53,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from controlplane.planning import check_policy
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
-from echelon.topology import load
-from controlplane.planning import check_policy
+from echelon.topology import TopologyNetwork, load
 from hostagent.scenario import RELEASE_MODES
 from topo import crosscheck, demo, portview
 from topo.agents import PACKET_BYTES, play_scenario
@@ -131,7 +137,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rate-mbit", type=float, default=40.0, help="host sender pacing rate")
     p.add_argument("--jobs", default=",".join(demo.JOB_FILES), help="job description files")
     p.add_argument("--scale", type=float, default=demo.DEFAULT_SCALE,
-                   help="multiplies every size and compute duration of the jobs")  # fmt: skip
+                   help="multiplies every size and compute duration of the jobs (the whole "
+                        "timeline shrinks by it; topo/demo.py)")  # fmt: skip
+    p.add_argument("--budget", type=float, default=demo.DEFAULT_BUDGET_S, metavar="SECONDS",
+                   help="scale the jobs down further when one policy's run would take longer "
+                        "than this at its bottleneck (0: never)")  # fmt: skip
     p.add_argument("--release", default="closed", choices=RELEASE_MODES,
                    help="closed: a flow leaves when its producer task ends, tasks wait for "
                         "their input flows; open: at the producer's ideal end")  # fmt: skip
@@ -169,6 +179,17 @@ def play_with_retries(
     return report
 
 
+def policy_dir(policy: str) -> str:
+    """A folder name for ``policy`` (a ``module:Class`` reference has a colon)."""
+    return policy.replace(":", "_").replace("/", "_")
+
+
+def incomplete_policies(results: dict[str, Any]) -> list[str]:
+    """The policies some of whose jobs did not finish (their numbers are not results)."""
+    return [p for p, r in results["policies"].items()
+            if not all(j.get("complete") for j in r.get("jobs", {}).values())]  # fmt: skip
+
+
 def read_echelon_ids(ctl: ControllerProcess, specs: list[JobSpec]) -> dict[tuple[str, str], int]:
     """``(job, group) -> echelon ID`` as the controller stored it (``GET /jobs/{job}``).
 
@@ -189,16 +210,57 @@ def read_echelon_ids(ctl: ControllerProcess, specs: list[JobSpec]) -> dict[tuple
     return ids
 
 
+def run_dir(parent: Path) -> Path:
+    """A fresh ``parent/<UTC timestamp>/`` for this run, with ``parent/latest`` pointing
+    at it. Why: a run overwrote the last one's results, plot and logs (the switch log
+    even grew across runs, mixing targets)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    out = parent / stamp
+    n = 1
+    while out.exists():
+        n += 1
+        out = parent / f"{stamp}-{n}"
+    (out / "logs").mkdir(parents=True)
+    latest = parent / "latest"
+    tmp = parent / f".latest-{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(out.name)
+    tmp.replace(latest)  # atomic: latest always points at a whole run folder
+    return out
+
+
+def fit_jobs(
+    args: argparse.Namespace, files: list[str], hosts: set[str], network: TopologyNetwork
+) -> tuple[list[demo.DemoJob], demo.Estimate]:
+    """The jobs at ``--scale``, scaled further down when one policy's run would take
+    longer than ``--budget`` on the emulated links (saying by how much)."""
+    jobs = demo.load_demo_jobs(files, args.scale, hosts)
+    est = demo.estimate([j.spec for j in jobs], network, args.iterations, PACKET_BYTES)
+    scale = demo.fit_to_budget(est, args.scale, args.budget)
+    if scale < args.scale:
+        print(f"*** scaled the jobs down {args.scale / scale:.1f}x more (--scale {args.scale:g} "
+              f"-> {scale:.3g}): at --scale {args.scale:g}, {args.iterations} iterations would "
+              f"take at least {est.run_s:.0f} s per policy at their bottleneck ({est.link}, "
+              f"{est.link_mbit:g} Mbit/s), over --budget {args.budget:g} s; sizes and compute "
+              "times shrink together, so the policies' comparison holds "
+              "(--budget 0 keeps --scale)", flush=True)  # fmt: skip
+        args.scale = scale
+        jobs = demo.load_demo_jobs(files, scale, hosts)
+        est = demo.estimate([j.spec for j in jobs], network, args.iterations, PACKET_BYTES)
+    return jobs, est
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.iterations < 1:
         raise EchelonError(f"iterations: must be at least 1, got {args.iterations}")
     topo = load(args.topo)
     files = [f.strip() for f in args.jobs.split(",") if f.strip()]
-    jobs = demo.load_demo_jobs(files, args.scale, set(topo.hosts))
+    demo.load_demo_jobs(files, args.scale, set(topo.hosts))  # bad files fail before anything
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     check_policies(policies)
-    out = Path(args.out_dir)
-    (out / "logs").mkdir(parents=True, exist_ok=True)
+    out = run_dir(Path(args.out_dir))
+    ctl_topo = demo.controller_topology(args.topo, args.rate_mbit, out)
+    jobs, est = fit_jobs(args, files, set(topo.hosts), TopologyNetwork(load(ctl_topo)))
     pcap = None if args.pcap is None else Path(args.pcap or out / "pcap")
     cli = resolve_cli(args.cli, args.headless, sys.stdin.isatty())
     net = EchelonNet(topo, kind=args.target, prefix=args.prefix, log_dir=out / "logs",
@@ -207,7 +269,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if net.kind == "soft" and args.target == "auto":
         why += "; BMv2 is not installed"
     print(f"*** target: {net.kind} ({why})")
-    ctl_topo = demo.controller_topology(args.topo, args.rate_mbit, out)
     ctl = ControllerProcess(str(ctl_topo), out, args.api_port, args.idle_level)
     results: dict[str, Any] = {
         "command": " ".join(["python -m topo.run", *sys.argv[1:]]),
@@ -218,6 +279,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "iterations": args.iterations,
         "release": args.release,
         "scale": args.scale,
+        "out_dir": str(out),
+        "estimate": {
+            "link": est.link,
+            "link_mbit": est.link_mbit,
+            "busy_s": est.busy_s,
+            "ideal_s": est.ideal_s,
+            "run_s": est.run_s,
+        },
         "job_files": files,
         "jobs": [j.description for j in jobs],
         "packet_bytes": PACKET_BYTES,
@@ -258,7 +327,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
                     def play_once(policy: str = policy, reports: str | None = reports) -> Any:
                         ctl.set_policy(base_policy(policy))  # fresh plans
-                        return play_scenario(net, specs, args.iterations, ids, out / policy,
+                        return play_scenario(net, specs, args.iterations, ids,
+                                             out / policy_dir(policy), est,
                                              rate_mbit=args.rate_mbit, release=args.release,
                                              controller=reports,
                                              entered=args.entered_reports)  # fmt: skip
@@ -269,6 +339,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     report["online"] = ctl.get("/progress").get("online")
                 results["policies"][policy] = report
                 print(f"*** {policy}: done in {report['wall_s']:.1f} s", flush=True)
+                for line in report.get("stalls", []):
+                    print(f"*** {policy}: {line}", flush=True)
                 if view is not None:
                     ports = portview.delta(view.poll(), before)
                     report["ports"] = portview.as_json(ports)
@@ -280,6 +352,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         else:
             traffic()
         results["stats"] = ctl.get("/stats")
+        results["incomplete"] = incomplete_policies(results)
         (out / "demo-results.json").write_text(json.dumps(results, indent=1))
         print(table(results))
         print("mean ECT per EchelonFlow group (s):")
@@ -287,7 +360,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for line in crosscheck.summary(results):
             print(line)
         plot_finish_times(results, out / "demo-finish-times.png")
-        print(f"*** wrote {out / 'demo-results.json'} and {out / 'demo-finish-times.png'}")
+        print(f"*** wrote {out / 'demo-results.json'} and {out / 'demo-finish-times.png'} "
+              f"({Path(args.out_dir) / 'latest'} points at {out.name})")  # fmt: skip
+        if results["incomplete"]:
+            print(f"*** incomplete results for {', '.join(results['incomplete'])}: see the "
+                  "agents' lines above; exiting with status 1", flush=True)  # fmt: skip
         if cli == "after" and net.mn is not None:
             open_cli(net.mn, view, "after")
         return results
@@ -309,8 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, on_term)  # terminal closed
     try:
-        run(args)
-        return 0
+        results = run(args)
+        return 1 if results.get("incomplete") else 0
     except EchelonError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
