@@ -64,7 +64,7 @@ from topo.controller_process import ControllerProcess
 from topo.interactive import CLI_MODES, Ticker, open_cli, resolve_cli, run_with_cli
 from topo.net import EchelonNet
 from topo.portview import PortView
-from topo.report import plot_finish_times, table
+from topo.report import plot_finish_times, table, verdict
 
 log = logging.getLogger("topo.run")
 #: What a run plays without ``--policies``, in this order. Any policy the controller
@@ -355,9 +355,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results["incomplete"] = incomplete_policies(results)
         (out / "demo-results.json").write_text(json.dumps(results, indent=1))
         print(table(results))
+        print(verdict(results))
         print("mean ECT per EchelonFlow group (s):")
         print(demo.group_table(results))
-        for line in crosscheck.summary(results):
+        for line in crosscheck.summary(results, out / "demo-results.json"):
             print(line)
         plot_finish_times(results, out / "demo-finish-times.png")
         print(f"*** wrote {out / 'demo-results.json'} and {out / 'demo-finish-times.png'} "

@@ -50,7 +50,11 @@ def demo(tmp_path: Path, cli: str, commands: str, policy: str) -> tuple[str, dic
     log = text.decode(errors="replace")
     assert proc.returncode == 0, log
     assert not {n for n in root_links() if n.startswith(PREFIX)}, "interfaces left behind"
-    return log, json.loads((out / "latest" / "demo-results.json").read_text()), out / "latest" / "pcap"
+    return (
+        log,
+        json.loads((out / "latest" / "demo-results.json").read_text()),
+        out / "latest" / "pcap",
+    )
 
 
 @pytest.mark.root
