@@ -401,6 +401,17 @@ def completion_rows(rows: list[dict[str, Any]], model: str = "fluid") -> list[di
     return out
 
 
+def tolerance_flag(worst: float, worst_it: float, checked: bool) -> str:
+    """How a cross-check line opens: whether the largest differences are inside
+    :data:`DEFAULT_TOLERANCE_S` (a 277.6 ms miss printed next to "tolerance 20 ms" read
+    like a pass), or that nothing could be checked (a run with no complete results)."""
+    if not checked or not math.isfinite(worst) or not math.isfinite(worst_it):
+        return "NOT CHECKED (the run has no complete results)"
+    if max(worst, worst_it) > DEFAULT_TOLERANCE_S:
+        return "OUTSIDE the tolerance"
+    return "within the tolerance"
+
+
 def summary(
     results: dict[str, Any], path: str | Path = "run/latest/demo-results.json"
 ) -> list[str]:

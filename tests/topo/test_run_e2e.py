@@ -215,7 +215,8 @@ def test_sigterm_mid_run_cleans_up(tmp_path: Path) -> None:
     try:
         # Interrupt while agents play the first policy (echelon-online, the default's first):
         # the most processes are alive then.
-        wait_until(lambda: (out / "latest" / POLICIES[0] / "go").exists() or proc.poll() is not None,
+        first = out / "latest" / POLICIES[0] / "go"
+        wait_until(lambda: first.exists() or proc.poll() is not None,
                    90, "the first policy to start")  # fmt: skip
         assert proc.poll() is None
         assert procs_mentioning(str(tmp_path))  # controller and agents are running

@@ -22,7 +22,7 @@ def results() -> dict[str, Any]:
                 "attempts": 2,
                 "lost_packets_per_attempt": [328, 0],
                 "lost_packets": 0,
-            },  # fmt: skip
+            },
             "srpt": {"jobs": {"a": job(None, False), "b": job(0.2)}, "stalls": ["agent h2: x"]},
         }
     }
