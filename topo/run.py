@@ -335,6 +335,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
                     report = play_with_retries(play_once, policy, args.retries)
                 report["wall_s"] = time.monotonic() - t0
+                report["controller_policy"] = ctl.get("/policy")["policy"]  # what it played
                 if online:  # re-plans, updates, reaction times during this run
                     report["online"] = ctl.get("/progress").get("online")
                 results["policies"][policy] = report

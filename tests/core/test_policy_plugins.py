@@ -87,3 +87,19 @@ def test_entry_point_name_is_found(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["smallest", "True"]
     assert "smallest" not in known_policies()  # not installed in this process
+
+
+def test_sim_eval_compares_it_with_every_policy_in_its_own_report(tmp_path: Path) -> None:
+    env = install_outside(tmp_path / "plug")
+    doc, rows = tmp_path / "eval.md", tmp_path / "rows.json"
+    r = _run(env, "-m", "sim.eval", "--tiny", "--policy", REFERENCE, "--mix", "hybrid",
+             "--doc", str(doc), "--rows", str(rows), "--workers", "1", "-q")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    text = doc.read_text()
+    table = [ln for ln in text.splitlines() if ln.startswith("| ") and "(s)" not in ln]
+    assert [ln.split(" | ")[0][2:] for ln in table] == [REFERENCE, *POLICIES]
+    assert f"{REFERENCE} vs echelon: mean" in text
+    assert {x["policy"] for x in json.loads(rows.read_text())} == {REFERENCE, *POLICIES}
+    from sim.eval.candidate import default_doc
+
+    assert default_doc(REFERENCE) == "run/eval-smallest_first_SmallestFirst.md"

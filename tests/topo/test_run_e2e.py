@@ -266,3 +266,37 @@ def test_own_gpt2_xl_job_is_scaled_to_the_budget_and_completes(tmp_path: Path) -
         assert j["complete"], (policy, j["missing"], rep.get("stalls"))
         assert rep["stalls"] == []
     assert not {n for n in root_links() if n.startswith(GPT_PREFIX)}
+
+
+PLUGIN_PREFIX = f"t6p{os.getpid() % 1000}"
+
+
+def test_policy_from_outside_the_repository_plays_static_and_online(tmp_path: Path) -> None:
+    """``make run POLICIES=smallest_first:SmallestFirst,...`` with the module's folder on
+    PYTHONPATH: the controller installs it, and its online variant is re-planned."""
+    from tests.policy_plugin import REFERENCE, install_outside
+
+    env = install_outside(tmp_path / "outside")
+    topo = topo_on_free_ports("topo/star.yaml", tmp_path / "star.yaml")
+    out = tmp_path / "run"
+    policies = [REFERENCE, f"{REFERENCE}-online"]
+    argv = [sys.executable, "-m", "topo.run", "--headless", "--target", "soft",
+            "--topo", str(topo), "--out-dir", str(out), "--prefix", PLUGIN_PREFIX,
+            "--api-port", str(free_port()), "--iterations", "1",
+            "--jobs", ",".join(TWO_JOB_FILES), "--policies", ",".join(policies)]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        text, _ = proc.communicate(timeout=150)
+    finally:
+        stop_process(proc, 60)
+    log = text.decode(errors="replace")
+    assert proc.returncode == 0, log
+    results = json.loads((out / "latest" / "demo-results.json").read_text())
+    assert list(results["policies"]) == policies
+    for pol, rep in results["policies"].items():
+        assert all(j["complete"] for j in rep["jobs"].values()), (pol, rep.get("stalls"))
+    online = results["policies"][policies[1]]["online"]
+    assert online and online["replans"] > 0, online
+    assert {r["controller_policy"] for r in results["policies"].values()} == {REFERENCE}
+    assert "verdict: mean iteration time (s)" in log
