@@ -196,7 +196,9 @@ def start_switches(topo_path: str, kind: str, log_dir: Path) -> list[Target]:
     try:
         for sw in load(topo_path).switches.values():
             log = log_dir / f"switch-{sw.name}.log"
-            print(f"starting {kind} switch {sw.name} at {sw.grpc} (log {log})", file=sys.stderr)
+            print(f"starting {kind} switch {sw.name} at {sw.grpc} (log {log}); it has no data "
+                  "ports, so no packet reaches it and echelonctl stats stays at 0: make run "
+                  "plays traffic on the emulated network", file=sys.stderr)  # fmt: skip
             out.append(start_target(kind, {}, sw.grpc, sw.thrift_port, sw.device_id, log))  # type: ignore[arg-type]
     except BaseException:
         for t in out:

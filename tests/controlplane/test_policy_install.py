@@ -91,3 +91,17 @@ def test_plugin_installs_through_echelonctl(daemon: Daemon, tmp_path: Path) -> N
     assert refused.returncode != 0
     assert "cannot be installed" in refused.stdout + refused.stderr
     assert daemon.get("/jobs/j")["policy"] == REFERENCE  # a refusal changes nothing
+
+
+def test_start_switches_says_the_switch_has_no_ports(tmp_path: Path) -> None:
+    """``echelon-controller --start-switches soft``: a switch with no data ports counts
+    nothing, which a user watching ``echelonctl stats`` must be told up front."""
+    port = free_port()
+    topo = write_topo(tmp_path / "t.yaml", [f"127.0.0.1:{port}"])
+    d = Daemon(topo, tmp_path / "r.db", tmp_path / "ctl.log", "--start-switches", "soft")
+    try:
+        d.wait_ready()
+    finally:
+        d.proc.stop()
+    log = d.proc.log.read_text()
+    assert "it has no data ports" in log and "echelonctl stats stays at 0" in log
