@@ -106,3 +106,14 @@ def test_scale_and_budget_are_documented() -> None:
     assert args.budget == demo.DEFAULT_BUDGET_S and args.scale == demo.DEFAULT_SCALE
     readme = (ROOT / "README.md").read_text()
     assert "--scale" in readme and "--budget" in readme
+
+
+def test_make_run_exits_non_zero_when_results_are_incomplete(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import topo.run as run_mod
+
+    monkeypatch.setattr(run_mod, "run", lambda args: {"incomplete": ["fifo"]})
+    assert run_mod.main(["--headless"]) == 1
+    monkeypatch.setattr(run_mod, "run", lambda args: {"incomplete": []})
+    assert run_mod.main(["--headless"]) == 0

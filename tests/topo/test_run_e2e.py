@@ -232,6 +232,28 @@ def test_sigterm_mid_run_cleans_up(tmp_path: Path) -> None:
     assert not procs_mentioning(f"@{KILL_PREFIX}s1-")
 
 
+def play_demo(
+    tmp_path: Path, prefix: str, *args: str, env: dict[str, str] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """``topo.run --headless`` on the soft switch with ``args``; its log and results.
+    The run must exit 0 and leave no interface behind."""
+    topo = topo_on_free_ports("topo/star.yaml", tmp_path / "star.yaml")
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "topo.run", "--headless", "--target", "soft",
+            "--topo", str(topo), "--out-dir", str(out), "--prefix", prefix,
+            "--api-port", str(free_port()), "--iterations", "1", *args]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        text, _ = proc.communicate(timeout=240)
+    finally:
+        stop_process(proc, 60)
+    log = text.decode(errors="replace")
+    assert proc.returncode == 0, log
+    assert not {n for n in root_links() if n.startswith(prefix)}, "interfaces left behind"
+    return log, json.loads((out / "latest" / "demo-results.json").read_text())
+
+
 GPT_PREFIX = f"t6g{os.getpid() % 1000}"
 
 
@@ -244,28 +266,14 @@ def test_own_gpt2_xl_job_is_scaled_to_the_budget_and_completes(tmp_path: Path) -
                            "--pp", "4", "--hosts", "h1,h2,h3,h4", "-o", str(job)],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert made.returncode == 0, made.stderr
-    topo = topo_on_free_ports("topo/star.yaml", tmp_path / "star.yaml")
-    out = tmp_path / "run"
-    argv = [sys.executable, "-m", "topo.run", "--headless", "--target", "soft",
-            "--topo", str(topo), "--out-dir", str(out), "--prefix", GPT_PREFIX,
-            "--api-port", str(free_port()), "--iterations", "1", "--budget", "6",
-            "--jobs", str(job), "--policies", "echelon,fifo"]  # fmt: skip
-    proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
-    try:
-        text, _ = proc.communicate(timeout=240)
-    finally:
-        stop_process(proc, 60)
-    log = text.decode(errors="replace")
-    assert proc.returncode == 0, log
+    log, results = play_demo(tmp_path, GPT_PREFIX, "--budget", "6", "--jobs", str(job),
+                             "--policies", "echelon,fifo")  # fmt: skip
     assert "*** scaled the jobs down" in log and "over --budget 6 s" in log, log
-    results = json.loads((out / "latest" / "demo-results.json").read_text())
     assert results["scale"] < 0.1 and results["incomplete"] == []
     for policy, rep in results["policies"].items():
         (j,) = rep["jobs"].values()
         assert j["complete"], (policy, j["missing"], rep.get("stalls"))
         assert rep["stalls"] == []
-    assert not {n for n in root_links() if n.startswith(GPT_PREFIX)}
 
 
 PLUGIN_PREFIX = f"t6p{os.getpid() % 1000}"
@@ -277,22 +285,9 @@ def test_policy_from_outside_the_repository_plays_static_and_online(tmp_path: Pa
     from tests.policy_plugin import REFERENCE, install_outside
 
     env = install_outside(tmp_path / "outside")
-    topo = topo_on_free_ports("topo/star.yaml", tmp_path / "star.yaml")
-    out = tmp_path / "run"
     policies = [REFERENCE, f"{REFERENCE}-online"]
-    argv = [sys.executable, "-m", "topo.run", "--headless", "--target", "soft",
-            "--topo", str(topo), "--out-dir", str(out), "--prefix", PLUGIN_PREFIX,
-            "--api-port", str(free_port()), "--iterations", "1",
-            "--jobs", ",".join(TWO_JOB_FILES), "--policies", ",".join(policies)]  # fmt: skip
-    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
-    try:
-        text, _ = proc.communicate(timeout=150)
-    finally:
-        stop_process(proc, 60)
-    log = text.decode(errors="replace")
-    assert proc.returncode == 0, log
-    results = json.loads((out / "latest" / "demo-results.json").read_text())
+    log, results = play_demo(tmp_path, PLUGIN_PREFIX, "--jobs", ",".join(TWO_JOB_FILES),
+                             "--policies", ",".join(policies), env=env)  # fmt: skip
     assert list(results["policies"]) == policies
     for pol, rep in results["policies"].items():
         assert all(j["complete"] for j in rep["jobs"].values()), (pol, rep.get("stalls"))
