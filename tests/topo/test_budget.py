@@ -111,8 +111,11 @@ def test_scale_and_budget_are_documented() -> None:
 def test_make_run_exits_non_zero_when_results_are_incomplete(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import signal
+
     import topo.run as run_mod
 
+    monkeypatch.setattr(signal, "signal", lambda *a: None)  # main() would install handlers
     monkeypatch.setattr(run_mod, "run", lambda args: {"incomplete": ["fifo"]})
     assert run_mod.main(["--headless"]) == 1
     monkeypatch.setattr(run_mod, "run", lambda args: {"incomplete": []})
