@@ -22,7 +22,8 @@ P4C     := $(shell command -v p4c-bm2-ss 2>/dev/null)
 help:
 	@echo "make run      end-to-end demo on the emulated network (TARGET=auto|soft|bmv2, TOPO=...,"
 	@echo "              JOBS=\"a.yaml b.yaml\" your own job files, POLICIES=echelon,coflow,fifo,"
-	@echo "              PCAP=1 per-port pcaps,"
+	@echo "              (any of echelon list's, module:Class, NAME-online; docs/policies.md),"
+	@echo "              RUN_ARGS=\"--scale 0.01\" or \"--budget 60\" (job size), PCAP=1 per-port pcaps,"
 	@echo "              CLI=1|during|after Mininet CLI before/during/after traffic)"
 	@echo "make test     lint, type check and every test (what CI runs)"
 	@echo "make test-fast  unit tests only: no root, nothing marked slow (under a minute)"
@@ -31,7 +32,7 @@ help:
 	@echo "make eval     simulator evaluation report -> docs/evaluation.md (EVAL_ARGS=--ray-address auto)"
 	@echo "make venv-ray add the optional Ray backend of simulator sweeps (requirements-ray.txt)"
 	@echo "make p4       compile p4src/ with p4c (or use the committed build outputs)"
-	@echo "make p4rt-shell  p4runtime-shell attached to a running switch (GRPC=127.0.0.1:9559)"
+	@echo "make p4rt-shell  p4runtime-shell attached to a running switch (GRPC=127.0.0.1:50001, the port topo/star.yaml gives s1)"
 
 # System packages: Mininet's mnexec, iproute2/tc, ethtool, tshark, ping. Installed only when
 # missing, without questions: wireshark-common's "non-root capture?" is preseeded to no.
@@ -57,7 +58,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 # p4runtime-shell pins protobuf < 3.21: it gets its own venv, never the main one.
 P4RT_VENV     ?= .venv-p4rt-shell
-GRPC          ?= 127.0.0.1:9559
+GRPC          ?= 127.0.0.1:50001
 P4RT_ELECTION ?= 0,2
 p4rt-shell-venv: $(P4RT_VENV)/.installed
 $(P4RT_VENV)/.installed: requirements-p4rt-shell.txt
@@ -92,8 +93,10 @@ endif
 # The demo: three jobs whose best order at h4's port changes as groups come and go, under
 # the controller's online re-planning, its static plan, coflow and FIFO (docs/demo.md).
 # JOBS="a.yaml b.yaml": play your own job files instead (topo.run --jobs);
-# POLICIES=echelon,coflow,fifo: other policies (topo.run --policies).
-# PCAP=1: per-port pcaps of every switch in run/pcap/<switch>/ and per-port counts while it runs;
+# POLICIES=echelon,coflow,fifo: other policies (topo.run --policies; package.module:Class
+# with its folder on PYTHONPATH, NAME-online re-planned online: docs/policies.md).
+# Each run writes run/<timestamp>/ (run/latest points at it); exit 1: incomplete results.
+# PCAP=1: per-port pcaps of every switch in run/latest/pcap/<switch>/ and per-port counts;
 # CLI=1 (= before) | during | after: when the Mininet CLI opens (docs/demo.md).
 EMPTY :=
 SPACE := $(EMPTY) $(EMPTY)

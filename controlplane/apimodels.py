@@ -34,7 +34,9 @@ class ErrorBody(BaseModel):
 class PolicyBody(SpecModel):
     """``PUT /policy``."""
 
-    name: Name = Field(description="echelon, coflow or fifo")
+    name: Name = Field(
+        description="a policy the switch can express (echelon list), or package.module:Class"
+    )
 
 
 class RangeView(Response):

@@ -81,7 +81,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     st.add_argument("--count", type=int, default=0, help="with --watch: stop after N samples")
     sub.add_parser("status", help="switches, pipeline, entry counts")
-    pol = sub.add_parser("policy", help="show or set the policy (echelon, coflow, fifo)")
+    pol = sub.add_parser(
+        "policy", help="show or set the policy (a name from the list, or package.module:Class)"
+    )
     pol.add_argument("name", nargs="?")
     return p.parse_args(argv)
 
@@ -272,6 +274,14 @@ def emit(args: argparse.Namespace, data: Any, human: Any) -> None:
     print(json.dumps(plain(data), indent=2) if args.json else human(data), flush=True)
 
 
+#: ANSI: cursor home, clear the screen (``--watch`` on a terminal redraws in place).
+CLEAR_SCREEN = "\x1b[H\x1b[2J"
+
+
+def _is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
 def stats(args: argparse.Namespace, api: ApiClient) -> int:
     """``stats`` once, or every ``--watch`` seconds with per-group rates."""
     if args.watch is not None and not args.watch > 0:
@@ -293,7 +303,9 @@ def stats(args: argparse.Namespace, api: ApiClient) -> int:
         elif answered:
             if args.watch is not None:
                 stamp = time.strftime("%H:%M:%S")
-                print(f"-- {stamp}  every {args.watch:g} s  (Ctrl-C stops)", flush=True)
+                # a terminal: redraw in place (top-like); a pipe or file keeps every sample
+                home = CLEAR_SCREEN if _is_terminal() else ""
+                print(f"{home}-- {stamp}  every {args.watch:g} s  (Ctrl-C stops)", flush=True)
             shown = render_stats(data, args.job, before, t - t_before)
             print(shown + ("\n" if args.watch is not None else ""), flush=True)
         for e in errors:

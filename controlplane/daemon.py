@@ -64,7 +64,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "mandatory when --host is not loopback",
     )
     p.add_argument("--token-file", help="read the bearer token from this file (first line)")
-    p.add_argument("--policy", choices=POLICIES, help="set the policy at start-up")
+    p.add_argument(
+        "--policy",
+        help=f"set the policy at start-up: one of {', '.join(POLICIES)} or package.module:Class",
+    )
     p.add_argument(
         "--replan",
         choices=("static", "online"),
@@ -193,7 +196,9 @@ def start_switches(topo_path: str, kind: str, log_dir: Path) -> list[Target]:
     try:
         for sw in load(topo_path).switches.values():
             log = log_dir / f"switch-{sw.name}.log"
-            print(f"starting {kind} switch {sw.name} at {sw.grpc} (log {log})", file=sys.stderr)
+            print(f"starting {kind} switch {sw.name} at {sw.grpc} (log {log}); it has no data "
+                  "ports, so no packet reaches it and echelonctl stats stays at 0: make run "
+                  "plays traffic on the emulated network", file=sys.stderr)  # fmt: skip
             out.append(start_target(kind, {}, sw.grpc, sw.thrift_port, sw.device_id, log))  # type: ignore[arg-type]
     except BaseException:
         for t in out:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 import numpy as np
@@ -56,15 +56,43 @@ from echelon.policies.table import Floats, FlowTable, Ints, TablePolicy, job_ids
 from echelon.schedule import DeadlineRange, EchelonLevels, Schedule
 from echelon.topology import TopologyNetwork
 
-POLICIES = ("echelon", "coflow", "fifo")
+#: The core's policies that the switch can express on its strict-priority queues:
+#: every group policy (bands and deadline ranges) and the per-flow ones whose ranks
+#: map to levels. ``fair`` is refused (:func:`check_policy` says why); a plug-in
+#: (``package.module:Class`` or an ``echelon.policies`` entry point) is accepted too.
+POLICIES = (
+    "echelon",
+    "echelon-v1",
+    "sebf-edf",
+    "varys",
+    "sincronia",
+    "coflow",
+    "fifo",
+    "edf",
+    "srpt",
+)
 
 GroupKey = tuple[str, str]
 
 
 def check_policy(name: str) -> None:
-    """Raise ``SpecError("policy")`` unless ``name`` is one of :data:`POLICIES`."""
-    if name not in POLICIES:
-        raise SpecError("policy", f"unknown policy {name!r} (one of {list(POLICIES)})")
+    """Raise ``SpecError("policy")`` unless ``name`` resolves to a policy
+    (:func:`echelon.policies.get_policy`: built-in, entry point or ``module:Class``)
+    that the switch can express; a refusal says why."""
+    if name in POLICIES:
+        return
+    why = core_policies.not_installable(core_policies.get_policy(name))
+    if why:
+        raise SpecError("policy", f"{name!r} cannot be installed on the switch: {why}")
+
+
+def switch_schedule(schedule: Schedule) -> Schedule:
+    """``schedule`` as the quantiser must read it for the switch: a per-flow policy
+    (no group order) has its flow ranks mapped to levels flow by flow, like an
+    interleaved schedule, rather than its groups banded by their best flow."""
+    if schedule.echelon_order or schedule.interleaved:
+        return schedule
+    return replace(schedule, interleaved=True)
 
 
 def group_plan(
@@ -75,13 +103,14 @@ def group_plan(
     fine: bool = False,
 ) -> GroupPlan:
     """The plan of one (job, group): the band's top level over its EchelonFlows'
-    ``levels`` (keyed by name; none: 0, best effort) and, under ``echelon`` with one
-    EchelonFlow, its deadline ranges (``fine``: split per offset, :func:`fine_ranges`)."""
+    ``levels`` (keyed by name; none: 0, best effort) and, with one EchelonFlow, its
+    deadline ranges (always under ``echelon``; otherwise when they split the band;
+    ``fine``: split per offset, :func:`fine_ranges`)."""
     mine, sources = job.of_group(gid.group)
     lv = [levels[ef.name] for ef in mine if ef.name in levels]
     prio = max((x.priority for x in lv), default=0)
     ranges: tuple[DeadlineRange, ...] = ()
-    if policy == "echelon" and len(lv) == 1:
+    if len(lv) == 1 and (policy == "echelon" or len(lv[0].ranges) > 1):
         ranges = lv[0].ranges
         if fine:
             ranges = fine_ranges(ranges, sorted({f.offset_us for f in mine[0].flows}))
@@ -407,15 +436,15 @@ class Planner:
             s.levels, s.flow_level = {}, None
             return []
         policy = core_policies.get_policy(self._policy)
-        assert isinstance(policy, TablePolicy)
-        table = _table(s, self._cap)
         ranks: Ints | None = None
         if isinstance(policy, EchelonPolicy) and policy.interleave:
             # the policy's own ranking, as arrays: what decide() puts in the Schedule
-            ranks = policy.rank_flows(table, self.now)[1]
+            ranks = policy.rank_flows(_table(s, self._cap), self.now)[1]
             schedule = Schedule(policy.name, (), {}, interleaved=True)
-        else:
-            schedule = policy.decide(table, self.now)
+        elif isinstance(policy, TablePolicy):
+            schedule = switch_schedule(policy.decide(_table(s, self._cap), self.now))
+        else:  # a plug-in: the Policy protocol, on the registered EchelonFlows
+            schedule = switch_schedule(policy.schedule(s.echelons, self.network, None, self.now))
         levels = dict(s.levels)
         k = len(self._desc)
         if not schedule.interleaved and len(schedule.echelon_order) == len(s.names) >= k:
@@ -479,6 +508,7 @@ def plan_instances(
     levels: dict[str, EchelonLevels] = {}
     if policy != "fifo" and efs:
         schedule = core_policies.get_policy(policy).schedule(efs, network, None, now)
+        schedule = switch_schedule(schedule)
         levels = dict(core_quantize.quantize(schedule, efs))
     return [group_plan(policy, job, gid, levels, fine=True) for job, gid, _ in instances]
 

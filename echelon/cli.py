@@ -35,7 +35,7 @@ from echelon.jobs import load_description, load_job, load_job_file, read_file
 from echelon.models import MODEL_NAMES, load_model
 from echelon.network import BigSwitch
 from echelon.paradigms import PARADIGMS
-from echelon.policies import POLICIES, get_policy
+from echelon.policies import POLICIES, get_policy, not_installable, plugin_names
 from echelon.quantize import flow_levels, quantize
 from echelon.schedule import Network
 from echelon.specs import SpecWarning
@@ -70,6 +70,13 @@ def show(args: argparse.Namespace) -> dict[str, Any]:
         if not args.gbps > 0:
             raise SpecError("--gbps", f"must be positive, got {args.gbps}")
         hosts = sorted({h for ef in desc.echelons for f in ef.flows for h in (f.src, f.dst)})
+        warnings.append(
+            SpecWarning(
+                "hosts",
+                f"{', '.join(hosts)} not checked against a topology; give "
+                "--topo topo/star.yaml to check them as registration does",
+            )
+        )
         net = BigSwitch.uniform(desc.spec.hosts if desc.spec else hosts, args.gbps * 1e9 / 8)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -145,7 +152,9 @@ def render(report: dict[str, Any]) -> str:
     lines = [
         f"job {report['job']} ({report['paradigm']}), iteration {report['iteration']}, "
         f"ideal iteration {report['ideal_iteration_s'] * 1e3:.3f} ms, policy {report['policy']}, "
-        f"{report['network']}"
+        f"{report['network']}",
+        "levels: this job alone; the controller plans every registered job together "
+        "(echelonctl show JOB: what it installed)",
     ]
     for ef in report["echelons"]:
         kind = "coflow" if ef["coflow"] else "echelon"
@@ -167,6 +176,28 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+#: ``echelon job --paradigm`` names that differ from the job format's ``paradigm:``.
+_JOB_NAMES = {"pipedream_1f1b": "1f1b"}
+
+
+def list_text() -> str:
+    """``echelon list``: paradigms (with the ``echelon job --paradigm`` name where it
+    differs) and policies (whether the switch can run them, and why not)."""
+    lines = []
+    for name, par in sorted(PARADIGMS.items()):
+        alias = _JOB_NAMES.get(name)
+        also = f" (echelon job --paradigm {alias})" if alias else ""
+        lines.append(f"paradigm {name:15} {par.summary}{also}")
+    for pol in [*POLICIES, *plugin_names()]:
+        why = not_installable(get_policy(pol))
+        where = f"simulator only: {why}" if why else "simulator and switch"
+        lines.append(f"policy   {pol:15} {where}")
+    lines.append(f"policy   {'NAME-online':15} make run: NAME re-planned online by the controller "
+                 "(echelon-online is the default's first)")  # fmt: skip
+    lines.append(f"policy   {'module:Class':15} your own (docs/policies.md)")
+    return "\n".join(lines) + "\n"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="echelon", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -175,7 +206,11 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--topo", help="topology file: schedule on its links, as the controller does (topo/*.yaml)"
     )
-    s.add_argument("--policy", default="echelon", choices=POLICIES)
+    s.add_argument(
+        "--policy",
+        default="echelon",
+        help="a built-in (echelon list), an entry point or package.module:Class",
+    )
     s.add_argument("--iteration", type=int, default=0)
     s.add_argument("--t0", type=float, default=0.0, help="iteration start, seconds")
     s.add_argument(
@@ -237,10 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "example":
             print(example_text(args.paradigm), end="")
         else:
-            for name, par in sorted(PARADIGMS.items()):
-                print(f"paradigm {name:15} {par.summary}")
-            for pol in POLICIES:
-                print(f"policy   {pol}")
+            print(list_text(), end="")
     except EchelonError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

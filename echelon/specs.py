@@ -16,6 +16,7 @@ a typo. :func:`validate` turns a ``ValidationError`` into the project's
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -239,6 +240,26 @@ def spec_error(exc: ValidationError, model: type[BaseModel], where: str = "") ->
     # an unknown key first (as the hand-written checks did): a typo'd optional field
     # also shows up as the real one "missing", and the typo is the thing to fix
     err = next((e for e in errors if e.get("type") == "extra_forbidden"), errors[0])
+    first = _one_error(err, model, where)
+    fields = {_one_error(e, model, where).field for e in errors if e is not err}
+    fields.add(first.field)
+    # a union's alternatives also report the enclosing field: name only the leaves
+    leaves = {f for f in fields if not any(g.startswith((f + ".", f + "[")) for g in fields)}
+    others = sorted(leaves - {first.field})
+    if others:  # a file with several mistakes names them all, not one per attempt
+        more = ", ".join(others[:MORE_ERRORS_SHOWN])
+        extra = len(others) - MORE_ERRORS_SHOWN
+        more += f" and {extra} more" if extra > 0 else ""
+        return SpecError(first.field, f"{first.message} (also wrong: {more})")
+    return first
+
+
+#: How many further wrong fields a :func:`spec_error` message names.
+MORE_ERRORS_SHOWN = 5
+
+
+def _one_error(err: Any, model: type[BaseModel], where: str) -> SpecError:
+    """One pydantic error as a :class:`SpecError` with today's wording."""
     loc = tuple(err.get("loc", ()))
     field = field_path(loc, where) or where or "value"
     kind = err.get("type", "")
@@ -253,7 +274,9 @@ def spec_error(exc: ValidationError, model: type[BaseModel], where: str = "") ->
     if kind == "extra_forbidden":
         owner = _model_at(model, loc)
         allowed = sorted(owner.model_fields) if owner is not None else []
-        return SpecError(field, f"unknown field (allowed: {allowed})")
+        close = difflib.get_close_matches(str(loc[-1]) if loc else "", allowed, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return SpecError(field, f"unknown field (allowed: {allowed}){hint}")
     if kind in ("model_type", "dict_type", "model_attributes_type", "dataclass_type"):
         return SpecError(field or "value", f"must be a mapping, got {type(value).__name__}")
     if kind in ("list_type", "tuple_type", "too_short"):

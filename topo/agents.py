@@ -16,6 +16,7 @@ from echelon.jobs import JobSpec
 from hostagent.plan import build_scenario
 from hostagent.report import formation_report, merge_records
 from targets.process import stop_process, wait_until
+from topo.demo import Estimate
 from topo.net import EchelonNet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,18 +25,32 @@ GO_MARGIN_S = 0.3
 #: UDP payload per packet (echelon header + data): ~1 kB frames, as the demo brief asks.
 PACKET_BYTES = 1000
 READY_TIMEOUT_S = 30.0
-#: An agent still missing packets ends when nothing moved on its host for this many
-#: contention-free iterations of the slowest job, and never sooner than IDLE_MIN_S: a
-#: packet lost between a host and the switch never arrives, and closed loop everything
-#: behind it waits (docs/demo.md, "Limits").
-IDLE_ITERATIONS = 5.0
+#: An agent still missing packets ends when nothing moved on its host for longer than
+#: the whole run could keep it waiting (:func:`idle_timeout`), and never sooner than
+#: IDLE_MIN_S: a packet lost between a host and the switch never arrives, and closed
+#: loop everything behind it waits (docs/demo.md, "Limits").
 IDLE_MIN_S = 2.0
+#: The run's deadline is this many times its bound (``Estimate.worst_s``), and at least
+#: RUN_MIN_S: past it the agents stop whatever they wait on.
+RUN_MARGIN = 3.0
+RUN_MIN_S = 60.0
 
 
-def idle_timeout(jobs: Sequence[JobSpec]) -> float:
-    """How long an agent waits with nothing sent or received before it gives up."""
-    longest = max((j.ideal_iteration_s or 0.0 for j in jobs), default=0.0)
-    return max(IDLE_MIN_S, IDLE_ITERATIONS * longest)
+def idle_timeout(est: Estimate) -> float:
+    """How long an agent waits with nothing sent or received before it gives up.
+
+    Why from the plan: a host whose flows queue behind the bottleneck sees nothing for
+    as long as the other jobs' bytes take to cross it, which for a large job is far
+    longer than any constant (h2 waiting behind a 10 Mbit/s link for a GPT-2 XL
+    pipeline: tens of seconds). The whole run's bound (every iteration's bottleneck
+    bytes after every compute step) is the longest such wait; twice it, never less
+    than :data:`IDLE_MIN_S`."""
+    return max(IDLE_MIN_S, 2.0 * est.worst_s)
+
+
+def run_timeout(est: Estimate) -> float:
+    """The deadline of one policy's run, from its start (see :data:`RUN_MARGIN`)."""
+    return max(RUN_MIN_S, RUN_MARGIN * est.worst_s)
 
 
 def lost_packets(records: Sequence[Mapping[str, Any]]) -> int:
@@ -52,22 +67,25 @@ def play_scenario(
     iterations: int,
     ids: Mapping[tuple[str, str], int],
     out_dir: Path,
+    est: Estimate,
     rate_mbit: float = 40.0,
-    timeout_s: float = 60.0,
     release: str = "closed",
     controller: str | None = None,
     entered: bool = True,
 ) -> dict[str, Any]:
     """Write the scenario (``iterations`` of every job's plan, flows released closed or
     open loop: :mod:`hostagent.plan`), run an agent in every host, return the
-    formation report (with iteration times in closed loop). ``entered``: with a
-    ``controller``, agents report entering iteration 0 before they say ready."""
+    formation report (with iteration times in closed loop). ``est`` (the jobs at their
+    bottleneck, :func:`topo.demo.estimate`) sets the agents' idle timeout and the
+    run's deadline. ``entered``: with a ``controller``, agents report entering
+    iteration 0 before they say ready."""
+    timeout_s = run_timeout(est)
     out_dir.mkdir(parents=True, exist_ok=True)
     hosts = {h.name: h.ip for h in net.topo.hosts.values()}
     sc = build_scenario(jobs, iterations, ids, hosts, start_at=time.time() + READY_TIMEOUT_S,
                         default_rate_mbit=rate_mbit, timeout_s=timeout_s,
                         packet_bytes=PACKET_BYTES, release=release,
-                        idle_timeout_s=idle_timeout(jobs))  # fmt: skip
+                        idle_timeout_s=idle_timeout(est))  # fmt: skip
     path = out_dir / "scenario.json"
     sc.save(path)
     procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -112,4 +130,49 @@ def play_scenario(
                                      "stalled": d.get("stalled", False)}
                         for d in data}  # fmt: skip
     report["lost_packets"] = lost_packets(data)
+    report["stalls"] = stalls(data, idle_timeout(est), timeout_s)
+    report["estimate"] = {"link": est.link, "link_mbit": est.link_mbit, "busy_s": est.busy_s,
+                          "ideal_s": est.ideal_s, "idle_timeout_s": idle_timeout(est),
+                          "timeout_s": timeout_s}  # fmt: skip
     return report
+
+
+#: How many flows a stall message names (the rest are counted).
+STALL_FLOWS_SHOWN = 3
+
+
+def stalls(records: Sequence[Mapping[str, Any]], idle_s: float, timeout_s: float) -> list[str]:
+    """One line per agent that ended unfinished: which host, why it stopped, and which
+    flows it still waited for (packets in / expected) or had not sent in full.
+
+    Why: "its flows are reported incomplete" alone sent a user looking at the switch,
+    which had lost nothing; the agent had given up waiting behind the bottleneck."""
+    out = []
+    for r in records:
+        if r.get("complete"):
+            continue
+        why = (
+            f"nothing sent or received for {idle_s:.1f} s (idle timeout)"
+            if r.get("stalled")
+            else f"the run's deadline ({timeout_s:.0f} s) passed"
+        )
+        waiting = [f"{uid} ({f['packets']}/{f['expected']} packets)"
+                   for uid, f in r.get("received", {}).items()
+                   if int(f.get("packets") or 0) < int(f.get("expected") or 0)]  # fmt: skip
+        unsent = [uid for uid, f in r.get("sent", {}).items()
+                  if int(f.get("packets") or 0) < int(f.get("expected") or 0)]  # fmt: skip
+        parts = []
+        if waiting:
+            parts.append("waiting for " + _some(waiting))
+        if unsent:
+            parts.append("had not sent all of " + _some(unsent))
+        if not parts:
+            parts.append("its compute tasks had not all run")
+        out.append(f"agent {r.get('host')}: stopped after {why}; " + "; ".join(parts))
+    return out
+
+
+def _some(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:STALL_FLOWS_SHOWN])
+    more = len(items) - STALL_FLOWS_SHOWN
+    return shown + (f" and {more} more" if more > 0 else "")

@@ -28,8 +28,10 @@ from typing import Any
 
 import yaml
 
+from echelon.constants import ECHELON_HEADER_LEN
 from echelon.errors import SpecError
 from echelon.jobs import JobSpec, load_job
+from echelon.schedule import Network
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The demo's jobs (``make run``, and ``topo.run`` without ``--jobs``).
@@ -38,6 +40,71 @@ JOB_FILES = ("topo/jobs/pipe.yaml", "topo/jobs/dp.yaml", "topo/jobs/big.yaml")
 TWO_JOB_FILES = JOB_FILES[:2]
 #: Sizes and compute durations are multiplied by this (see the module docstring).
 DEFAULT_SCALE = 0.1
+#: Seconds one policy's run may take on the emulated links before ``topo.run`` scales
+#: the jobs down to fit (the stock demo needs ~2 s; ``echelon job --model gpt2-xl
+#: --pp 4`` at scale 0.1 about 30 s, which makes a four-policy run a few minutes).
+DEFAULT_BUDGET_S = 20.0
+
+
+def wire_factor(packet_bytes: int) -> float:
+    """Bytes on the wire per byte of a flow: Ethernet + IPv4 + UDP (42 bytes) and the
+    echelon header on every packet of ``packet_bytes`` (:mod:`topo.agents`)."""
+    return (packet_bytes + 42) / (packet_bytes - ECHELON_HEADER_LEN)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """How long a run of the jobs takes at its bottleneck, from their plans alone.
+
+    ``link`` is the link of the paced network that the jobs' bytes keep busy longest
+    in one iteration of every job, ``busy_s`` that time (on the wire, headers
+    included); ``ideal_s`` the longest contention-free iteration among the jobs. One
+    iteration cannot take less than either, so ``iterations * max(busy_s, ideal_s)``
+    is what one policy's run takes at the least, and ``iterations * (busy_s +
+    ideal_s)`` a bound no sane policy exceeds (every byte of the bottleneck after
+    every compute step).
+    """
+
+    link: str
+    link_mbit: float
+    busy_s: float
+    ideal_s: float
+    iterations: int
+
+    @property
+    def run_s(self) -> float:
+        return self.iterations * max(self.busy_s, self.ideal_s)
+
+    @property
+    def worst_s(self) -> float:
+        return self.iterations * (self.busy_s + self.ideal_s)
+
+
+def estimate(
+    specs: Sequence[JobSpec], network: Network, iterations: int, packet_bytes: int
+) -> Estimate:
+    """The :class:`Estimate` of playing ``iterations`` of every job on ``network``."""
+    load: dict[str, float] = {}
+    for spec in specs:
+        for ef in spec.plan().echelons:
+            for f in ef.flows:
+                for link in network.path(f.src, f.dst):
+                    load[link] = load.get(link, 0.0) + f.size
+    cap = network.links
+    link = max(load, key=lambda x: load[x] / cap[x], default="")
+    busy = load[link] / cap[link] * wire_factor(packet_bytes) if link else 0.0
+    ideal = max((s.ideal_iteration_s or 0.0 for s in specs), default=0.0)
+    mbit = cap[link] * 8 / 1e6 if link else 0.0
+    return Estimate(link, mbit, busy, ideal, iterations)
+
+
+def fit_to_budget(est: Estimate, scale: float, budget_s: float) -> float:
+    """The scale at which ``est`` (made at ``scale``) fits ``budget_s``: ``scale`` when it
+    already does or ``budget_s`` is 0, else ``scale`` shrunk in proportion (sizes and
+    durations scale together, so the run's time does; module docstring)."""
+    if budget_s <= 0 or est.run_s <= budget_s:
+        return scale
+    return scale * budget_s / est.run_s
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from mininet.cli import CLI
-from mininet.log import setLogLevel
+from mininet.log import output, setLogLevel
 
 from topo import portview
 from topo.portview import PortView
@@ -50,6 +50,21 @@ class EchelonCLI(CLI):  # type: ignore[misc]
             print("no per-port view: start the demo with --pcap (make run PCAP=1)")
             return
         print(portview.table(self.view.poll()))
+
+    def waitForNode(self, node: Any) -> None:
+        """Mininet forwards what arrives on stdin, byte by byte, into the shell of the
+        node running a command (for interactive programs). With commands from a file or
+        pipe (``make run CLI=during < cmds.txt``) that pours the rest of the file into
+        h1's shell; so only a terminal is forwarded, and otherwise the node's output is
+        printed until the command ends and the next line is read as a CLI command."""
+        if self.isatty():
+            super().waitForNode(node)
+            return
+        while node.waiting:
+            try:
+                output(node.monitor(timeoutms=200))
+            except KeyboardInterrupt:
+                node.sendInt()
 
 
 def open_cli(mn: Any, view: PortView | None, when: str) -> None:

@@ -1,10 +1,10 @@
-"""``make run``: the demo end to end — topology, controller, three contending jobs, four policies.
+"""``make run``: the demo end to end — topology, controller, the jobs, every policy in turn.
 
     python -m topo.run [--topo topo/star.yaml] [--target auto|soft|bmv2] [--headless]
                        [--policies echelon-online,echelon,coflow,fifo] [--iterations 3]
                        [--out-dir run]
                        [--jobs topo/jobs/pipe.yaml,topo/jobs/dp.yaml,topo/jobs/big.yaml]
-                       [--scale 0.1]
+                       [--scale 0.1] [--budget 20]
                        [--release closed|open] [--pcap [DIR]] [--port-view SECONDS]
                        [--cli auto|before|during|after|never]
 
@@ -14,7 +14,12 @@ daemon on it, registers the demo jobs -- paradigm job descriptions, scaled by
 reads back each group's echelon ID, plays the jobs' plans on the hosts once per
 policy (switching the controller's policy between runs; closed loop by default:
 the agents run the compute tasks, see :mod:`hostagent.closedloop`) and writes
-``run/demo-results.json``, ``run/demo-finish-times.png`` and a comparison table.
+``demo-results.json``, ``demo-finish-times.png``, the logs and a comparison table into
+a fresh ``<out-dir>/<timestamp>/`` (``<out-dir>/latest`` points at it). Jobs whose run
+would take longer than ``--budget`` seconds per policy at their bottleneck are scaled
+down further, and the run says by how much; the agents' timeouts come from the same
+estimate. A policy some of whose jobs did not finish is named, with the agents that
+stopped and what they waited for, and the exit status is 1.
 ``echelon-online`` runs the echelon policy with the agents reporting progress to
 the controller's ``--progress-socket``, which re-plans the groups in flight
 (docs/controller.md, "Online re-planning"); the other policies send no reports.
@@ -38,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -47,9 +53,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from controlplane.planning import check_policy
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
-from echelon.topology import load
+from echelon.topology import TopologyNetwork, load
 from hostagent.scenario import RELEASE_MODES
 from topo import crosscheck, demo, portview
 from topo.agents import PACKET_BYTES, play_scenario
@@ -57,15 +64,30 @@ from topo.controller_process import ControllerProcess
 from topo.interactive import CLI_MODES, Ticker, open_cli, resolve_cli, run_with_cli
 from topo.net import EchelonNet
 from topo.portview import PortView
-from topo.report import plot_finish_times, table
+from topo.report import plot_finish_times, table, verdict
 
 log = logging.getLogger("topo.run")
-#: The controller's policies (controlplane.planning.POLICIES), checked before starting
-#: anything; all of them, in this order, are what a run plays without ``--policies``.
+#: What a run plays without ``--policies``, in this order. Any policy the controller
+#: installs is accepted (controlplane.planning.check_policy, checked before starting
+#: anything): a built-in, an entry point or ``package.module:Class`` (docs/policies.md).
 POLICIES = ("echelon-online", "echelon", "coflow", "fifo")
-#: ``echelon-online``: the echelon policy, re-planned online from the agents' progress
-#: reports (docs/controller.md, "Online re-planning"); ``echelon`` is then the static one.
-ONLINE = "echelon-online"
+#: ``NAME-online``: policy NAME re-planned online from the agents' progress reports
+#: (docs/controller.md, "Online re-planning"); ``NAME`` alone is the static one.
+ONLINE_SUFFIX = "-online"
+ONLINE = "echelon" + ONLINE_SUFFIX
+
+
+def base_policy(policy: str) -> str:
+    """The controller policy a ``--policies`` entry plays (``NAME-online`` -> ``NAME``)."""
+    return policy.removesuffix(ONLINE_SUFFIX)
+
+
+def check_policies(policies: list[str]) -> None:
+    """Fail before starting anything on a policy the controller would refuse."""
+    if not policies:
+        raise EchelonError("policies: none given")
+    for p in policies:
+        check_policy(base_policy(p))
 
 
 class Terminated(BaseException):
@@ -91,7 +113,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="SECONDS",
         help="with --pcap: print per-port packet counts this often (0: off)",
     )
-    p.add_argument("--policies", default=",".join(POLICIES))
+    p.add_argument("--policies", default=",".join(POLICIES),
+                   help="comma-separated: built-in names (echelon, echelon-v1, sebf-edf, "
+                        "varys, sincronia, coflow, fifo, edf, srpt), package.module:Class, "
+                        "or NAME-online (NAME re-planned from the agents' progress)")  # fmt: skip
     p.add_argument(
         "--idle-level",
         choices=("keep", "lowest"),
@@ -112,7 +137,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rate-mbit", type=float, default=40.0, help="host sender pacing rate")
     p.add_argument("--jobs", default=",".join(demo.JOB_FILES), help="job description files")
     p.add_argument("--scale", type=float, default=demo.DEFAULT_SCALE,
-                   help="multiplies every size and compute duration of the jobs")  # fmt: skip
+                   help="multiplies every size and compute duration of the jobs (the whole "
+                        "timeline shrinks by it; topo/demo.py)")  # fmt: skip
+    p.add_argument("--budget", type=float, default=demo.DEFAULT_BUDGET_S, metavar="SECONDS",
+                   help="scale the jobs down further when one policy's run would take longer "
+                        "than this at its bottleneck (0: never)")  # fmt: skip
     p.add_argument("--release", default="closed", choices=RELEASE_MODES,
                    help="closed: a flow leaves when its producer task ends, tasks wait for "
                         "their input flows; open: at the producer's ideal end")  # fmt: skip
@@ -139,15 +168,27 @@ def play_with_retries(
         losses.append(int(report.get("lost_packets", 0)))
         if not incomplete or losses[-1] == 0 or len(losses) > retries:
             break
-        print(f"*** {policy}: {losses[-1]} packets lost between the hosts and the switch, "
-              f"flows unfinished; playing it again (attempt {len(losses) + 1} of "
-              f"{retries + 1})", flush=True)  # fmt: skip
+        print(f"*** {policy}: {losses[-1]} packets lost between the hosts and the switch "
+              "(the switch did not get the CPU in time: a busy machine, not the policy; "
+              f"docs/demo.md), so flows were unfinished; playing it again (attempt "
+              f"{len(losses) + 1} of {retries + 1}; the verdict notes it)", flush=True)  # fmt: skip
     report["attempts"] = len(losses)
     report["lost_packets_per_attempt"] = losses
     if losses[-1]:
         print(f"*** {policy}: {losses[-1]} packets lost in the last attempt; its flows are "
               "reported incomplete", flush=True)  # fmt: skip
     return report
+
+
+def policy_dir(policy: str) -> str:
+    """A folder name for ``policy`` (a ``module:Class`` reference has a colon)."""
+    return policy.replace(":", "_").replace("/", "_")
+
+
+def incomplete_policies(results: dict[str, Any]) -> list[str]:
+    """The policies some of whose jobs did not finish (their numbers are not results)."""
+    return [p for p, r in results["policies"].items()
+            if not all(j.get("complete") for j in r.get("jobs", {}).values())]  # fmt: skip
 
 
 def read_echelon_ids(ctl: ControllerProcess, specs: list[JobSpec]) -> dict[tuple[str, str], int]:
@@ -170,18 +211,57 @@ def read_echelon_ids(ctl: ControllerProcess, specs: list[JobSpec]) -> dict[tuple
     return ids
 
 
+def run_dir(parent: Path) -> Path:
+    """A fresh ``parent/<UTC timestamp>/`` for this run, with ``parent/latest`` pointing
+    at it. Why: a run overwrote the last one's results, plot and logs (the switch log
+    even grew across runs, mixing targets)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    out = parent / stamp
+    n = 1
+    while out.exists():
+        n += 1
+        out = parent / f"{stamp}-{n}"
+    (out / "logs").mkdir(parents=True)
+    latest = parent / "latest"
+    tmp = parent / f".latest-{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(out.name)
+    tmp.replace(latest)  # atomic: latest always points at a whole run folder
+    return out
+
+
+def fit_jobs(
+    args: argparse.Namespace, files: list[str], hosts: set[str], network: TopologyNetwork
+) -> tuple[list[demo.DemoJob], demo.Estimate]:
+    """The jobs at ``--scale``, scaled further down when one policy's run would take
+    longer than ``--budget`` on the emulated links (saying by how much)."""
+    jobs = demo.load_demo_jobs(files, args.scale, hosts)
+    est = demo.estimate([j.spec for j in jobs], network, args.iterations, PACKET_BYTES)
+    scale = demo.fit_to_budget(est, args.scale, args.budget)
+    if scale < args.scale:
+        print(f"*** scaled the jobs down {args.scale / scale:.1f}x more (--scale {args.scale:g} "
+              f"-> {scale:.3g}): at --scale {args.scale:g}, {args.iterations} iterations would "
+              f"take at least {est.run_s:.0f} s per policy at their bottleneck ({est.link}, "
+              f"{est.link_mbit:g} Mbit/s), over --budget {args.budget:g} s; sizes and compute "
+              "times shrink together, so the policies' comparison holds "
+              "(--budget 0 keeps --scale)", flush=True)  # fmt: skip
+        args.scale = scale
+        jobs = demo.load_demo_jobs(files, scale, hosts)
+        est = demo.estimate([j.spec for j in jobs], network, args.iterations, PACKET_BYTES)
+    return jobs, est
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.iterations < 1:
         raise EchelonError(f"iterations: must be at least 1, got {args.iterations}")
     topo = load(args.topo)
     files = [f.strip() for f in args.jobs.split(",") if f.strip()]
-    jobs = demo.load_demo_jobs(files, args.scale, set(topo.hosts))
+    demo.load_demo_jobs(files, args.scale, set(topo.hosts))  # bad files fail before anything
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-    unknown = [p for p in policies if p not in POLICIES]
-    if unknown or not policies:
-        raise EchelonError(f"policies: {unknown or 'none'} not among {list(POLICIES)}")
-    out = Path(args.out_dir)
-    (out / "logs").mkdir(parents=True, exist_ok=True)
+    check_policies(policies)
+    out = run_dir(Path(args.out_dir))
+    ctl_topo = demo.controller_topology(args.topo, args.rate_mbit, out)
+    jobs, est = fit_jobs(args, files, set(topo.hosts), TopologyNetwork(load(ctl_topo)))
     pcap = None if args.pcap is None else Path(args.pcap or out / "pcap")
     cli = resolve_cli(args.cli, args.headless, sys.stdin.isatty())
     net = EchelonNet(topo, kind=args.target, prefix=args.prefix, log_dir=out / "logs",
@@ -190,7 +270,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if net.kind == "soft" and args.target == "auto":
         why += "; BMv2 is not installed"
     print(f"*** target: {net.kind} ({why})")
-    ctl_topo = demo.controller_topology(args.topo, args.rate_mbit, out)
     ctl = ControllerProcess(str(ctl_topo), out, args.api_port, args.idle_level)
     results: dict[str, Any] = {
         "command": " ".join(["python -m topo.run", *sys.argv[1:]]),
@@ -201,6 +280,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "iterations": args.iterations,
         "release": args.release,
         "scale": args.scale,
+        "out_dir": str(out),
+        "estimate": {
+            "link": est.link,
+            "link_mbit": est.link_mbit,
+            "busy_s": est.busy_s,
+            "ideal_s": est.ideal_s,
+            "run_s": est.run_s,
+        },
         "job_files": files,
         "jobs": [j.description for j in jobs],
         "packet_bytes": PACKET_BYTES,
@@ -232,25 +319,30 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         def traffic() -> None:
             for policy in policies:
-                reports = f"unix:{ctl.progress_socket}" if policy == ONLINE else None
+                online = policy.endswith(ONLINE_SUFFIX)
+                reports = f"unix:{ctl.progress_socket}" if online else None
                 t0 = time.monotonic()
                 before = view.poll() if view else {}
                 ticking = view is not None and cli != "during"
                 with Ticker(view, args.port_view if ticking else 0) if view else nullcontext():
 
                     def play_once(policy: str = policy, reports: str | None = reports) -> Any:
-                        ctl.set_policy("echelon" if policy == ONLINE else policy)  # fresh plans
-                        return play_scenario(net, specs, args.iterations, ids, out / policy,
+                        ctl.set_policy(base_policy(policy))  # fresh plans
+                        return play_scenario(net, specs, args.iterations, ids,
+                                             out / policy_dir(policy), est,
                                              rate_mbit=args.rate_mbit, release=args.release,
                                              controller=reports,
                                              entered=args.entered_reports)  # fmt: skip
 
                     report = play_with_retries(play_once, policy, args.retries)
                 report["wall_s"] = time.monotonic() - t0
-                if policy == ONLINE:  # re-plans, updates, reaction times during this run
+                report["controller_policy"] = ctl.get("/policy")["policy"]  # what it played
+                if online:  # re-plans, updates, reaction times during this run
                     report["online"] = ctl.get("/progress").get("online")
                 results["policies"][policy] = report
                 print(f"*** {policy}: done in {report['wall_s']:.1f} s", flush=True)
+                for line in report.get("stalls", []):
+                    print(f"*** {policy}: {line}", flush=True)
                 if view is not None:
                     ports = portview.delta(view.poll(), before)
                     report["ports"] = portview.as_json(ports)
@@ -262,14 +354,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         else:
             traffic()
         results["stats"] = ctl.get("/stats")
+        results["incomplete"] = incomplete_policies(results)
         (out / "demo-results.json").write_text(json.dumps(results, indent=1))
         print(table(results))
+        print(verdict(results))
         print("mean ECT per EchelonFlow group (s):")
         print(demo.group_table(results))
-        for line in crosscheck.summary(results):
+        for line in crosscheck.summary(results, out / "demo-results.json"):
             print(line)
         plot_finish_times(results, out / "demo-finish-times.png")
-        print(f"*** wrote {out / 'demo-results.json'} and {out / 'demo-finish-times.png'}")
+        print(f"*** wrote {out / 'demo-results.json'} and {out / 'demo-finish-times.png'} "
+              f"({Path(args.out_dir) / 'latest'} points at {out.name})")  # fmt: skip
+        if results["incomplete"]:
+            print(f"*** incomplete results for {', '.join(results['incomplete'])}: see the "
+                  "agents' lines above; exiting with status 1", flush=True)  # fmt: skip
         if cli == "after" and net.mn is not None:
             open_cli(net.mn, view, "after")
         return results
@@ -291,8 +389,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, on_term)  # terminal closed
     try:
-        run(args)
-        return 0
+        results = run(args)
+        return 1 if results.get("incomplete") else 0
     except EchelonError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

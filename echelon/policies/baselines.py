@@ -25,6 +25,12 @@ class FairPolicy(_PerFlow):
     """Per-flow max-min fair sharing: every flow has rank 0 (TCP-like)."""
 
     name = "fair"
+    #: Why the controller refuses it (:func:`echelon.policies.not_installable`).
+    not_installable = (
+        "per-flow max-min fair sharing needs a queue per flow (or fair queueing); "
+        "8 strict-priority queues serve one level before the next, and all of fair's "
+        "flows on one level share it FIFO, by arrival, not fairly"
+    )
 
     def rank(self, t: FlowTable) -> Ints:
         return np.zeros(len(t.keys), dtype=np.int64)

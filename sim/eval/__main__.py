@@ -472,22 +472,58 @@ _NOTES = """
 """
 
 
+def _compare(args: argparse.Namespace) -> int:
+    """``--policy NAME``: :mod:`sim.eval.candidate`, to its own report."""
+    from sim.eval import candidate
+
+    profile = experiments.PROFILES["quick" if args.quick else "tiny" if args.tiny else "full"]
+    mixes = [m.strip() for m in args.mix.split(",") if m.strip()]
+    doc = Path(args.doc or candidate.default_doc(args.policy))
+    n = len(candidate.points(args.policy, profile, mixes))
+    try:
+        text, rows = candidate.compare(args.policy, profile, mixes, args.workers or None,
+                                       args.ray_address, sweep_progress(n, args.quiet))  # fmt: skip
+    except (EchelonError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(text)
+    Path(args.rows).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.rows).write_text(json.dumps(rows, indent=1, default=str))
+    print(text)
+    print(f"wrote {doc}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sim.eval", description=__doc__.split("\n")[0])
     size = ap.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="one seed, one load, no 100k point")
     size.add_argument("--tiny", action="store_true", help="a few seconds; for tests only")
-    ap.add_argument("--doc", default="docs/evaluation.md")
+    ap.add_argument(
+        "--doc",
+        help="the report (default docs/evaluation.md; with --policy "
+        "run/eval-<policy>.md, so trying a policy never rewrites the evaluation)",
+    )
+    ap.add_argument(
+        "--policy",
+        help="compare this policy (a built-in, an entry point or "
+        "package.module:Class; docs/policies.md) with every built-in one instead "
+        "of building the whole evaluation",
+    )
+    ap.add_argument("--mix", default=",".join(MIXES), help="with --policy: mixes to run")
     ap.add_argument("--figures", default="docs/figures")
     ap.add_argument("--workers", type=int, default=0, help="processes (0 = CPU count)")
     ap.add_argument("--rows", default="run/sim-eval-rows.json", help="raw per-run rows (JSON)")
     ap.add_argument("--ray-address", help="run the grids on a Ray cluster: auto or HOST:PORT")
     ap.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     args = ap.parse_args(argv)
+    if args.policy:
+        return _compare(args)
     try:
         out = build(
             "quick" if args.quick else "tiny" if args.tiny else "full",
-            Path(args.doc),
+            Path(args.doc or "docs/evaluation.md"),
             Path(args.figures),
             args.workers or None,
             Path(args.rows),

@@ -20,7 +20,7 @@ from controlplane.entries import (
     group_entries,
 )
 from controlplane.parsing import ParsedJob
-from controlplane.planning import check_policy, group_plan
+from controlplane.planning import check_policy, group_plan, switch_schedule
 from controlplane.registry import GroupIds
 from echelon import policies as core_policies
 from echelon import quantize as core_quantize
@@ -39,7 +39,7 @@ def plan_groups(
     efs = [ef for job, _ in jobs for ef in job.echelons]
     levels: dict[str, EchelonLevels] = {}
     if policy != "fifo" and efs:
-        schedule = core_policies.get_policy(policy).schedule(efs, network)
+        schedule = switch_schedule(core_policies.get_policy(policy).schedule(efs, network))
         levels = dict(core_quantize.quantize(schedule, efs))
     return [group_plan(policy, job, gid, levels) for job, ids in jobs for gid in ids]
 

@@ -177,3 +177,16 @@ def test_tables_align_and_carry_units() -> None:
     packets_end = lines[0].index("PACKETS") + len("PACKETS")
     assert all(line[packets_end - 1] != " " for line in lines), lines
     assert "987,654,321" in text
+
+
+def test_watch_redraws_in_place_on_a_terminal_and_appends_in_a_pipe(
+    live: Live, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    live.ctl.register(spec("a"))
+    argv = ("stats", "--watch", "0.05", "--count", "2")
+    rc, piped, _ = live.cli(capsys, *argv)
+    assert rc == 0 and cli.CLEAR_SCREEN not in piped and piped.count("-- ") == 2
+    monkeypatch.setattr(cli, "_is_terminal", lambda: True)
+    rc, shown, _ = live.cli(capsys, *argv)
+    assert rc == 0 and shown.count(cli.CLEAR_SCREEN) == 2  # each sample from the top
+    assert shown.startswith(cli.CLEAR_SCREEN)

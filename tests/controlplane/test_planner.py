@@ -19,7 +19,7 @@ import yaml
 
 from controlplane.entries import GroupPlan
 from controlplane.parsing import ParsedJob, parse_job
-from controlplane.planning import Planner
+from controlplane.planning import POLICIES, Planner
 from controlplane.registry import GroupIds
 from echelon.errors import SpecError
 from echelon.policies.table import build_table
@@ -73,7 +73,9 @@ def by_key(plans: list[GroupPlan]) -> dict[tuple[str, str], GroupPlan]:
 
 
 @pytest.mark.parametrize(
-    ("policy", "seed"), [(p, s) for p in ("echelon", "coflow", "fifo") for s in range(3)]
+    ("policy", "seed"),
+    [(p, s) for p in ("echelon", "coflow", "fifo") for s in range(3)]
+    + [(p, 0) for p in POLICIES if p not in ("echelon", "coflow", "fifo")],
 )
 def test_incremental_equals_full_replan(tmp_path: Path, policy: str, seed: int) -> None:
     topo = load(write_topo(tmp_path / "t.yaml", ["127.0.0.1:1", "127.0.0.1:2"]))

@@ -35,7 +35,7 @@ def test_compute_bound_plot_has_bars_and_labelled_diagonal(
     fig = plot_finish_times(r, out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert capsys.readouterr().err == ""
-    scatter_e, scatter_f, bars = fig.axes
+    bars, scatter_e, scatter_f = fig.axes  # the verdict first, then one panel per policy
     for ax, pol in ((scatter_e, "echelon"), (scatter_f, "fifo")):
         assert ax.get_title() == pol and ax.get_xscale() == "linear"
         assert "actual = ideal" in _texts(ax)
@@ -46,6 +46,10 @@ def test_compute_bound_plot_has_bars_and_labelled_diagonal(
     heights = sorted(round(p.get_height(), 3) for p in bars.patches)
     assert heights == [0.3, 0.5, 0.7]  # fifo's dp unmeasured: no bar, an n/a label
     assert "n/a" in _texts(bars)
+    assert "lower is better" in bars.get_title()
+    assert {"0.300", "0.500", "0.700"} <= set(_texts(bars))  # values on the bars
+    legend = bars.get_legend()
+    assert legend.get_bbox_to_anchor().y0 < bars.get_window_extent().y0  # below the bars
     assert {"echelon", "fifo", "ideal iteration"} <= set(bars.get_legend_handles_labels()[1])
 
 
@@ -63,7 +67,7 @@ def test_network_bound_job_is_warned_about_and_plotted_on_log_axes(
     assert out.stat().st_size > 0
     err = capsys.readouterr().err
     assert err.startswith("warning: job dp is network-bound") and "job pp" not in err
-    scatter = fig.axes[0]
+    scatter = fig.axes[1]
     assert scatter.get_xscale() == "log" and scatter.get_yscale() == "log"
     assert scatter.get_title() == "echelon (log axes)"
     lo, hi = scatter.get_xlim()
@@ -76,5 +80,27 @@ def test_open_loop_results_have_no_bars(tmp_path: Path) -> None:
     r = {"policies": {"echelon": {"jobs": {"a": job([(0.1, 0.2)], None, 0.3)}}}}
     assert network_bound(r) == []
     fig = plot_finish_times(r, tmp_path / "p.png")
-    assert fig.axes[-1].get_title() == "iteration time: closed loop only (n/a)"
-    assert not fig.axes[-1].patches
+    assert fig.axes[0].get_title() == "iteration time: closed loop only (n/a)"
+    assert not fig.axes[0].patches
+
+
+def test_a_policy_without_results_is_drawn_nowhere_and_panels_form_a_grid(
+    tmp_path: Path,
+) -> None:
+    r = results([(0.1, 0.12)], [(0.2, 0.25)])
+    for pol in ("coflow", "echelon-online", "srpt"):
+        r["policies"][pol] = {"jobs": {"pp": {"echelons": [{"flows": [
+            {"index": 0, "ideal": 0.1, "actual": None}]}], "iteration_time_mean": None,
+            "iteration_time_ideal": 0.4}}}  # fmt: skip
+    r["policies"]["edf"] = r["policies"]["echelon"]
+    r["policies"]["varys"] = r["policies"]["fifo"]
+    fig = plot_finish_times(r, tmp_path / "p.png")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[1:] == ["echelon", "fifo", "edf", "varys"]  # no panel for the three
+    assert "no results (not drawn): coflow, echelon-online, srpt" in fig._suptitle.get_text()
+    legend = {t for t in fig.axes[0].get_legend_handles_labels()[1]}
+    assert "coflow" not in legend and "echelon" in legend
+    rows = {round(ax.get_position().y0, 2) for ax in fig.axes}
+    assert len(rows) == 2  # 5 panels in a 3-wide grid, not a strip
+    width, height = fig.get_size_inches()
+    assert width / height < 2.5

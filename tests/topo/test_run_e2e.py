@@ -80,8 +80,8 @@ def test_demo_runs_echelon_beats_fifo_for_the_pipeline_and_coflow_for_the_pull(
     log = text.decode(errors="replace")
     assert proc.returncode == 0, log
     assert "target: soft" in log
-    results = json.loads((out / "demo-results.json").read_text())
-    assert (out / "demo-finish-times.png").stat().st_size > 1000
+    results = json.loads((out / "latest" / "demo-results.json").read_text())
+    assert (out / "latest" / "demo-finish-times.png").stat().st_size > 1000
     assert set(results["policies"]) == {"echelon", "coflow", "fifo"}
     for policy, rep in results["policies"].items():
         assert set(rep["jobs"]) == {"pipe", "dp"}, policy
@@ -159,7 +159,7 @@ def test_online_three_jobs_agrees_with_the_packet_model(tmp_path: Path) -> None:
         stop_process(proc, 60)
     log = text.decode(errors="replace")
     assert proc.returncode == 0, log
-    results = json.loads((out / "demo-results.json").read_text())
+    results = json.loads((out / "latest" / "demo-results.json").read_text())
     assert results["entered_reports"] is True
     online = results["policies"]["echelon-online"]
     assert online["online"]["replans"] > 0 and online["online"]["failures"] == 0
@@ -215,7 +215,8 @@ def test_sigterm_mid_run_cleans_up(tmp_path: Path) -> None:
     try:
         # Interrupt while agents play the first policy (echelon-online, the default's first):
         # the most processes are alive then.
-        wait_until(lambda: (out / POLICIES[0] / "go").exists() or proc.poll() is not None,
+        first = out / "latest" / POLICIES[0] / "go"
+        wait_until(lambda: first.exists() or proc.poll() is not None,
                    90, "the first policy to start")  # fmt: skip
         assert proc.poll() is None
         assert procs_mentioning(str(tmp_path))  # controller and agents are running
@@ -229,3 +230,68 @@ def test_sigterm_mid_run_cleans_up(tmp_path: Path) -> None:
     assert not {n for n in root_links() if n.startswith(KILL_PREFIX)}
     wait_until(lambda: not procs_mentioning(str(tmp_path)), 15, "run's processes to exit")
     assert not procs_mentioning(f"@{KILL_PREFIX}s1-")
+
+
+def play_demo(
+    tmp_path: Path, prefix: str, *args: str, env: dict[str, str] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """``topo.run --headless`` on the soft switch with ``args``; its log and results.
+    The run must exit 0 and leave no interface behind."""
+    topo = topo_on_free_ports("topo/star.yaml", tmp_path / "star.yaml")
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "topo.run", "--headless", "--target", "soft",
+            "--topo", str(topo), "--out-dir", str(out), "--prefix", prefix,
+            "--api-port", str(free_port()), "--iterations", "1", *args]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        text, _ = proc.communicate(timeout=240)
+    finally:
+        stop_process(proc, 60)
+    log = text.decode(errors="replace")
+    assert proc.returncode == 0, log
+    assert not {n for n in root_links() if n.startswith(prefix)}, "interfaces left behind"
+    return log, json.loads((out / "latest" / "demo-results.json").read_text())
+
+
+GPT_PREFIX = f"t6g{os.getpid() % 1000}"
+
+
+def test_own_gpt2_xl_job_is_scaled_to_the_budget_and_completes(tmp_path: Path) -> None:
+    """``echelon job --model gpt2-xl --pp 4`` played as a user would: without a budget its
+    agents gave up behind the 10 Mbit/s link (2 s idle timeout) and every number was
+    n/a. Now the run scales it down, says so, and every job finishes."""
+    job = tmp_path / "job.yaml"
+    made = subprocess.run([sys.executable, "-m", "echelon", "job", "--model", "gpt2-xl",
+                           "--pp", "4", "--hosts", "h1,h2,h3,h4", "-o", str(job)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    log, results = play_demo(tmp_path, GPT_PREFIX, "--budget", "6", "--jobs", str(job),
+                             "--policies", "echelon,fifo")  # fmt: skip
+    assert "*** scaled the jobs down" in log and "over --budget 6 s" in log, log
+    assert results["scale"] < 0.1 and results["incomplete"] == []
+    for policy, rep in results["policies"].items():
+        (j,) = rep["jobs"].values()
+        assert j["complete"], (policy, j["missing"], rep.get("stalls"))
+        assert rep["stalls"] == []
+
+
+PLUGIN_PREFIX = f"t6p{os.getpid() % 1000}"
+
+
+def test_policy_from_outside_the_repository_plays_static_and_online(tmp_path: Path) -> None:
+    """``make run POLICIES=smallest_first:SmallestFirst,...`` with the module's folder on
+    PYTHONPATH: the controller installs it, and its online variant is re-planned."""
+    from tests.policy_plugin import REFERENCE, install_outside
+
+    env = install_outside(tmp_path / "outside")
+    policies = [REFERENCE, f"{REFERENCE}-online"]
+    log, results = play_demo(tmp_path, PLUGIN_PREFIX, "--jobs", ",".join(TWO_JOB_FILES),
+                             "--policies", ",".join(policies), env=env)  # fmt: skip
+    assert list(results["policies"]) == policies
+    for pol, rep in results["policies"].items():
+        assert all(j["complete"] for j in rep["jobs"].values()), (pol, rep.get("stalls"))
+    online = results["policies"][policies[1]]["online"]
+    assert online and online["replans"] > 0, online
+    assert {r["controller_policy"] for r in results["policies"].values()} == {REFERENCE}
+    assert "verdict: mean iteration time (s)" in log

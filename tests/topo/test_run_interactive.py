@@ -50,7 +50,11 @@ def demo(tmp_path: Path, cli: str, commands: str, policy: str) -> tuple[str, dic
     log = text.decode(errors="replace")
     assert proc.returncode == 0, log
     assert not {n for n in root_links() if n.startswith(PREFIX)}, "interfaces left behind"
-    return log, json.loads((out / "demo-results.json").read_text()), out / "pcap"
+    return (
+        log,
+        json.loads((out / "latest" / "demo-results.json").read_text()),
+        out / "latest" / "pcap",
+    )
 
 
 @pytest.mark.root
@@ -58,7 +62,11 @@ def demo(tmp_path: Path, cli: str, commands: str, policy: str) -> tuple[str, dic
 @pytest.mark.skipif(needs_root, reason="root")
 @pytest.mark.skipif(shutil.which("ping") is None, reason="ping missing (make deps: iputils-ping)")
 def test_cli_before_traffic_pings_and_pcaps(tmp_path: Path) -> None:
-    log, results, pcap = demo(tmp_path, "before", "h1 ping -c 2 -W 3 h4\nports\nexit\n", "echelon")
+    # commands from a pipe: each line is a CLI command, none is poured into h1's shell
+    # while its ping runs (Mininet forwards stdin to a busy node only from a terminal)
+    commands = "h1 ping -c 2 -W 3 h4\nh2 echo marker-$((40+2))\nports\nexit\n"
+    log, results, pcap = demo(tmp_path, "before", commands, "echelon")
+    assert "marker-42" in log, log
     # The CLI came before the traffic, and ping through the P4 switch works.
     assert log.index("Mininet CLI (exit the CLI to start the traffic") < log.index(
         "*** echelon: done"
