@@ -302,6 +302,8 @@ IDLE_TIMEOUT_S = 60.0
 #: otherwise read (and buffered) in full before anything is checked.
 MAX_STRING_BYTES = 16 << 20
 MAX_CONTAINER_ITEMS = 1 << 20
+#: Seconds between the server loop's checks for stop(); the loop idles in select() meanwhile.
+SHUTDOWN_POLL_S = 0.02
 
 
 class RuntimeServer:
@@ -368,8 +370,13 @@ class RuntimeServer:
         except OSError as exc:
             raise UsageError("thrift-port", f"cannot listen on {host}:{port}: {exc}") from None
         self.port = int(self._server.server_address[1])
+        # serve_forever notices shutdown() only between polls: a short poll makes stop()
+        # (a switch's exit, every test's teardown) take milliseconds, not half a second.
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="runtime", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": SHUTDOWN_POLL_S},
+            name="runtime",
+            daemon=True,
         )
 
     def start(self) -> None:

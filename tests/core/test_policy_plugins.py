@@ -62,6 +62,7 @@ def test_fair_is_refused_with_a_reason_and_the_rest_are_not() -> None:
     assert "strict-priority" in str(refused["fair"])
 
 
+@pytest.mark.slow
 def test_sim_run_takes_a_policy_from_outside(tmp_path: Path) -> None:
     env = install_outside(tmp_path / "plug")
     out = tmp_path / "r.json"
@@ -89,6 +90,7 @@ def test_entry_point_name_is_found(tmp_path: Path) -> None:
     assert "smallest" not in known_policies()  # not installed in this process
 
 
+@pytest.mark.slow
 def test_sim_eval_compares_it_with_every_policy_in_its_own_report(tmp_path: Path) -> None:
     env = install_outside(tmp_path / "plug")
     doc, rows = tmp_path / "eval.md", tmp_path / "rows.json"

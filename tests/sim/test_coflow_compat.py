@@ -110,6 +110,7 @@ def test_spearman_and_tile() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_skipped_coflow_gets_a_fair_share_not_its_old_rate() -> None:
     # b (2,000 MB, port 0 -> 1) runs alone at 1 MB/step; at the 10,240-ms epoch a
     # (1 MB, port 0 -> 2, smaller bottleneck) is admitted ahead of it and fills port

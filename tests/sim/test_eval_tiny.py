@@ -22,6 +22,9 @@ import pytest
 from sim.eval.__main__ import main
 from sim.eval.experiments import MIXES, NETWORK, POLICIES
 
+# One tiny evaluation (about 30 s of CPU) serves every test here: not a unit test.
+pytestmark = pytest.mark.slow
+
 #: The numbered sections of the report, in order (the headings' first word).
 SECTIONS = ["1.", "2.", "3.", "3b.", "3c.", "4.", "5.", "6.", "7.", "8.", "9.", "10."]
 #: Sections whose content is a sentence, not a table.

@@ -24,6 +24,7 @@ from typing import Any
 from unittest import mock
 
 import grpc
+import pytest
 from finsy.proto import p4i as p4info_pb2
 from finsy.proto import p4r
 from finsy.proto import rpc_status as status_pb2
@@ -495,6 +496,7 @@ def _reference_decoder() -> Iterator[None]:
         yield
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_services_end_like_the_reference(data: st.DataObject) -> None:
