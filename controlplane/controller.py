@@ -345,13 +345,11 @@ class Controller:
         parsing is pure, and a large job must not stall every other request."""
         parsed = self._parse(desc)
         with self.lock:
-            token = self.planner.snapshot()
-            self.registry.begin()
+            token = self._begin()
             try:
-                rec = self.registry.add_job(parsed.job_id, dict(desc), list(parsed.groups))
-                self._parsed[rec.job_id] = parsed
+                rec, changes = self._stage(desc, parsed)
                 records = [*self._records, rec]
-                undo = self._apply(self.planner.add(parsed, rec.groups), self.overlay)
+                undo = self._apply(changes, self.overlay)
             except BaseException:
                 self.planner.restore(token)
                 self._parsed.pop(parsed.job_id, None)
@@ -377,6 +375,21 @@ class Controller:
         check_flows(parsed.echelons)
         return parsed
 
+    def _begin(self) -> object:
+        """Snapshot the planner and open a registry transaction; the token undoes the
+        planner (:meth:`Planner.restore`), ``registry.rollback()`` the rest."""
+        token = self.planner.snapshot()
+        self.registry.begin()
+        return token
+
+    def _stage(self, desc: Any, parsed: ParsedJob) -> tuple[JobRecord, list[PlanChange]]:
+        """A registration's own steps, inside the caller's registry transaction and
+        planner snapshot (both undone by the caller on failure, or for a dry run): the
+        job's IDs from the registry, then the planner's changes with the job added."""
+        rec = self.registry.add_job(parsed.job_id, dict(desc), list(parsed.groups))
+        self._parsed[rec.job_id] = parsed
+        return rec, self.planner.add(parsed, rec.groups)
+
     def plan_registration(self, desc: Any) -> dict[str, Any]:
         """What :meth:`register` of ``desc`` would install now, changing nothing.
 
@@ -388,12 +401,9 @@ class Controller:
         this moment installs. ``moves``: the registered groups whose plan it changes."""
         parsed = self._parse(desc)
         with self.lock:
-            token = self.planner.snapshot()
-            self.registry.begin()
+            token = self._begin()
             try:
-                rec = self.registry.add_job(parsed.job_id, dict(desc), list(parsed.groups))
-                self._parsed[rec.job_id] = parsed
-                changes = self.planner.add(parsed, rec.groups)
+                rec, changes = self._stage(desc, parsed)
                 out = self.show(rec.job_id)
             finally:
                 self.planner.restore(token)

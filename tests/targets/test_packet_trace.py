@@ -5,7 +5,6 @@ each kind writing it where it was asked to."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -14,19 +13,10 @@ import pytest
 from softswitch.main import parse_args
 from targets.process import TargetError, free_port, wait_until
 from targets.switch import TRACE_FILE_BYTES, TRACE_FILES, command_line, start_target
+from tests.targets.kinds import KINDS
 from topo.run import parse_args as run_args
 
 ROOT = Path(__file__).resolve().parents[2]
-KINDS = [
-    pytest.param("soft", id="soft"),
-    pytest.param(
-        "bmv2",
-        id="bmv2",
-        marks=pytest.mark.skipif(
-            shutil.which("simple_switch_grpc") is None, reason="BMv2 is not installed"
-        ),
-    ),
-]
 
 
 def _options(argv: list[str]) -> list[str]:
