@@ -24,6 +24,7 @@ help:
 	@echo "              JOBS=\"a.yaml b.yaml\" your own job files, POLICIES=echelon,coflow,fifo,"
 	@echo "              (any of echelon list's, module:Class, NAME-online; docs/policies.md),"
 	@echo "              RUN_ARGS=\"--scale 0.01\" or \"--budget 60\" (job size), PCAP=1 per-port pcaps,"
+	@echo "              TRACE=1 each switch's packet-trace log (run/latest/logs/<switch>-trace.txt),"
 	@echo "              CLI=1|during|after Mininet CLI before/during/after traffic)"
 	@echo "make test     lint, type check and every test (what CI runs)"
 	@echo "make test-fast  unit tests only: no root, nothing marked slow (under a minute)"
@@ -97,11 +98,13 @@ endif
 # with its folder on PYTHONPATH, NAME-online re-planned online: docs/policies.md).
 # Each run writes run/<timestamp>/ (run/latest points at it); exit 1: incomplete results.
 # PCAP=1: per-port pcaps of every switch in run/latest/pcap/<switch>/ and per-port counts;
+# TRACE=1: each switch's per-packet trace log in run/latest/logs/<switch>-trace.txt;
 # CLI=1 (= before) | during | after: when the Mininet CLI opens (docs/demo.md).
 EMPTY :=
 SPACE := $(EMPTY) $(EMPTY)
 COMMA := ,
 RUN_FLAGS := $(if $(filter-out 0,$(PCAP)),--pcap) \
+  $(if $(filter-out 0,$(TRACE)),--packet-trace) \
   $(if $(filter-out 0,$(CLI)),--cli $(if $(filter 1,$(CLI)),before,$(CLI))) \
   --jobs "$(subst $(SPACE),$(COMMA),$(strip $(JOBS)))" --policies "$(POLICIES)"
 run: deps venv p4

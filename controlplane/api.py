@@ -42,6 +42,7 @@ from controlplane.apimodels import (
     ErrorBody,
     JobSummary,
     JobView,
+    PlanView,
     PolicyBody,
     PolicyView,
     ProgressReply,
@@ -224,6 +225,24 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
         if not isinstance(desc, dict):
             raise BodyError("body", f"must be a JSON object, got {type(desc).__name__}")
         return await run_in_threadpool(ctl().register, desc)
+
+    @app.post(
+        "/plan",
+        dependencies=deps,
+        summary="What registering a job would install (a dry run)",
+        response_model=PlanView,
+        response_model_exclude_unset=True,
+        responses=_err(400, 401, 409, 413, 422, 503),
+        openapi_extra=_body_doc(*description_models()),
+    )
+    async def plan(request: Request) -> Any:
+        """The body of ``POST /jobs``, planned by the same planner with every registered
+        job, then undone: the levels and ranges its registration would install now, and
+        the registered groups whose plan it would change. Nothing is registered."""
+        desc = await json_body(request)
+        if not isinstance(desc, dict):
+            raise BodyError("body", f"must be a JSON object, got {type(desc).__name__}")
+        return await run_in_threadpool(ctl().plan_registration, desc)
 
     @app.get(
         "/jobs",

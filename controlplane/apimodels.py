@@ -97,6 +97,24 @@ class JobView(JobSummary):
     )
 
 
+class GroupMove(Response):
+    """A registered group whose plan a registration would change."""
+
+    job: str
+    group: str
+    priority_before: int
+    priority_after: int
+    ranges_before: int = Field(description="deadline ranges before")
+    ranges_after: int = Field(description="deadline ranges after")
+
+
+class PlanView(JobView):
+    """``POST /plan``: the job as a registration now would install it (nothing is
+    installed: ``installed`` is false everywhere), and the registered groups it moves."""
+
+    moves: list[GroupMove] = Field(default_factory=list)
+
+
 class Removed(Response):
     removed: str
 

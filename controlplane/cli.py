@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from controlplane.apimodels import JobView, StatsView, StatusView
+from controlplane.apimodels import JobView, PlanView, StatsView, StatusView
 from controlplane.client import ApiClient, ControllerUnreachable, plain
 from echelon.errors import EchelonError
 from echelon.jobs import read_file
@@ -32,7 +32,8 @@ EPILOG = f"""environment:
   ECHELON_API_TOKEN  bearer token when --token is not given
 
 your own job against a running controller (see README "Your own job"):
-  echelon show my-job.yaml --topo topo/star.yaml   # check it, see its levels
+  echelon show my-job.yaml --topo topo/star.yaml   # check it, see its levels alone
+  echelonctl register --dry-run my-job.yaml        # its levels beside the jobs registered
   echelonctl register my-job.yaml                  # install its priorities
   echelonctl stats --job my-job --watch 1          # its live counters (Ctrl-C stops)
 """
@@ -68,6 +69,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     r.add_argument("--hosts", help="comma-separated hosts (with --paradigm)")
     r.add_argument(
         "--param", action="append", default=[], metavar="K=V", help="paradigm field (YAML value)"
+    )
+    r.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="register nothing: show the levels and ranges registration would install now, "
+        "with the jobs already registered, and the registered groups it would change",
     )
     sub.add_parser("list", help="list registered jobs")
     s = sub.add_parser("show", help="show one job")
@@ -175,6 +182,23 @@ def render_job(data: JobView) -> str:
     return "\n".join(out)
 
 
+def render_plan(data: PlanView) -> str:
+    """``register --dry-run``: the job as registration would install it, and what it moves."""
+    body = render_job(data).split("\n", 1)[1]  # not its "installed" line: nothing is
+    head = f"job {data.job}  (policy {data.policy}; dry run: what registering it now installs)"
+    out = [f"{head}\n{body}"]
+    if data.moves:
+        rows = [
+            [m.job, m.group, f"{m.priority_before} -> {m.priority_after}",
+             f"{m.ranges_before} -> {m.ranges_after}"]
+            for m in data.moves
+        ]  # fmt: skip
+        moved = table(rows, ["REGISTERED JOB", "GROUP", "PRIO", "DEADLINE RANGES"])
+        out.append(f"registered groups it would change:\n{moved}")
+    out.append("nothing was registered (echelonctl register without --dry-run installs it)")
+    return "\n\n".join(out)
+
+
 def stats_errors(data: StatsView) -> list[str]:
     """One line per switch whose counters could not be read."""
     return [
@@ -244,7 +268,12 @@ def run(args: argparse.Namespace, api: ApiClient) -> int:
     """One command; prints its answer. Returns the exit status."""
     if args.cmd == "stats":
         return stats(args, api)
-    if args.cmd == "register":
+    if args.cmd == "register" and args.dry_run:
+        plan = api.plan(description(args))
+        for w in plan.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        emit(args, plan, render_plan)
+    elif args.cmd == "register":
         job = api.register(description(args))
         for w in job.warnings:
             print(f"warning: {w}", file=sys.stderr)

@@ -20,6 +20,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from controlplane.apimodels import (
     JobSummary,
     JobView,
+    PlanView,
     PolicyView,
     ProgressReply,
     ProgressView,
@@ -127,6 +128,10 @@ class ApiClient:
 
     def register(self, desc: dict[str, Any]) -> JobView:
         return self._typed(JobView, self.call("POST", "/jobs", desc))
+
+    def plan(self, desc: dict[str, Any]) -> PlanView:
+        """What registering ``desc`` would install now (``POST /plan``; nothing changes)."""
+        return self._typed(PlanView, self.call("POST", "/plan", desc))
 
     def jobs(self) -> list[JobSummary]:
         try:

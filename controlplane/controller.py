@@ -343,18 +343,13 @@ class Controller:
 
         Limits are checked and the description parsed before the lock is taken:
         parsing is pure, and a large job must not stall every other request."""
-        check_description(desc)
-        parsed = parse_job(desc, self.topo)
-        check_parsed(len(parsed.groups), sum(len(ef.flows) for ef in parsed.echelons))
-        check_flows(parsed.echelons)
+        parsed = self._parse(desc)
         with self.lock:
-            token = self.planner.snapshot()
-            self.registry.begin()
+            token = self._begin()
             try:
-                rec = self.registry.add_job(parsed.job_id, dict(desc), list(parsed.groups))
-                self._parsed[rec.job_id] = parsed
+                rec, changes = self._stage(desc, parsed)
                 records = [*self._records, rec]
-                undo = self._apply(self.planner.add(parsed, rec.groups), self.overlay)
+                undo = self._apply(changes, self.overlay)
             except BaseException:
                 self.planner.restore(token)
                 self._parsed.pop(parsed.job_id, None)
@@ -371,6 +366,64 @@ class Controller:
             out = self.show(rec.job_id)
             out["warnings"] = list(parsed.warnings)
             return out
+
+    def _parse(self, desc: Any) -> ParsedJob:
+        """``desc`` checked against the limits and parsed (pure: outside the lock)."""
+        check_description(desc)
+        parsed = parse_job(desc, self.topo)
+        check_parsed(len(parsed.groups), sum(len(ef.flows) for ef in parsed.echelons))
+        check_flows(parsed.echelons)
+        return parsed
+
+    def _begin(self) -> object:
+        """Snapshot the planner and open a registry transaction; the token undoes the
+        planner (:meth:`Planner.restore`), ``registry.rollback()`` the rest."""
+        token = self.planner.snapshot()
+        self.registry.begin()
+        return token
+
+    def _stage(self, desc: Any, parsed: ParsedJob) -> tuple[JobRecord, list[PlanChange]]:
+        """A registration's own steps, inside the caller's registry transaction and
+        planner snapshot (both undone by the caller on failure, or for a dry run): the
+        job's IDs from the registry, then the planner's changes with the job added."""
+        rec = self.registry.add_job(parsed.job_id, dict(desc), list(parsed.groups))
+        self._parsed[rec.job_id] = parsed
+        return rec, self.planner.add(parsed, rec.groups)
+
+    def plan_registration(self, desc: Any) -> dict[str, Any]:
+        """What :meth:`register` of ``desc`` would install now, changing nothing.
+
+        Why here and not in ``echelon show``: the levels of a job depend on every job
+        registered (one global order, one cut of all ranks into the switch's levels),
+        and only the controller knows them. The same steps as a registration -- IDs
+        from the registry, :meth:`Planner.add` -- inside a transaction and a planner
+        snapshot that are both undone, so the answer is the plan a registration at
+        this moment installs. ``moves``: the registered groups whose plan it changes."""
+        parsed = self._parse(desc)
+        with self.lock:
+            token = self._begin()
+            try:
+                rec, changes = self._stage(desc, parsed)
+                out = self.show(rec.job_id)
+            finally:
+                self.planner.restore(token)
+                self._parsed.pop(parsed.job_id, None)
+                self.registry.rollback()
+        out["installed"] = {n: False for n in self.agents}
+        out["warnings"] = list(parsed.warnings)
+        out["moves"] = [
+            {
+                "job": c.key[0],
+                "group": c.key[1],
+                "priority_before": c.old.priority,
+                "priority_after": c.new.priority,
+                "ranges_before": len(c.old.ranges),
+                "ranges_after": len(c.new.ranges),
+            }
+            for c in changes
+            if c.old is not None and c.new is not None and c.key not in self.overlay
+        ]
+        return out
 
     def remove(self, job_id: str) -> None:
         with self.lock:

@@ -12,8 +12,11 @@
 Bad input prints ``error: <field>: <message>`` and exits with status 2; valid but
 implausible values (``fwd_s: 6``: seconds or ms?) print ``warning: <field>: ...``.
 With ``--topo`` the job is scheduled on that topology's links, as the controller
-does, so the levels shown are the ones ``echelonctl register`` installs (for a
-job registered alone).
+does, so the levels shown are the ones ``echelonctl register`` installs for a
+job registered alone. Beside other registered jobs they differ (the controller
+orders every job together and cuts all their ranks into the switch's levels):
+``echelonctl register --dry-run JOB.yaml`` asks the running controller's planner
+what registering it would install, and changes nothing.
 """
 
 from __future__ import annotations
@@ -112,6 +115,7 @@ def show(args: argparse.Namespace) -> dict[str, Any]:
         )
     return {
         "job": desc.job_id,
+        "file": args.job,
         "paradigm": desc.spec.paradigm if desc.spec else "explicit",
         "network": f"topology {args.topo}" if args.topo else f"big switch, {args.gbps:g} Gbit/s",
         "warnings": [str(w) for w in warnings],
@@ -153,8 +157,8 @@ def render(report: dict[str, Any]) -> str:
         f"job {report['job']} ({report['paradigm']}), iteration {report['iteration']}, "
         f"ideal iteration {report['ideal_iteration_s'] * 1e3:.3f} ms, policy {report['policy']}, "
         f"{report['network']}",
-        "levels: this job alone; the controller plans every registered job together "
-        "(echelonctl show JOB: what it installed)",
+        "levels: this job alone; beside other registered jobs they differ "
+        f"(echelonctl register --dry-run {report['file']}: what registering it installs)",
     ]
     for ef in report["echelons"]:
         kind = "coflow" if ef["coflow"] else "echelon"

@@ -8,6 +8,7 @@ Examples::
     python -m sim run --mix hybrid --jobs 4 --json        # the summary dict on stdout
     python -m sim sweep --mix pipeline,hybrid --policy echelon,fair,varys \\
         --levels ideal,8 --seed 0,1 --out sweep.csv [--workers 2] [--ray-address auto]
+    python -m sim sweep --coflow-trace FB2010-1Hr-150-0.txt --policy varys,fifo --out cf.csv
 
 ``run`` prints a summary table (what was simulated, then the results with
 units); ``--json`` alone prints the summary as JSON instead, ``--json FILE``
@@ -84,31 +85,35 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
 
+def _add_coflow(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--coflow-trace", help="coflow-benchmark trace (e.g. FB2010-1Hr-150-0.txt) instead of --mix"
+    )
+    p.add_argument(
+        "--port-gbit",
+        type=float,
+        default=1.0,
+        help="coflow trace: port speed in units of 2^30 bit/s (coflowsim's '1 Gbps')",
+    )
+    p.add_argument(
+        "--arrangement",
+        default="coflow",
+        help="coflow trace: coflow (A = 0) | reducers-in-order",
+    )
+    p.add_argument(
+        "--coflowsim",
+        action="store_true",
+        help="coflow trace: coflowsim-compatible semantics (sim/coflow/compat.py)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="echelon-sim", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     run = sub.add_parser("run", help="simulate one trace or mix with one policy")
     _add_common(run)
     run.add_argument("--trace", help="trace file (.json/.yaml/.csv) instead of --mix")
-    run.add_argument(
-        "--coflow-trace", help="coflow-benchmark trace (e.g. FB2010-1Hr-150-0.txt) instead of --mix"
-    )
-    run.add_argument(
-        "--port-gbit",
-        type=float,
-        default=1.0,
-        help="coflow trace: port speed in units of 2^30 bit/s (coflowsim's '1 Gbps')",
-    )
-    run.add_argument(
-        "--arrangement",
-        default="coflow",
-        help="coflow trace: coflow (A = 0) | reducers-in-order",
-    )
-    run.add_argument(
-        "--coflowsim",
-        action="store_true",
-        help="coflow trace: coflowsim-compatible semantics (sim/coflow/compat.py)",
-    )
+    _add_coflow(run)
     run.add_argument("--policy", default="echelon")
     run.add_argument("--levels", default="ideal", help="'ideal' or K switch queues (e.g. 8)")
     run.add_argument("--rerank", default="group", choices=("group", "flow"))
@@ -126,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw = sub.add_parser("sweep", help="run a parameter grid in parallel")
     _add_common(sw)
     sw.add_argument("--trace", help="trace file instead of --mix")
+    _add_coflow(sw)
     sw.add_argument("--policy", default="echelon,fair,fifo,srpt,edf,varys,sincronia")
     sw.add_argument("--levels", default="ideal,8")
     sw.add_argument("--workers", type=int, default=0, help="local processes (0 = CPU count)")
@@ -139,35 +145,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_coflow(args: argparse.Namespace) -> None:
-    from sim.coflow.engine import MODELS, CoflowSimulator
-    from sim.coflow.trace import flow_arrays, load_coflow_trace
+    from sim.coflow.trace import load_coflow_trace
+    from sim.points import simulate_coflow_trace
 
     if args.trace:
         raise SpecError("trace", "give either --trace or --coflow-trace")
-    if args.arrangement not in MODELS:
-        raise SpecError("arrangement", f"unknown {args.arrangement!r} (known: {list(MODELS)})")
-    if not args.port_gbit > 0:
-        raise SpecError("port-gbit", f"must be positive, got {args.port_gbit}")
-    port = args.port_gbit * 2**30 / 8
     trace = load_coflow_trace(args.coflow_trace)
-    if args.coflowsim:
-        from sim.coflow.compat import simulate_compat
-
-        res = simulate_compat(trace, args.policy, port)
-    else:
-        sim = CoflowSimulator(
-            flow_arrays(trace),
+    bar = Progress("simulating", len(trace.coflows), "coflows", quiet=args.quiet)
+    try:
+        res = simulate_coflow_trace(
+            trace,
             args.policy,
-            port,
-            model=args.arrangement,
-            levels=_levels(args.levels),
-            rerank=args.rerank,
+            args.port_gbit,
+            args.arrangement,
+            _levels(args.levels),
+            args.rerank,
+            args.coflowsim,
+            progress=lambda done, _n, now: bar.update(done, f"simulated {now:.1f} s"),
         )
-        bar = Progress("simulating", len(sim.fa.names), "coflows", quiet=args.quiet)
-        try:
-            res = sim.run(progress=lambda done, _n, now: bar.update(done, f"simulated {now:.1f} s"))
-        finally:
-            bar.close()
+    finally:
+        bar.close()
     context = [
         ("simulated", f"coflow trace {args.coflow_trace}, ports {args.port_gbit:g} x 2^30 bit/s")
     ]
@@ -276,21 +273,45 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
     policies = _split(args.policy)
     for p in policies:
         get_policy(p)  # fail fast on a typo
-    points = grid(
-        mix=_split(args.mix) if not args.trace else ["trace"],
-        policy=policies,
-        levels=[_levels(x) for x in _split(args.levels)],
-        load=[_load(x) for x in _split(args.load)],
-        seed=[int(x) for x in _split(args.seed)],
-        n_jobs=[args.jobs],
-        iterations=[args.iterations],
-        network=[json.dumps(_network(args))],
-        trace=[args.trace],
-    )
+    levels = [_levels(x) for x in _split(args.levels)]
+    if args.coflow_trace:
+        if args.trace:
+            raise SpecError("trace", "give either --trace or --coflow-trace")
+        from sim.coflow.trace import load_coflow_trace
+
+        load_coflow_trace(args.coflow_trace)  # fail fast on a bad file, before any worker
+        points = grid(
+            mix=["coflow-trace"],
+            policy=policies,
+            levels=levels,
+            coflow_trace=[args.coflow_trace],
+            port_gbit=[args.port_gbit],
+            arrangement=[args.arrangement],
+            coflowsim=[args.coflowsim],
+        )
+    else:
+        points = grid(
+            mix=_split(args.mix) if not args.trace else ["trace"],
+            policy=policies,
+            levels=levels,
+            load=[_load(x) for x in _split(args.load)],
+            seed=[int(x) for x in _split(args.seed)],
+            n_jobs=[args.jobs],
+            iterations=[args.iterations],
+            network=[json.dumps(_network(args))],
+            trace=[args.trace],
+        )
     progress = sweep_progress(len(points), args.quiet)
     rows = run_sweep(points, args.workers or None, args.ray_address, progress=progress)
     write_rows(args.out, rows)
     for r in rows:
+        if args.coflow_trace:
+            print(
+                f"{r['policy']:10s} {r['levels']:6s} coflows={r['coflows']} "
+                f"avg_cct={r['avg_cct_ms']:.3f}ms p95_cct={r['p95_cct_ms']:.3f}ms "
+                f"makespan={r['makespan_s']:.3f}s wall={r['wall_s']:.2f}s"
+            )
+            continue
         print(
             f"{r['mix']:9s} {r['policy']:10s} {r['levels']:6s} load={r['load']!s:6s} "
             f"seed={r['seed']} iter_mean={r['iter_mean']:.4f} iter_p99={r['iter_p99']:.4f} "

@@ -15,13 +15,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from echelon.errors import EchelonError
+from echelon.errors import EchelonError, SpecError
 from sim.core.engine import SimConfig, Simulator
 from sim.topology import UNLIMITED_BYTES_PER_S, hosts_of, make_network
 
 if TYPE_CHECKING:
     from echelon.schedule import Network
     from echelon.topology import Topology
+    from sim.coflow.engine import CoflowResult
+    from sim.coflow.trace import CoflowTrace
     from sim.workloads import TraceJob
 
 
@@ -38,7 +40,10 @@ TIMING_FIELDS = ("wall_s",)
 class Point:
     """One simulation of a sweep. ``network`` is a JSON string (hashable, picklable)
     of a :func:`sim.topology.make_network` description; ``trace`` (a file) replaces
-    the generated mix when given."""
+    the generated mix when given. ``coflow_trace`` (a coflow-benchmark file) runs the
+    coflow simulator instead, on ``port_gbit`` x 2^30 bit/s ports, with the
+    ``arrangement`` model (``coflowsim``: coflowsim-compatible semantics), as
+    ``sim run --coflow-trace`` does; the network and job fields then do not apply."""
 
     mix: str
     policy: str
@@ -51,12 +56,24 @@ class Point:
     trace: str | None = None
     rerank: str = "group"
     replan_interval: float = 0.0
+    coflow_trace: str | None = None
+    port_gbit: float = 1.0
+    arrangement: str = "coflow"
+    coflowsim: bool = False
 
     def label(self) -> dict[str, Any]:
+        """The point's fields for its row: only those that apply to what it simulates
+        (a coflow trace has no network, jobs, load or seed; a mix no coflow fields)."""
         d = asdict(self)
         d["levels"] = "ideal" if self.levels is None else f"K={self.levels}"
         d["load"] = "batch" if self.load is None else self.load
-        return d
+        unused = _MIX_FIELDS if self.coflow_trace else _COFLOW_FIELDS
+        return {k: v for k, v in d.items() if k not in unused}
+
+
+#: Point fields of a coflow-trace point, and those only a mix or job trace uses.
+_COFLOW_FIELDS = ("coflow_trace", "port_gbit", "arrangement", "coflowsim")
+_MIX_FIELDS = ("load", "seed", "n_jobs", "iterations", "network", "trace", "replan_interval")
 
 
 @dataclass(frozen=True)
@@ -70,6 +87,7 @@ class Inputs:
     net_spec: Mapping[str, Any]
     topology: Topology | None = None
     jobs: tuple[TraceJob, ...] | None = None
+    coflows: CoflowTrace | None = None
 
     def network(self) -> Network:
         if self.topology is not None:
@@ -80,14 +98,24 @@ class Inputs:
         return make_network(self.net_spec)
 
 
-def input_key(point: Point) -> tuple[str, str | None]:
+#: What identifies a point's :class:`Inputs`: its network, trace and coflow trace.
+InputKey = tuple[str, str | None, str | None]
+
+
+def input_key(point: Point) -> InputKey:
     """Points with the same key share one :class:`Inputs`."""
-    return (point.network, point.trace)
+    return (point.network, point.trace, point.coflow_trace)
 
 
 def load_inputs(point: Point) -> Inputs:
-    """Read the files a point names (trace, topology file)."""
+    """Read the files a point names (trace, coflow trace, topology file)."""
     net_spec: dict[str, Any] = json.loads(point.network)
+    if point.coflow_trace:
+        if point.trace:
+            raise SpecError("trace", "give either a trace or a coflow trace")
+        from sim.coflow.trace import load_coflow_trace
+
+        return Inputs(net_spec, coflows=load_coflow_trace(point.coflow_trace))
     jobs = None
     if point.trace:
         from sim.traces import load_trace
@@ -123,6 +151,17 @@ def run_point(point: Point, inputs: Inputs | None = None) -> dict[str, Any]:
     points); without it the point reads its files itself."""
     if inputs is None:
         inputs = load_inputs(point)
+    if inputs.coflows is not None:
+        coflows = simulate_coflow_trace(
+            inputs.coflows,
+            point.policy,
+            point.port_gbit,
+            point.arrangement,
+            point.levels,
+            point.rerank,
+            point.coflowsim,
+        )
+        return {**point.label(), **coflows.summary()}
     net, jobs = point_jobs(point, inputs)
     hosts = hosts_of(net)
     runs = [j.to_run(hosts) for j in jobs]
@@ -136,6 +175,37 @@ def run_point(point: Point, inputs: Inputs | None = None) -> dict[str, Any]:
     )
     res = Simulator(net, runs, cfg).run()
     return {**point.label(), **simulated(inputs, jobs), **res.summary()}
+
+
+def simulate_coflow_trace(
+    trace: CoflowTrace,
+    policy: str,
+    port_gbit: float,
+    arrangement: str = "coflow",
+    levels: int | None = None,
+    rerank: str = "group",
+    coflowsim: bool = False,
+    progress: Callable[[int, int, float], None] | None = None,
+) -> CoflowResult:
+    """Simulate a coflow-benchmark trace: what ``sim run --coflow-trace`` runs, and
+    each ``sim sweep --coflow-trace`` point. ``port_gbit`` is in units of 2^30 bit/s
+    (coflowsim's "1 Gbps"); ``progress`` as :meth:`CoflowSimulator.run`'s."""
+    from sim.coflow.engine import MODELS, CoflowSimulator
+    from sim.coflow.trace import flow_arrays
+
+    if arrangement not in MODELS:
+        raise SpecError("arrangement", f"unknown {arrangement!r} (known: {list(MODELS)})")
+    if not port_gbit > 0:
+        raise SpecError("port-gbit", f"must be positive, got {port_gbit}")
+    port = port_gbit * 2**30 / 8
+    if coflowsim:
+        from sim.coflow.compat import simulate_compat
+
+        return simulate_compat(trace, policy, port)
+    sim = CoflowSimulator(
+        flow_arrays(trace), policy, port, model=arrangement, levels=levels, rerank=rerank
+    )
+    return sim.run(progress=progress)
 
 
 def simulated(inputs: Inputs, jobs: Sequence[TraceJob]) -> dict[str, Any]:

@@ -26,6 +26,10 @@ log = logging.getLogger(__name__)
 
 TargetKind = Literal["soft", "bmv2", "auto"]
 BMV2_BINARY = "simple_switch_grpc"
+#: BMv2's packet-trace log rotates at this size, keeping this many files (its default,
+#: 5 MB x 3, held only the last ~20,000 packets' steps of a run).
+TRACE_FILE_BYTES = 512 * 2**20
+TRACE_FILES = 4
 
 
 def resolve_kind(kind: TargetKind) -> Literal["soft", "bmv2"]:
@@ -52,6 +56,8 @@ class Target:
     log_path: Path | None
     pcap_dir: Path | None = None
     _log_file: IO[bytes] | None = field(default=None, repr=False)
+    #: the per-packet trace log (``start_target(packet_trace=...)``), if any
+    packet_trace: Path | None = None
 
     @property
     def pid(self) -> int:
@@ -126,12 +132,22 @@ def command_line(
     priority_queues: int = 8,
     log_level: str = "info",
     pcap_dir: str | Path | None = None,
+    packet_trace: str | Path | None = None,
 ) -> list[str]:
     """simple_switch_grpc's argv; the soft switch takes the same after ``-m softswitch``.
 
     ``pcap_dir``: ``--pcap=DIR``, one ``IFACE_in.pcap``/``IFACE_out.pcap`` pair per
     port. With ``=``: BMv2's option has an optional value (boost's implicit value),
     which it takes only in that form.
+
+    ``packet_trace``: the switch's log at level ``trace`` goes to that file (a name
+    ending in ``.txt``, which BMv2 adds itself) instead of the console (``--log-file``:
+    BMv2 refuses it together with ``--log-console``).
+    BMv2 then logs every packet's parser states, tables, actions and deparser, flushed
+    after each line (``--log-flush``: a run stopped by a signal keeps its last packets)
+    and rotated at :data:`TRACE_FILE_BYTES` into at most :data:`TRACE_FILES` files; the
+    soft switch logs every packet's bytes on input and its forwarding decision
+    (egress port, queue, drops), not BMv2's per-table steps.
     """
     head = [BMV2_BINARY] if kind == "bmv2" else [sys.executable, "-m", "softswitch"]
     argv = [*head, "--device-id", str(device_id), "--thrift-port", str(thrift_port)]
@@ -139,7 +155,18 @@ def command_line(
         argv += ["-i", f"{port}@{iface}"]
     if pcap_dir is not None:
         argv.append(f"--pcap={pcap_dir}")
-    argv += ["--log-console", "-L", log_level, "--no-p4", "--"]
+    if packet_trace is None:
+        argv += ["--log-console", "-L", log_level]
+    elif not str(packet_trace).endswith(".txt"):
+        raise TargetError(f"packet_trace: must end in .txt (BMv2 adds it), got {packet_trace}")
+    elif kind == "bmv2":
+        # BMv2 writes the file it is given with ".txt" added (rotated: NAME.1.txt, ...)
+        argv += ["--log-file", str(packet_trace).removesuffix(".txt"), "-L", "trace"]
+        argv += ["--log-flush", "--log-file-max-size", str(TRACE_FILE_BYTES)]
+        argv += ["--log-file-max-files", str(TRACE_FILES)]
+    else:
+        argv += ["--log-file", str(packet_trace), "-L", "trace"]
+    argv += ["--no-p4", "--"]
     argv += ["--grpc-server-addr", grpc_addr, "--priority-queues", str(priority_queues)]
     return argv
 
@@ -158,6 +185,7 @@ def start_target(
     cpus: str | None = None,
     pcap_dir: str | Path | None = None,
     nice: int | None = None,
+    packet_trace: str | Path | None = None,
 ) -> Target:
     """Start a switch on ``ports`` ({port number: interface}) and wait until it serves.
 
@@ -167,14 +195,27 @@ def start_target(
     ``pcap_dir`` the switch captures every port into that directory (created
     here; ``IFACE_in.pcap``/``IFACE_out.pcap``, BMv2's names, on both targets).
     ``nice`` runs it at that ``nice`` increment (the emulation: negative, so the
-    switch is not starved by the emulated hosts it forwards for).
+    switch is not starved by the emulated hosts it forwards for). ``packet_trace``:
+    the switch's per-packet trace log into that file (:func:`command_line`); its
+    console log then holds only what it prints itself.
     """
     real = resolve_kind(kind)
     if pcap_dir is not None:
         pcap_dir = Path(pcap_dir).resolve()  # the switch may run in another cwd/netns
         pcap_dir.mkdir(parents=True, exist_ok=True)
+    if packet_trace is not None:
+        packet_trace = Path(packet_trace).resolve()
+        packet_trace.parent.mkdir(parents=True, exist_ok=True)
     argv = command_line(
-        real, ports, grpc_addr, thrift_port, device_id, priority_queues, log_level, pcap_dir
+        real,
+        ports,
+        grpc_addr,
+        thrift_port,
+        device_id,
+        priority_queues,
+        log_level,
+        pcap_dir,
+        packet_trace,
     )
     if cpus:
         argv = ["taskset", "-c", cpus, *argv]
@@ -197,6 +238,7 @@ def start_target(
     )
     pcap = Path(pcap_dir) if pcap_dir is not None else None
     target = Target(real, proc, grpc_addr, thrift_port, device_id, dict(ports), path, pcap, sink)
+    target.packet_trace = packet_trace
     try:
         target.wait_ready(ready_timeout)
     except BaseException:

@@ -13,7 +13,9 @@
 * Switches: :class:`P4Switch` starts the chosen target through
   :func:`targets.switch.start_target` on its interfaces (``-i port@intf``), logs to
   ``run/logs/<switch>.log`` and is stopped by PID. With ``pcap_dir`` each switch
-  writes BMv2's per-port captures into ``pcap_dir/<switch>/`` (``--pcap``).
+  writes BMv2's per-port captures into ``pcap_dir/<switch>/`` (``--pcap``); with
+  ``packet_trace`` its per-packet trace log into ``<log dir>/<switch>-trace.txt``
+  (``--packet-trace``).
   No OpenFlow controller: the controller daemon programs the switches over P4Runtime.
 * Links: ``bw_mbit`` via Mininet's ``TCLink``; ``delay_ms`` only where the
   kernel has ``netem`` (warned once and ignored otherwise). A ``bottleneck``
@@ -77,6 +79,7 @@ class P4Switch(Switch):  # type: ignore[misc]
         device_id: int = 0,
         log_dir: str = "run/logs",
         pcap_dir: str | None = None,
+        packet_trace: bool = False,
         **params: Any,
     ) -> None:
         super().__init__(name, dpid="1", **params)
@@ -86,6 +89,7 @@ class P4Switch(Switch):  # type: ignore[misc]
         self.device_id = device_id
         self.log_dir = Path(log_dir)
         self.pcap_dir = pcap_dir
+        self.packet_trace = self.log_dir / f"{name}-trace.txt" if packet_trace else None
         self.port_map: dict[int, str] = {}
         self.target: Target | None = None
 
@@ -99,6 +103,7 @@ class P4Switch(Switch):  # type: ignore[misc]
             log_path=self.log_dir / f"{self.name}.log",
             pcap_dir=self.pcap_dir,
             nice=SWITCH_NICE,
+            packet_trace=self.packet_trace,
         )
 
     def stop(self, deleteIntfs: bool = True) -> None:
@@ -134,8 +139,11 @@ class EchelonNet:
         log_dir: str | Path = "run/logs",
         queue_depth: int | None = 10000,
         pcap_dir: str | Path | None = None,
+        packet_trace: bool = False,
     ) -> None:
         self.topo = topo
+        #: ``--packet-trace``: each switch's trace log in ``log_dir/<switch>-trace.txt``.
+        self.packet_trace = packet_trace
         #: ``--pcap``: each switch captures its ports into ``pcap_dir/<switch>/``.
         self.pcap_dir = Path(pcap_dir) if pcap_dir is not None else None
         self.kind = resolve_kind(kind)
@@ -188,7 +196,8 @@ class EchelonNet:
             pcap = str(self.pcap_dir / s.name) if self.pcap_dir else None
             mn.addSwitch(s.name, cls=P4Switch, kind=self.kind, grpc=s.grpc,
                          thrift_port=s.thrift_port, device_id=s.device_id,
-                         log_dir=self.log_dir, pcap_dir=pcap)  # fmt: skip
+                         log_dir=self.log_dir, pcap_dir=pcap,
+                         packet_trace=self.packet_trace)  # fmt: skip
         delay_ok = any(lk.delay_ms for lk in self.topo.links) and netem_ok()
         for i, lk in enumerate(self.topo.links):
             self._add_link(mn, i, lk, delay_ok)

@@ -63,10 +63,37 @@ def verdict_rows(results: dict[str, Any]) -> list[tuple[str, dict[str, float | N
     return rows
 
 
+#: An agent is late when it released its first flow (one that waits on no other flow:
+#: :func:`topo.agents.first_flow_delays`) more than this fraction of its job's ideal
+#: iteration time after the plan said, and at least :data:`LATE_MIN_S` after. A tenth
+#: of an iteration shifts that agent's whole iteration by as much, which is of the
+#: order of the differences the verdict compares.
+LATE_FRACTION = 0.1
+#: ... and never less than this: below it is a Python agent's timer and scheduling
+#: jitter, which every run has (a job scaled to a 20 ms iteration would otherwise call
+#: every run disturbed).
+LATE_MIN_S = 0.005
+
+
+def late_agents(delays: dict[str, dict[str, Any]]) -> list[str]:
+    """One note per late agent (see :data:`LATE_FRACTION`), from ``agent_delays``."""
+    out = []
+    for host, d in sorted(delays.items()):
+        late, ideal = float(d["late_s"]), float(d["ideal_iteration_s"])
+        if late > max(LATE_FRACTION * ideal, LATE_MIN_S):
+            out.append(
+                f"agent {host} released its first flow of {d['job']} {late * 1e3:.0f} ms late "
+                f"({late / ideal:.0%} of its {ideal:.3f} s ideal iteration; late: over "
+                f"{LATE_FRACTION:.0%} and {LATE_MIN_S * 1e3:.0f} ms)"
+            )
+    return out
+
+
 def disturbances(results: dict[str, Any]) -> dict[str, list[str]]:
     """Per policy, what the machine did to its run: packets lost at the switch's input
-    (and the attempts played again), agents that stopped early. Why: on a loaded machine
-    a run can measure the machine rather than the policy, and its numbers must say so."""
+    (and the attempts played again), agents that stopped early, agents that started
+    late (:func:`late_agents`). Why: on a loaded machine a run can measure the machine
+    rather than the policy, and its numbers must say so."""
     out: dict[str, list[str]] = {}
     for pol, r in results["policies"].items():
         notes = []
@@ -78,6 +105,7 @@ def disturbances(results: dict[str, Any]) -> dict[str, list[str]]:
             notes.append(f"{r['lost_packets']} packets lost in the run kept")
         if r.get("stalls"):
             notes.append(f"{len(r['stalls'])} agents stopped before the end")
+        notes += late_agents(r.get("agent_delays", {}))
         if notes:
             out[pol] = notes
     return out

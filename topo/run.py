@@ -6,6 +6,7 @@
                        [--jobs topo/jobs/pipe.yaml,topo/jobs/dp.yaml,topo/jobs/big.yaml]
                        [--scale 0.1] [--budget 20]
                        [--release closed|open] [--pcap [DIR]] [--port-view SECONDS]
+                       [--packet-trace]
                        [--cli auto|before|during|after|never]
 
 Starts the topology (BMv2 if installed, else the soft switch), the controller
@@ -36,6 +37,12 @@ around; exiting starts the traffic), ``during`` it (traffic runs in the
 background; the CLI's ``ports`` command shows the counts) or ``after`` it; the
 default ``auto`` is ``after`` when stdin is a terminal, and ``--headless``
 never opens it.
+
+``--packet-trace`` (``make run TRACE=1``): every switch writes its per-packet trace
+log into ``<out-dir>/<timestamp>/logs/<switch>-trace.txt`` -- BMv2's ``--log-level
+trace`` (each packet's parser, tables, actions; ``--log-flush``), the soft switch's
+level ``trace`` (each packet's bytes and forwarding decision). It slows the switch:
+for reading what happened to a few packets, not for comparing policies.
 """
 
 from __future__ import annotations
@@ -106,6 +113,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--pcap", nargs="?", const="", default=None, metavar="DIR",
                    help="per-port pcaps of every switch in DIR/<switch>/ "
                         "(default <out-dir>/pcap)")  # fmt: skip
+    p.add_argument(
+        "--packet-trace",
+        action="store_true",
+        help="each switch's per-packet trace log in <run>/logs/<switch>-trace.txt "
+        "(BMv2: --log-level trace; slows the switch)",
+    )
     p.add_argument(
         "--port-view",
         type=float,
@@ -265,7 +278,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     pcap = None if args.pcap is None else Path(args.pcap or out / "pcap")
     cli = resolve_cli(args.cli, args.headless, sys.stdin.isatty())
     net = EchelonNet(topo, kind=args.target, prefix=args.prefix, log_dir=out / "logs",
-                     pcap_dir=pcap)  # fmt: skip
+                     pcap_dir=pcap, packet_trace=args.packet_trace)  # fmt: skip
     why = "simple_switch_grpc" if net.kind == "bmv2" else "embedded soft switch"
     if net.kind == "soft" and args.target == "auto":
         why += "; BMv2 is not installed"
@@ -297,6 +310,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # the controller plans the opening groups before their first packet
         "entered_reports": args.entered_reports,
         "pcap_dir": str(pcap) if pcap else None,
+        "packet_trace": args.packet_trace,
         "policies": {},
     }
     try:
@@ -307,6 +321,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if pcap is not None:
             view = PortView(pcap, {s.name: dict(s.port_map) for s in net.switches()})
             print(f"*** per-port pcaps in {pcap}/<switch>/ (IFACE_in.pcap, IFACE_out.pcap)")
+        if args.packet_trace:
+            print(f"*** per-packet trace logs in {out / 'logs'}/<switch>-trace.txt")
         ctl.start()
         for job in jobs:
             ctl.register(job.description)  # what `echelonctl register FILE` posts

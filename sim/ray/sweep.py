@@ -34,6 +34,7 @@ from typing import Any
 from echelon.errors import EchelonError, SpecError
 from sim.points import (
     Done,
+    InputKey,
     Inputs,
     Point,
     PointFn,
@@ -117,7 +118,7 @@ def run_on_ray(
     ``HOST:PORT``); rows in the order of ``points``."""
     ray = _import_ray()
     # read every file before joining: a bad trace fails here, fast and locally
-    inputs: dict[tuple[str, str | None], Inputs] = {}
+    inputs: dict[InputKey, Inputs] = {}
     for p in points:
         key = input_key(p)
         if key not in inputs:
@@ -133,7 +134,7 @@ def run_on_ray(
 def _run(
     ray: Any,
     points: Sequence[Point],
-    inputs: dict[tuple[str, str | None], Inputs],
+    inputs: dict[InputKey, Inputs],
     fn: PointFn,
     progress: Progress | None,
 ) -> list[dict[str, Any]]:

@@ -33,5 +33,7 @@ def test_show_without_topology_warns_that_hosts_are_unchecked(
     captured = capsys.readouterr()
     assert "warning: hosts: h1, h9 not checked against a topology" in captured.err
     assert "levels: this job alone" in captured.out
+    # where to see the levels beside the jobs registered (not a second planner here)
+    assert f"echelonctl register --dry-run {f}" in captured.out
     assert main(["show", str(f), "--topo", str(ROOT / "topo/star.yaml")]) == 2
     assert "h9" in capsys.readouterr().err

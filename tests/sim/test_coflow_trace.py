@@ -122,3 +122,32 @@ def test_reference_trace_parses_if_present() -> None:
     fa = flow_arrays(parse_coflow_trace(ref.read_text()))
     assert (fa.ports, len(fa.names), fa.n_flows) == (150, 526, 706397)
     assert np.all(np.diff(fa.arrival) >= 0)
+
+
+def test_sweep_runs_a_coflow_trace_as_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "t.txt"
+    path.write_text(SMALL)
+    single = {}
+    for policy in ("varys", "fifo"):
+        rc = main(["run", "--coflow-trace", str(path), "--policy", policy, "--json", "-", "-q"])
+        assert rc == 0
+        single[policy] = json.loads(capsys.readouterr().out)
+    out = tmp_path / "sweep.json"
+    args = ["sweep", "--coflow-trace", str(path), "--policy", "varys,fifo", "--levels", "ideal"]
+    rc = main([*args, "--workers", "1", "-q", "--out", str(out)])
+    assert rc == 0
+    rows = json.loads(out.read_text())
+    assert [r["policy"] for r in rows] == ["varys", "fifo"]
+    for r in rows:
+        assert r["coflow_trace"] == str(path) and r["mix"] == "coflow-trace"
+        assert "network" not in r and "n_jobs" not in r  # a coflow trace has neither
+        want = single[r["policy"]]
+        for key in ("coflows", "flows", "avg_cct_ms", "p95_cct_ms", "makespan_s"):
+            assert r[key] == want[key], key
+    assert "avg_cct=" in capsys.readouterr().out
+    # a bad file fails before any point runs, naming the field
+    path.write_text("4 1\n1 0 1 0 1 1:lots\n")
+    assert main([*args, "--out", str(out)]) == 2
+    assert capsys.readouterr().err.startswith("error: line 2.reducers[0].MB:")

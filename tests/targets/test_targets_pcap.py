@@ -22,21 +22,12 @@ from targets.switch import command_line, start_target
 from tests.core.test_wireshark_dissector import tshark_fields
 from tests.softswitch.helpers import in_netns, raw_socket, veth_hosts
 from tests.softswitch.p4json import bmv2_json
+from tests.targets.kinds import KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
 P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
 H1, H2 = "10.0.7.1", "10.0.7.2"
 PREFIX = f"tpc{os.getpid() % 10000}"
-KINDS = [
-    pytest.param("soft", id="soft"),
-    pytest.param(
-        "bmv2",
-        id="bmv2",
-        marks=pytest.mark.skipif(
-            shutil.which("simple_switch_grpc") is None, reason="BMv2 is not installed"
-        ),
-    ),
-]
 
 
 def test_command_line_passes_pcap_with_equals() -> None:

@@ -3,7 +3,6 @@ the typed client and ``simple_switch_CLI`` set queues and read tables and counte
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,20 +15,11 @@ from p4client.p4rt import SwitchConnection
 from targets.process import TargetError, free_port
 from targets.switch import Target, start_target
 from tests.softswitch.p4json import bmv2_json
+from tests.targets.kinds import KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
 P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
 VENV_CLI = str(Path(sys.executable).parent / "simple_switch_CLI")
-KINDS = [
-    pytest.param("soft", id="soft"),
-    pytest.param(
-        "bmv2",
-        id="bmv2",
-        marks=pytest.mark.skipif(
-            shutil.which("simple_switch_grpc") is None, reason="BMv2 is not installed"
-        ),
-    ),
-]
 
 
 @pytest.fixture(params=KINDS)
