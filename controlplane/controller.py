@@ -6,8 +6,12 @@ returns the groups whose plan changed -> :meth:`Controller._change`, the one
 write path, turns (old plan, new plan) pairs into the entries that go and come
 (:func:`~controlplane.entries.group_entries`), checks every table's size and has
 each switch's :class:`~controlplane.switchsync.SwitchSync` write that delta ->
-the registry commits. Removals, policy switches and online re-plans
-(:mod:`controlplane.online`) take the same path with their own pairs.
+the registry commits. A change is acknowledged only once every switch took it: a
+switch that is down, not primary, not yet in sync or whose agent failed refuses
+the change (:class:`~controlplane.switchsync.SwitchUnavailableError`, HTTP 503
+naming the switch and why) and the switches already written are undone.
+Removals, policy switches and online re-plans (:mod:`controlplane.online`) take
+the same path with their own pairs.
 
 One lock serialises every change and every switch's reconciliation. Any refusal
 (bad spec, duplicate, IDs exhausted, a full table on any switch) rolls back the
@@ -16,9 +20,7 @@ switches already written and the transaction, so nothing is half-applied; after
 the API answers.
 
 Each switch's desired entry set is kept, not rebuilt: its routes, then changed
-only by the deltas of :meth:`Controller._change`. Switches that are down when a
-change happens simply miss it: their sync reconciles against the then-current
-desired set when they come back.
+only by the deltas of :meth:`Controller._change`.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from controlplane.online import OnlinePlanner, Written, check_mode, freeze_heap
 from controlplane.parsing import ParsedJob, parse_job
 from controlplane.planning import PlanChange, Planner, check_policy
 from controlplane.registry import GroupIds, JobRecord, Registry, RegistryError, UnknownJobError
-from controlplane.switchsync import SwitchSync
+from controlplane.switchsync import SwitchSync, SwitchUnavailableError
 from echelon.errors import SpecError
 from echelon.topology import Topology, TopologyNetwork
 from p4client.codec import encoded
@@ -251,13 +253,16 @@ class Controller:
                 raise P4RuntimeError(
                     "PERMISSION_DENIED", f"switch {name}: not primary: {sync.not_primary}"
                 )
+            why = sync.unavailable()
+            if why is not None:  # acknowledged means installed on every switch
+                raise SwitchUnavailableError(name, why)
         gone, new = self._entry_delta(pairs)
         wanted, tallies = self._next_sets(gone, new)
         done: list[tuple[SwitchSync, Any]] = []
         t0 = time.perf_counter()
         try:
             for name, sync in self.agents.items():
-                steps = sync.apply(wanted[name], gone, new)
+                steps = sync.apply(wanted[name], gone, new)  # raises if not installed
                 if steps:
                     done.append((sync, steps))
         except BaseException:

@@ -70,6 +70,18 @@ DRIFT_CODES = frozenset({"NOT_FOUND", "ALREADY_EXISTS"})
 ARBITRATION_LOG = 20
 
 
+class SwitchUnavailableError(P4RuntimeError):
+    """A change cannot be acknowledged because ``switch`` cannot take it now (not
+    connected, not in sync, its agent failed): HTTP 503 naming the switch and why."""
+
+    def __init__(self, switch: str, reason: str) -> None:
+        super().__init__("UNAVAILABLE", f"switch {switch}: {reason}")
+        self.message = reason  # the API's detail: "switches.<name>: <reason>"
+        self.field = f"switches.{switch}"
+        self.switch = switch
+        self.reason = reason
+
+
 @dataclass
 class SyncStatus:
     """Counters and flags ``/status`` reports; "primary" is read live off the connection."""
@@ -95,6 +107,8 @@ class SyncStatus:
     #: arbitration: times this controller became primary or stopped being primary,
     #: and the last arbitration updates received
     arbitration_changes: int = 0
+    #: times the agent's loop failed with an unexpected error and was restarted
+    agent_failures: int = 0
     arbitration: deque[dict[str, Any]] = field(
         default_factory=lambda: deque(maxlen=ARBITRATION_LOG)
     )
@@ -227,7 +241,38 @@ class SwitchSync:
 
     # ------------------------------------------------------------ background loop
 
+    def unavailable(self) -> str | None:
+        """Why a change cannot be written to this switch now (``None``: it can). A
+        change is acknowledged only when every switch took it, so each of these makes
+        the API answer 503 instead of a 201 that nothing installs."""
+        if not self._thread.is_alive():
+            return f"agent thread not running (last error: {self.status.last_error})"
+        conn = self.conn
+        if conn is None or not conn.is_alive:
+            return f"not connected ({self.status.last_error or 'connecting'})"
+        if not conn.is_primary:
+            return self.not_primary or "this controller is not primary"
+        if not self.status.in_sync:
+            return f"not in sync yet ({self.status.last_error or 'reconciling'})"
+        return None
+
     def _run(self) -> None:
+        """The agent loop, restarted (after a backoff) when it fails unexpectedly: an
+        agent that died silently left the API acknowledging changes nobody wrote."""
+        backoff = BACKOFF_MIN_S
+        while not self._stop.is_set():
+            try:
+                self._loop()
+                return
+            except Exception as exc:
+                self.status.agent_failures += 1
+                log.exception("%s: agent failed; restarting in %.2f s", self.name, backoff)
+                self._mark_down(f"agent failed: {type(exc).__name__}: {exc}")
+                self._wake.wait(backoff)  # backoff between restarts, not synchronisation
+                self._wake.clear()
+                backoff = min(BACKOFF_MAX_S, backoff * 2)
+
+    def _loop(self) -> None:
         backoff = BACKOFF_MIN_S
         while not self._stop.is_set():
             conn = self.conn
@@ -462,20 +507,23 @@ class SwitchSync:
 
     def apply(
         self, desired: set[TableEntry], gone: set[TableEntry], new: set[TableEntry]
-    ) -> list[Step] | None:
+    ) -> list[Step]:
         """Bring the switch from the installed set to ``desired``, which the controller
         built as ``(installed - gone) | new`` (caller holds the lock): only ``gone`` and
         ``new`` are diffed (:func:`plan_delta`), never the whole set.
 
-        Returns the applied steps, or ``None`` when the switch is not in sync (it
-        will be reconciled on reconnect). Raises :class:`TableFullError` if the
-        switch refused an insert for lack of space; the switch is then unchanged.
+        Returns the applied steps. Raises :class:`SwitchUnavailableError` when the
+        switch is not in sync, or became unreachable or preempted during the write (it
+        is reconciled on reconnect; the caller undoes the other switches). Raises
+        :class:`TableFullError` if the switch refused an insert for lack of space;
+        the switch is then unchanged.
         A write whose outcome is unknown, or refused with NOT_FOUND/ALREADY_EXISTS,
         is followed by a read-back and a repair towards ``desired``.
         """
         conn = self.conn
-        if not self.status.in_sync or conn is None or not conn.is_primary:
-            return None
+        why = self.unavailable()
+        if why is not None or conn is None:
+            raise SwitchUnavailableError(self.name, why or "not connected")
         before = self.installed
         steps = self._delta_steps(before, gone, new)
         try:
@@ -486,10 +534,10 @@ class SwitchSync:
         except P4RuntimeError as exc:
             if not isinstance(exc, P4RuntimeConnectionError) and exc.code != "PERMISSION_DENIED":
                 raise
-            # unreachable or preempted: the change stands, this switch is reconciled later
+            # unreachable or preempted: not acknowledged; reconciled when it is back
             self._mark_down(str(exc))
             self._wake.set()
-            return None
+            raise SwitchUnavailableError(self.name, str(exc)) from None
         if self._counts_of is before:  # carry the counts over instead of recounting
             counts = dict(self._counts_cache)
             for st in steps:
@@ -598,6 +646,9 @@ class SwitchSync:
             "drift_repairs": st.drift_repairs,
             "last_drift": st.last_drift,
             "arbitration_changes": st.arbitration_changes,
+            "agent_alive": self._thread.is_alive(),
+            "agent_failures": st.agent_failures,
+            "unavailable": self.unavailable(),
             "primary_election_id": (
                 list(conn.primary_election_id)
                 if conn is not None and conn.primary_election_id
