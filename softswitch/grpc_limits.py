@@ -31,6 +31,16 @@ MAX_REQUESTS_PER_CLIENT = 8
 ARBITRATION_TIMEOUT_S = 10.0
 #: Updates one WriteRequest may carry (the project's client sends <= 2048).
 MAX_WRITE_UPDATES = 10_000
+#: Entities one ReadRequest may name (a client reads with a handful of wildcards).
+MAX_READ_REQUEST_ENTITIES = 10_000
+#: Entities one Read may answer, summed over the request's entities: every table
+#: and counter cell of the project's program four times over. A tiny request of
+#: 1,000 wildcard ``counter_entry`` used to answer 1.04 M entities (1.17 GB, 3.5 s
+#: under the service lock); past this bound it is RESOURCE_EXHAUSTED at once.
+MAX_READ_ENTITIES = 65_536
+#: Bytes of entities one ReadResponse carries (the answer streams in such chunks,
+#: so a Read's memory is bounded by a few chunks, whatever its total).
+READ_CHUNK_BYTES = 1 << 20
 #: gRPC worker threads: every stream and every client's requests fit with room to spare.
 WORKERS = MAX_STREAMS + 4 * MAX_REQUESTS_PER_CLIENT
 
@@ -44,6 +54,8 @@ class Limits:
     max_requests_per_client: int = MAX_REQUESTS_PER_CLIENT
     arbitration_timeout_s: float = ARBITRATION_TIMEOUT_S
     max_write_updates: int = MAX_WRITE_UPDATES
+    max_read_request_entities: int = MAX_READ_REQUEST_ENTITIES
+    max_read_entities: int = MAX_READ_ENTITIES
 
 
 class ClientBounds:

@@ -8,6 +8,7 @@ other RPC hit DEADLINE_EXCEEDED.
 from __future__ import annotations
 
 import queue
+import time
 from collections.abc import Iterator
 
 import grpc
@@ -16,8 +17,8 @@ from finsy.proto import p4r, p4r_grpc
 
 from p4client.p4info import P4Info
 from p4client.p4rt import P4RuntimeConnectionError, SwitchConnection
-from softswitch.grpc_limits import MAX_STREAMS, Limits
-from softswitch.p4rt_server import P4RuntimeService, make_server
+from softswitch.grpc_limits import MAX_READ_ENTITIES, MAX_STREAMS, Limits
+from softswitch.p4rt_server import READ_CHUNK, P4RuntimeService, make_server
 from targets.process import wait_until
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO
 
@@ -147,3 +148,54 @@ def test_write_update_limit_named(served: Served) -> None:
         assert sw.read_table_entries("echelon_ids") == []
         sw.insert(entries)  # the client's own chunks stay under the limit
         assert len(sw.read_table_entries("echelon_ids")) == 601
+
+
+def _read(sw: SwitchConnection, *entities: p4r.Entity) -> list[p4r.ReadResponse]:
+    req = p4r.ReadRequest(device_id=0, entities=list(entities))
+    return list(sw.stub.Read(req, timeout=20.0))
+
+
+def test_huge_read_is_refused_at_once(served: Served) -> None:
+    """Before: 1,000 empty ``counter_entry`` (4 KB) answered 1.04 M entities, built
+    under the service lock (1.17 GB, registrations stalled 3.5 s)."""
+    info = P4Info.load(P4INFO)
+    with SwitchConnection(served.addr) as sw:
+        sw.set_pipeline(info, DEVICE_CONFIG)
+        wild = p4r.Entity(counter_entry=p4r.CounterEntry())
+        t0 = time.perf_counter()
+        with pytest.raises(grpc.RpcError) as ei:
+            _read(sw, *[wild] * 1000)
+        assert time.perf_counter() - t0 < 2.0
+        assert ei.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert f"over the limit of {MAX_READ_ENTITIES}" in str(ei.value.details())
+        with pytest.raises(grpc.RpcError) as ei:
+            _read(sw, *[p4r.Entity(table_entry=p4r.TableEntry())] * 10_001)
+        assert ei.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "10001 entities exceed" in str(ei.value.details())
+        # one wildcard of every counter cell is still answered, in bounded chunks
+        answers = _read(sw, wild)
+        cells = sum(c.size for c in info.counters())
+        assert sum(len(a.entities) for a in answers) == cells
+        assert all(len(a.entities) <= READ_CHUNK for a in answers) and len(answers) >= 2
+
+
+def test_read_bound_counts_table_entries() -> None:
+    s = Served(Limits(max_read_entities=100))
+    info = P4Info.load(P4INFO)
+    try:
+        with SwitchConnection(s.addr) as sw:
+            sw.set_pipeline(info, DEVICE_CONFIG)
+            sw.insert(
+                [
+                    info.table_entry("echelon_ids", {"hdr.echelon.echelon_id": i}, "NoAction")
+                    for i in range(1, 61)
+                ]
+            )
+            wild = p4r.Entity(table_entry=p4r.TableEntry())
+            assert sum(len(a.entities) for a in _read(sw, wild)) == 60
+            with pytest.raises(grpc.RpcError) as ei:
+                _read(sw, wild, wild)  # 120 > 100
+            assert ei.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "120 entities" in str(ei.value.details())
+    finally:
+        s.stop()
