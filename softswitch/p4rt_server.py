@@ -344,7 +344,14 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
                             f"{self.limits.max_read_entities} per Read: read tables or "
                             "counters one at a time",
                         )
-                    parts = [self._snapshot(pl, ent) for ent in request.entities]
+                    # a repeated entity (1,000 identical wildcards) is walked once
+                    seen: dict[bytes, _Part] = {}
+                    parts = []
+                    for ent in request.entities:
+                        key = ent.SerializeToString(deterministic=True)
+                        if key not in seen:
+                            seen[key] = self._snapshot(pl, ent)
+                        parts.append(seen[key])
                 yield from _chunks(parts)
         except SwitchError as err:
             _abort(context, err)
