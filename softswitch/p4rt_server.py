@@ -430,19 +430,22 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
     def StreamChannel(
         self, request_iterator: Iterator[p4r.StreamMessageRequest], context: grpc.ServicerContext
     ) -> Iterator[p4r.StreamMessageResponse]:
+        stream = Stream()
         try:
-            with self.bounds.stream(context.peer()):
-                yield from self._serve_stream(request_iterator, context)
+            with self.bounds.stream(context.peer(), stream):
+                yield from self._serve_stream(stream, request_iterator, context)
         except SwitchError as err:
             _abort(context, err)
 
     def _serve_stream(
-        self, request_iterator: Iterator[p4r.StreamMessageRequest], context: grpc.ServicerContext
+        self,
+        stream: Stream,
+        request_iterator: Iterator[p4r.StreamMessageRequest],
+        context: grpc.ServicerContext,
     ) -> Iterator[p4r.StreamMessageResponse]:
         """One stream: a reader thread feeds requests in; responses go out from
         ``stream.out``. A stream that has not arbitrated within the limit is closed
         (DEADLINE_EXCEEDED), so idle connections cannot pin a worker thread."""
-        stream = Stream()
         deadline = time.monotonic() + self.limits.arbitration_timeout_s
 
         def reader() -> None:
@@ -484,6 +487,8 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         if which == "arbitration":
             try:
                 self._check_device(req.arbitration.device_id)
+                if stream.provisional:  # beyond the stream limit: kept only as a primary
+                    self.bounds.admit(stream, self.arbiter, req.arbitration)
                 self.arbiter.update(stream, req.arbitration)
                 log.info(
                     "arbitration: role %r election id %s",
