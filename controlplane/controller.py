@@ -36,6 +36,7 @@ from controlplane.entries import (
     GroupPlan,
     TableFullError,
     count_by_table,
+    default_entries,
     forwarding_entries,
     group_entries,
 )
@@ -103,8 +104,20 @@ class Controller:
             OnlinePlanner(self, replan_interval, idle_level) if replan == "online" else None
         )
         self._group_entries = lru_cache(maxsize=65536)(self._entries_of)
+        #: the default entries the controller owns (kept at the program's defaults by
+        #: every switch's sync, outside the desired sets the changes diff)
+        self.defaults = frozenset(default_entries(p4info, device_config))
         self.agents = {
-            name: SwitchSync(sw, p4info, device_config, election_id, self.desired, self.lock, role)
+            name: SwitchSync(
+                sw,
+                p4info,
+                device_config,
+                election_id,
+                self.desired,
+                self.lock,
+                role,
+                defaults=self.defaults,
+            )
             for name, sw in topo.switches.items()
         }
         #: jobs whose description no longer fits the topology (a host left it):

@@ -176,6 +176,7 @@ class SwitchSync:
         role: str = "",
         connect_timeout: float = 3.0,
         verify_interval: float = VERIFY_INTERVAL_S,
+        defaults: frozenset[TableEntry] = frozenset(),
     ) -> None:
         self.switch = switch
         self.p4info = p4info
@@ -187,6 +188,16 @@ class SwitchSync:
         self.verify_interval = verify_interval
         self._desired = desired
         self._lock = lock
+        #: the default entries the controller owns: read back with the entries (a
+        #: wildcard Read does not return defaults), compared and repaired alike; kept
+        #: out of ``installed`` (the controller's desired set, which changes diff)
+        self.defaults = defaults
+        self._reads = [p4r.Entity(table_entry=p4r.TableEntry())]
+        for t in sorted({e.table for e in defaults}):
+            ent = p4r.Entity()
+            ent.table_entry.table_id = p4info.table(t).id
+            ent.table_entry.is_default_action = True
+            self._reads.append(ent)
         self.conn: SwitchConnection | None = None
         self.installed: set[TableEntry] = set()
         self.status = SyncStatus()
@@ -374,7 +385,8 @@ class SwitchSync:
             raise P4RuntimeConnectionError(
                 "PERMISSION_DENIED", f"{self.name}: another controller is primary"
             )
-        if conn.get_pipeline_cookie() != self.cookie:
+        pushed = conn.get_pipeline_cookie() != self.cookie
+        if pushed:
             conn.set_pipeline(self.p4info, self.device_config)
             self.status.pipeline_pushes += 1
             log.info("%s: pipeline pushed (cookie %#x)", self.name, self.cookie)
@@ -382,9 +394,13 @@ class SwitchSync:
         self.status.pipeline_cookie = self.cookie
         with self._lock:
             t0 = time.perf_counter()
-            current = set(conn.read_table_entries())
+            current = self._read_current(conn)
             desired = self._desired(self.name)
-            steps = plan_updates(current, desired, self._sizes())
+            steps = plan_updates(current, desired | self.defaults, self._sizes())
+            if steps and not pushed:
+                # the switch already ran our program and differs (a higher-id primary's
+                # changes, writes while we were away or down): a repair like any other
+                self._record_drift(current, desired | self.defaults, "reconcile on (re)connect")
             try:
                 self._write(steps, current)
             except _Unsettled as exc:
@@ -451,7 +467,7 @@ class SwitchSync:
     ) -> tuple[bytes, set[TableEntry] | None]:
         """(fingerprint, ``None`` if the switch holds ``expected``, else its entries);
         an entry's decoded form is kept by its bytes until the next check."""
-        raw = conn.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
+        raw = conn.read_entities(*self._reads)
         parts = [e.SerializeToString(deterministic=True) for e in raw]
         fp = _digest(parts)
         if fp == self._fp and self._fp_of is expected:
@@ -465,26 +481,19 @@ class SwitchSync:
             fresh[part] = entry
         self._decoded = fresh
         current = set(fresh.values())
-        return fp, None if current == expected and len(fresh) == len(raw) else current
+        same = current == (expected | self.defaults if self.defaults else expected)
+        return fp, None if same and len(fresh) == len(raw) else current
 
     def _repair(
         self, current: set[TableEntry], target: set[TableEntry], reason: str, count: bool = True
     ) -> bool:
         """Write the difference ``current`` -> ``target``, logged and counted as drift
-        (always when not ``count``: the caller already saw it); return whether it differed."""
+        (always when not ``count``: the caller already saw it); return whether it differed.
+        The owned default entries are part of every target."""
+        target = target | self.defaults
         if current == target and count:
             return False
-        keys_now = {e.key: e for e in current}
-        keys_want = {e.key: e for e in target}
-        missing = sum(1 for k in keys_want if k not in keys_now)
-        stray = sum(1 for k in keys_now if k not in keys_want)
-        changed = sum(1 for k, e in keys_want.items() if k in keys_now and keys_now[k] != e)
-        what = f"{reason}: {missing} missing, {stray} stray, {changed} changed"
-        log.warning(
-            "%s: switch differs from the controller's state (%s); repairing", self.name, what
-        )
-        self.status.drift_detected += 1
-        self.status.last_drift = f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {what}"
+        self._record_drift(current, target, reason)
         self._fp = None
         try:
             self._write(plan_updates(current, target, self._sizes()), current)
@@ -492,6 +501,26 @@ class SwitchSync:
             raise P4RuntimeError("ABORTED", f"{self.name}: repair: {exc}") from None
         self.status.drift_repairs += 1
         return True
+
+    def _read_current(self, conn: SwitchConnection) -> set[TableEntry]:
+        """Every entry and every owned default entry on the switch, decoded."""
+        return {
+            entry_from_proto(self.p4info, e.table_entry) for e in conn.read_entities(*self._reads)
+        }
+
+    def _record_drift(self, current: set[TableEntry], target: set[TableEntry], reason: str) -> None:
+        """Log and count a difference about to be repaired (default entries included)."""
+        keys_now = {e.key: e for e in current}
+        keys_want = {e.key: e for e in target}
+        missing = sum(1 for k in keys_want if k not in keys_now)
+        stray = sum(1 for k in keys_now if k not in keys_want and not k[3])
+        changed = sum(1 for k, e in keys_want.items() if k in keys_now and keys_now[k] != e)
+        what = f"{reason}: {missing} missing, {stray} stray, {changed} changed"
+        log.warning(
+            "%s: switch differs from the controller's state (%s); repairing", self.name, what
+        )
+        self.status.drift_detected += 1
+        self.status.last_drift = f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {what}"
 
     # ------------------------------------------------------------ writes
 
@@ -562,10 +591,10 @@ class SwitchSync:
         bring it back to ``before`` (read back again) and re-raise."""
         try:
             # counted even when the read-back already matches: the error was the drift
-            self._repair(set(conn.read_table_entries()), desired, why, count=False)
+            self._repair(self._read_current(conn), desired, why, count=False)
         except (TableFullError, P4RuntimeWriteError):
             try:
-                self._repair(set(conn.read_table_entries()), before, "restore after refusal")
+                self._repair(self._read_current(conn), before, "restore after refusal")
             except EchelonError as exc:
                 self._mark_down(f"restore failed: {exc}")
                 self._wake.set()

@@ -281,8 +281,10 @@ def test_preempted_by_higher_election_id_then_recovers(env: Env) -> None:
         assert r.status_code == 503 and "not primary" in r.json()["detail"]
         assert T_IDS not in tables(env.read())
         other.insert([other.table_entry(T_IDS, {"hdr.echelon.echelon_id": 77}, "NoAction")])
-    # the other controller left: this one is primary again and reconciles
-    d.wait_ready()
+    # the other controller left: this one is primary again and reconciles, counting the
+    # other's change as drift (before: repaired, but neither counted nor logged)
+    st = d.wait_ready()["switches"]["s1"]
+    assert st["drift_detected"] >= 1 and "1 stray" in st["last_drift"]
     assert d.request("POST", "/jobs", spec("j1")).status_code == 201
     got = env.read()
     ids = [x.match_dict()["hdr.echelon.echelon_id"] for x in got if x.table == T_IDS]
