@@ -41,7 +41,7 @@ from controlplane.entries import (
     group_entries,
 )
 from controlplane.inflight import DEFAULT_TIMEOUT_S, ProgressTracker, parse_report
-from controlplane.limits import check_description, check_flows, check_parsed
+from controlplane.limits import check_description, check_expansion, check_flows, check_parsed
 from controlplane.online import OnlinePlanner, Written, check_mode, freeze_heap
 from controlplane.parsing import ParsedJob, parse_job
 from controlplane.planning import PlanChange, Planner, check_policy
@@ -362,6 +362,7 @@ class Controller:
         Limits are checked and the description parsed before the lock is taken:
         parsing is pure, and a large job must not stall every other request."""
         check_description(desc)
+        check_expansion(desc)
         parsed = parse_job(desc, self.topo)
         check_parsed(len(parsed.groups), sum(len(ef.flows) for ef in parsed.echelons))
         check_flows(parsed.echelons)

@@ -157,3 +157,25 @@ def test_parsing_does_not_hold_the_lock(client: tuple[TestClient, Controller]) -
         controller_mod.parse_job = real
     assert seen and seen[0] is True
     assert [j["job"] for j in ctl.jobs()] == ["small", "g1"]
+
+
+def test_expansion_refused_at_the_limit_not_after_it(
+    client: tuple[TestClient, Controller],
+) -> None:
+    """Before: a MoE job over every host with 256 layers was refused only once fully
+    expanded (16 hosts: 5.9 s, +170 MB). Now the expansion stops at the flow limit."""
+    tc, ctl = client
+    layer = {"fwd_s": 0.005, "bwd_s": 0.01, "expert_fwd_s": 0.01, "expert_bwd_s": 0.02}
+    desc = {
+        "job": "huge",
+        "paradigm": "moe",
+        "hosts": ["h1", "h2", "h3", "h4", "h5"],
+        "layers": [{**layer, "a2a_bytes": 5000}] * 256,
+    }
+    t0 = time.perf_counter()
+    r = tc.post("/jobs", json=desc)
+    took = time.perf_counter() - t0
+    assert r.status_code == 422 and "flows exceed the limit of 4096" in r.json()["message"]
+    assert "expansion stopped" in r.json()["message"]
+    assert took < 0.25, took
+    assert ctl.jobs() == []
