@@ -70,6 +70,8 @@ from echelon.specs import validate
 from p4client.p4rt import P4RuntimeError
 
 API_VERSION = "1"
+#: Characters of an error's ``detail`` at most.
+MAX_DETAIL = 1000
 
 
 def _err(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -130,7 +132,8 @@ def error_body(exc: EchelonError) -> dict[str, Any]:
 def plain_error(field: str, message: str, detail: str | None = None) -> dict[str, Any]:
     """The one error body (:class:`ErrorBody`)."""
     field, message = _printable(field)[:200], _printable(message)[:500]
-    detail = _printable(detail) if detail is not None else f"{field}: {message}"
+    # never echo a large input back (a 422 used to carry up to 400 KB of it)
+    detail = _printable(detail)[:MAX_DETAIL] if detail is not None else f"{field}: {message}"
     return {"detail": detail, "field": field, "message": message}
 
 

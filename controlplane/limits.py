@@ -28,6 +28,9 @@ MAX_BODY_BYTES = 1 << 20
 #: Job name: letters, digits, ``.``, ``_``, ``-``; starts with a letter or digit.
 JOB_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_JOB_NAME = 64
+#: Group names of explicit specs: printable, no spaces or control characters (an ESC
+#: or CR reached ``echelonctl``'s terminal raw), at most 128 characters.
+GROUP_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+=-]{0,127}")
 #: ``description`` text, characters (HTTP 413 beyond).
 MAX_DESCRIPTION_CHARS = 4096
 #: Whole job description as compact JSON, bytes (HTTP 413 beyond): what is stored.
@@ -87,6 +90,15 @@ def check_description(desc: Any) -> None:
             raise LimitError(
                 "echelonflows", f"{len(efs)} groups exceed the limit of {MAX_GROUPS_PER_JOB}"
             )
+        for i, ef in enumerate(efs):
+            group = ef.get("group") if isinstance(ef, Mapping) else None
+            if isinstance(group, str) and not GROUP_NAME_RE.fullmatch(group):
+                raise LimitError(
+                    f"echelonflows[{i}].group",
+                    f"must match {GROUP_NAME_RE.pattern} (at most 128 characters, no spaces "
+                    f"or control characters), got {group[:40]!r}"
+                    + (f" ({len(group)} characters)" if len(group) > 40 else ""),
+                )
         total = sum(
             len(ef["flows"])
             for ef in efs

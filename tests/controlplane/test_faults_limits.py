@@ -6,6 +6,7 @@ without echoing the body, and nothing is registered.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -179,3 +180,28 @@ def test_expansion_refused_at_the_limit_not_after_it(
     assert "expansion stopped" in r.json()["message"]
     assert took < 0.25, took
     assert ctl.jobs() == []
+
+
+@pytest.mark.parametrize(
+    "group", ["x" * 480_000, "a\x1b[31mred", "bell\x07", "cr\rx", "with space"]
+)
+def test_group_names_are_limited(client: tuple[TestClient, Controller], group: str) -> None:
+    """Before: 480 KB names and ESC/BEL/CR were registered and reached echelonctl raw,
+    and the 422 for other problems echoed up to 400 KB of input."""
+    tc, ctl = client
+    desc = spec("named")
+    desc["echelonflows"][0]["group"] = group
+    r = tc.post("/jobs", content=json.dumps(desc))
+    assert r.status_code in (413, 422), r.status_code
+    if r.status_code == 422:
+        assert r.json()["field"] == "echelonflows[0].group"
+    assert len(r.content) < 2000
+    assert ctl.jobs() == []
+
+
+def test_error_detail_is_bounded(client: tuple[TestClient, Controller]) -> None:
+    tc, _ = client
+    desc = spec("long")
+    desc["echelonflows"][0]["flows"][0]["src"] = "h" * 300_000  # an unknown host, echoed
+    r = tc.post("/jobs", content=json.dumps(desc))
+    assert 400 <= r.status_code < 500 and len(r.content) < 2000, len(r.content)
