@@ -18,8 +18,8 @@ checked:
 The faults rotate through ``--faults`` (default all of them): ``switch``, ``daemon``,
 ``both`` (SIGKILL); ``slots`` (16 arbitrated idle streams with lower election IDs,
 re-opened as they close, while the daemon is killed and restarted: it must get its
-stream back); ``defaults`` (a foreign ``MODIFY is_default_action`` on two tables
-with the controller's election ID: counted as missing until repaired); ``registry``
+stream back); ``defaults`` (another role's primary changes two default entries:
+counted as missing until repaired); ``registry``
 (the registry file is moved away: every change must be refused with 503 until the
 daemon restarts on the file put back). Throughout, a second client sends huge
 Reads (1,000 wildcard counter entities, and the largest table wildcard the bound
@@ -57,7 +57,6 @@ from controlplane.entries import T_CLASSIFY, T_LPM, default_entries
 from controlplane.registry import Registry
 from echelon.errors import EchelonError
 from echelon.topology import load
-from p4client.codec import entry_from_proto, entry_to_proto
 from p4client.p4info import P4Info, TableEntry
 from p4client.p4rt import SwitchConnection
 from targets.process import WaitTimeout, wait_until
@@ -201,30 +200,21 @@ def program_defaults(info: P4Info) -> set[TableEntry]:
 
 
 def read_defaults(addr: str, info: P4Info) -> set[TableEntry]:
-    req = p4r.ReadRequest(device_id=0)
-    for t in (T_CLASSIFY, T_LPM):
-        ent = req.entities.add()
-        ent.table_entry.table_id = info.table(t).id
-        ent.table_entry.is_default_action = True
-    with grpc.insecure_channel(addr) as ch:
-        out = p4r_grpc.P4RuntimeStub(ch).Read(req, timeout=10.0)
-        return {entry_from_proto(info, e.table_entry) for r in out for e in r.entities}
+    with SwitchConnection(addr, election_id=(0, 0), p4info=info) as sw:
+        return set(sw.read_default_entries(T_CLASSIFY, T_LPM))
 
 
-def hostile_defaults(addr: str, info: P4Info) -> None:
-    """MODIFY two default entries with the controller's own election ID."""
-    bad = [
-        info.table_entry(T_CLASSIFY, None, "set_echelon", {"class_id": 5, "prio": 7}, default=True),
-        info.table_entry(T_LPM, None, "ipv4_forward", {"dstAddr": 1, "port": 3}, default=True),
-    ]
-    req = p4r.WriteRequest(device_id=0)
-    req.election_id.low = ELECTION_ID
-    for e in bad:
-        u = req.updates.add()
-        u.type = p4r.Update.MODIFY
-        u.entity.table_entry.CopyFrom(entry_to_proto(info, e))
-    with grpc.insecure_channel(addr) as ch:
-        p4r_grpc.P4RuntimeStub(ch).Write(req, timeout=10.0)
+def foreign_defaults(addr: str, info: P4Info) -> None:
+    """Another controller, primary of another role, changes two default entries."""
+    with SwitchConnection(addr, election_id=(0, 9), role="intruder", p4info=info) as sw:
+        at_5_7 = {"class_id": 5, "prio": 7}
+        to_port_3 = {"dstAddr": 1, "port": 3}
+        sw.modify(
+            [
+                sw.table_entry(T_CLASSIFY, None, "set_echelon", at_5_7, default=True),
+                sw.table_entry(T_LPM, None, "ipv4_forward", to_port_3, default=True),
+            ]
+        )
 
 
 class Squatters:
@@ -310,7 +300,7 @@ def run(duration: float, restart_every: float, workers: int, seed: int, faults: 
                 if squat is not None:
                     squat.start()
                 if kind == "defaults":
-                    hostile_defaults(addr, bench.p4info)
+                    foreign_defaults(addr, bench.p4info)
                 if kind == "registry":
                     reg.rename(reg.with_suffix(".moved"))
                 if kind in ("switch", "both"):

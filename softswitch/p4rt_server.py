@@ -31,7 +31,7 @@ from google.protobuf.message import DecodeError
 
 from softswitch import p4rt_codec as codec
 from softswitch.arbitration import Arbiter, Stream
-from softswitch.bm.pipeline import CounterInfo, Pipeline
+from softswitch.bm.pipeline import CounterInfo, Pipeline, TableInfo
 from softswitch.errors import (
     FailedPrecondition,
     InvalidArgument,
@@ -361,24 +361,15 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         which = ent.WhichOneof("entity")
         if which == "table_entry":
             te = ent.table_entry
-            infos = (
-                list(pl.tables.values())
-                if te.table_id == 0
-                else [codec.table_info(pl, te.table_id)]
-            )
+            infos = _tables(pl, te)
             if te.is_default_action:
                 return len(infos)
             if te.table_id and len(te.match):
                 return 1
             return sum(len(info.table) for info in infos)
         if which == "counter_entry":
-            ce = ent.counter_entry
-            infos_c = (
-                list(pl.counters.values())
-                if ce.counter_id == 0
-                else [codec.counter_info(pl, ce.counter_id)]
-            )
-            return len(infos_c) if ce.HasField("index") else sum(ci.counter.size for ci in infos_c)
+            # ranges, one per counter: nothing built per cell
+            return sum(len(cells) for _, cells in codec.counter_cells(pl, ent.counter_entry))
         return 0  # refused by _snapshot with its reason
 
     def _snapshot(self, pl: Pipeline, ent: p4r.Entity) -> _Part:
@@ -398,9 +389,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
 
     def _read_tables(self, pl: Pipeline, te: p4r.TableEntry) -> list[p4r.TableEntry]:
         """The matching entries as stored (the canonical entries reads return)."""
-        infos = (
-            list(pl.tables.values()) if te.table_id == 0 else [codec.table_info(pl, te.table_id)]
-        )
+        infos = _tables(pl, te)
         if te.is_default_action:
             return [codec.default_entry(pl, info) for info in infos]
         if te.table_id and len(te.match):
@@ -504,6 +493,11 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             resp.error.packet_out.packet_out.CopyFrom(req.packet)
             stream.out.put(resp)
         # digest acks and other messages: nothing to do for this program
+
+
+def _tables(pl: Pipeline, te: p4r.TableEntry) -> list[TableInfo]:
+    """The tables a read names (``table_id`` 0: all of them)."""
+    return list(pl.tables.values()) if te.table_id == 0 else [codec.table_info(pl, te.table_id)]
 
 
 class _CounterCells(list[tuple[CounterInfo, range]]):

@@ -9,7 +9,6 @@ of port 3. A repair made when the controller got primary back was not counted.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,25 +20,15 @@ from controlplane.controller import Controller
 from controlplane.entries import T_CLASSIFY, T_LPM, default_entries
 from controlplane.registry import Registry
 from echelon.topology import load
-from p4client.codec import entry_from_proto, entry_to_proto
+from p4client.codec import entry_to_proto
 from p4client.p4info import P4Info, TableEntry
 from p4client.p4rt import SwitchConnection
 from targets.process import free_port, wait_until
 from targets.switch import Target, start_target
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
+from tests.targets.test_targets_runtime import KINDS
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
-
-KINDS = [
-    pytest.param("soft", id="soft"),
-    pytest.param(
-        "bmv2",
-        id="bmv2",
-        marks=pytest.mark.skipif(
-            shutil.which("simple_switch_grpc") is None, reason="BMv2 is not installed"
-        ),
-    ),
-]
 
 
 @pytest.fixture(params=KINDS)
@@ -77,14 +66,8 @@ def hostile_defaults(addr: str, info: P4Info) -> None:
 
 
 def defaults_on(addr: str, info: P4Info) -> set[TableEntry]:
-    req = p4r.ReadRequest(device_id=0)
-    for t in (T_CLASSIFY, T_LPM):
-        e = req.entities.add()
-        e.table_entry.table_id = info.table(t).id
-        e.table_entry.is_default_action = True
-    with grpc.insecure_channel(addr) as ch:
-        out = p4r_grpc.P4RuntimeStub(ch).Read(req, timeout=10.0)
-        return {entry_from_proto(info, e.table_entry) for r in out for e in r.entities}
+    with SwitchConnection(addr, election_id=(0, 0), p4info=info) as sw:
+        return set(sw.read_default_entries(T_CLASSIFY, T_LPM))
 
 
 def program_defaults(info: P4Info) -> set[TableEntry]:
