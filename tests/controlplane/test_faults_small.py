@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from controlplane import daemon
+from controlplane import cli, daemon
 from controlplane.api import make_app
 from controlplane.controller import Controller
 from controlplane.report_socket import ProgressSocket
@@ -129,3 +129,23 @@ def test_progress_socket_never_replaces_a_regular_file(
     with pytest.raises(EchelonError, match="not a socket"):
         ProgressSocket(victim, lambda _: None)
     assert victim.read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--api", "::::", "list"], "error: --api"),
+        (["--timeout", "-1", "list"], "error: --timeout"),
+        (["--timeout", "nan", "list"], "error: --timeout"),
+        (["register", "BINARY"], "not a UTF-8 text file"),
+    ],
+)
+def test_echelonctl_bad_input_is_an_error_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
+) -> None:
+    binary = tmp_path / "job.json"
+    binary.write_bytes(b"\x00\xff\xfe\x01")
+    argv = [str(binary) if a == "BINARY" else a for a in argv]
+    assert cli.main(["--api", "http://127.0.0.1:1", *argv]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err, err
