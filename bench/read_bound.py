@@ -52,8 +52,9 @@ def stats(xs: list[float]) -> str:
 class Reader:
     """A second P4Runtime client sending the two Reads in turn until stopped."""
 
-    def __init__(self, addr: str, k: int) -> None:
+    def __init__(self, addr: str, k: int, election_low: int = 0) -> None:
         self.addr = addr
+        self.election_low = election_low
         self.hostile = p4r.ReadRequest(
             device_id=0, entities=[p4r.Entity(counter_entry=p4r.CounterEntry())] * 1000
         )
@@ -75,7 +76,7 @@ class Reader:
         self.out[which].append((code, n, time.perf_counter() - t0))
 
     def _run(self) -> None:
-        with SwitchConnection(self.addr, election_id=(0, 0)) as sw:
+        with SwitchConnection(self.addr, election_id=(0, self.election_low)) as sw:
             while not self._stop.is_set():
                 self.once(sw.stub, "hostile")
                 self.once(sw.stub, "big")

@@ -282,7 +282,9 @@ def run(duration: float, restart_every: float, workers: int, seed: int, faults: 
             bench.start_switch()
             bench.start_daemon()
             churn.start()
-            reader = Reader(addr, 40)  # 40 table wildcards: refused once > 819 entries
+            # 40 table wildcards (refused once > 819 entries); election ID 50: not the
+            # checks' 0, the squatters' 1..16 or the daemon's 100
+            reader = Reader(addr, 40, 50)
             reader.start()
             t0 = time.monotonic()
             print(
