@@ -15,6 +15,16 @@ checked:
 * stray / missing: the switch's entries, read back over P4Runtime, against the
   entries an offline controller computes from the daemon's registry file.
 
+The faults rotate through ``--faults`` (default all of them): ``switch``, ``daemon``,
+``both`` (SIGKILL); ``slots`` (16 arbitrated idle streams with lower election IDs,
+re-opened as they close, while the daemon is killed and restarted: it must get its
+stream back); ``defaults`` (another role's primary changes two default entries:
+counted as missing until repaired); ``registry``
+(the registry file is moved away: every change must be refused with 503 until the
+daemon restarts on the file put back). Throughout, a second client sends huge
+Reads (1,000 wildcard counter entities, and the largest table wildcard the bound
+allows); the soft switch's peak RSS is reported per round.
+
 One table row per restart goes to stdout (markdown); docs/controller.md records it.
 Requests whose answer was lost to a kill are "in doubt" and resolved from the
 registry after the restart (either outcome is correct; they are counted).
@@ -25,6 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import queue
 import random
 import signal
 import sys
@@ -34,19 +45,29 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import grpc
 import httpx
+from finsy.proto import p4r, p4r_grpc
 
 from bench.controller import Bench, job
+from bench.read_bound import Reader, mem_mb
 from controlplane.controller import Controller
+from controlplane.daemon import DEFAULT_JSON
+from controlplane.entries import T_CLASSIFY, T_LPM, default_entries
 from controlplane.registry import Registry
 from echelon.errors import EchelonError
 from echelon.topology import load
+from p4client.p4info import P4Info, TableEntry
 from p4client.p4rt import SwitchConnection
-from targets.process import wait_until
+from targets.process import WaitTimeout, wait_until
 
 #: Jobs one worker keeps registered at most (workers x this << 1024 echelon IDs).
 PER_WORKER = 40
-KINDS = ("switch", "daemon", "both")
+KINDS = ("switch", "daemon", "both", "slots", "defaults", "registry")
+#: The daemon's election ID: the slot squatters use 1..16, below it.
+ELECTION_ID = 100
+#: Soft-switch peak RSS the soak accepts (MB).
+RSS_BOUND_MB = 200.0
 
 
 @dataclass
@@ -158,7 +179,8 @@ class Churn:
 
 
 def desired_vs_switch(bench: Bench) -> tuple[int, int, int]:
-    """(stray, missing, entries): the switch against an offline controller's desired set."""
+    """(stray, missing, entries): the switch against an offline controller's desired
+    set; a default entry that is not the program's counts as missing."""
     reg = Registry(bench.tmp / "reg.db")
     try:
         ctl = Controller(load(bench.topo), bench.p4info, reg)
@@ -168,7 +190,76 @@ def desired_vs_switch(bench: Bench) -> tuple[int, int, int]:
     addr = f"127.0.0.1:{bench.grpc}"
     with SwitchConnection(addr, election_id=(0, 0), p4info=bench.p4info) as sw:
         got = set(sw.read_table_entries())
-    return len(got - want), len(want - got), len(got)
+    bad_defaults = len(program_defaults(bench.p4info) - read_defaults(addr, bench.p4info))
+    return len(got - want), len(want - got) + bad_defaults, len(got)
+
+
+def program_defaults(info: P4Info) -> set[TableEntry]:
+    cfg = DEFAULT_JSON.read_bytes()
+    return {e for e in default_entries(info, cfg) if e.table in (T_CLASSIFY, T_LPM)}
+
+
+def read_defaults(addr: str, info: P4Info) -> set[TableEntry]:
+    with SwitchConnection(addr, election_id=(0, 0), p4info=info) as sw:
+        return set(sw.read_default_entries(T_CLASSIFY, T_LPM))
+
+
+def foreign_defaults(addr: str, info: P4Info) -> None:
+    """Another controller, primary of another role, changes two default entries."""
+    with SwitchConnection(addr, election_id=(0, 9), role="intruder", p4info=info) as sw:
+        at_5_7 = {"class_id": 5, "prio": 7}
+        to_port_3 = {"dstAddr": 1, "port": 3}
+        sw.modify(
+            [
+                sw.table_entry(T_CLASSIFY, None, "set_echelon", at_5_7, default=True),
+                sw.table_entry(T_LPM, None, "ipv4_forward", to_port_3, default=True),
+            ]
+        )
+
+
+class Squatters:
+    """Arbitrated idle streams with election IDs 1..16 (below the daemon's), each
+    re-opened as soon as it is closed, until stopped."""
+
+    def __init__(self, addr: str) -> None:
+        self.addr = addr
+        self.opened = 0
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._hold, args=(i + 1,), daemon=True) for i in range(16)
+        ]
+
+    def start(self) -> None:
+        for t in self._threads:
+            t.start()
+
+    def _hold(self, eid: int) -> None:
+        while not self._stop.is_set():
+            # its own TCP connection (the switch bounds streams per connection)
+            ch = grpc.insecure_channel(self.addr, options=[("grpc.use_local_subchannel_pool", 1)])
+            feed: queue.Queue[p4r.StreamMessageRequest | None] = queue.Queue()
+            req = p4r.StreamMessageRequest()
+            req.arbitration.device_id = 0
+            req.arbitration.election_id.low = eid
+            feed.put(req)
+            call = p4r_grpc.P4RuntimeStub(ch).StreamChannel(iter(feed.get, None))
+            self.opened += 1
+            threading.Thread(target=self._cancel_on_stop, args=(call,), daemon=True).start()
+            with contextlib.suppress(grpc.RpcError):
+                for _ in call:  # held until the switch closes it or the soak stops
+                    pass
+            feed.put(None)
+            ch.close()
+            self._stop.wait(0.05)  # re-open at once, at a squatter's pace
+
+    def _cancel_on_stop(self, call: grpc.Future) -> None:
+        self._stop.wait()
+        call.cancel()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(10)
 
 
 def kill(pid: int) -> None:
@@ -176,41 +267,60 @@ def kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def run(duration: float, restart_every: float, workers: int, seed: int) -> int:
+def run(duration: float, restart_every: float, workers: int, seed: int, faults: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="echelon-soak-") as d:
         bench = Bench(Path(d), "soft")
+        bench.daemon_args = ["--election-id", str(ELECTION_ID)]
+        addr = f"127.0.0.1:{bench.grpc}"
+        reg = bench.tmp / "reg.db"
         ledger = Ledger()
         churn = Churn(bench.api, workers, ledger, seed)
+        reader: Reader | None = None
         bad = 0
+        peak = 0.0
         try:
             bench.start_switch()
             bench.start_daemon()
             churn.start()
+            # 40 table wildcards (refused once > 819 entries); election ID 50: not the
+            # checks' 0, the squatters' 1..16 or the daemon's 100
+            reader = Reader(addr, 40, 50)
+            reader.start()
             t0 = time.monotonic()
             print(
-                "| # | t (s) | killed | acknowledged | present | lost | phantom | in doubt "
-                "| stray | missing | entries | in sync after (s) |"
+                "| # | t (s) | fault | acknowledged | present | lost | phantom | in doubt "
+                "| stray | missing | entries | in sync after (s) | switch peak RSS (MB) |"
             )
-            print("| ---: " * 2 + "| --- " + "| ---: " * 9 + "|")
+            print("| ---: " * 2 + "| --- " + "| ---: " * 10 + "|")
             k = 0
             while time.monotonic() - t0 < duration:
                 time.sleep(restart_every)  # churn runs meanwhile (the soak's pacing)
-                kind = KINDS[k % len(KINDS)]
+                kind = faults[k % len(faults)]
                 k += 1
                 assert bench.daemon is not None and bench.switch is not None
+                squat = Squatters(addr) if kind == "slots" else None
+                if squat is not None:
+                    squat.start()
+                if kind == "defaults":
+                    foreign_defaults(addr, bench.p4info)
+                if kind == "registry":
+                    reg.rename(reg.with_suffix(".moved"))
                 if kind in ("switch", "both"):
                     kill(bench.switch.pid)
-                if kind in ("daemon", "both"):
+                if kind in ("daemon", "both", "slots"):
                     kill(bench.daemon.pid)
                 time.sleep(1.0)  # churn against the damaged system
                 churn.pause()
+                if kind == "registry":
+                    kill(bench.daemon.pid)
+                    reg.with_suffix(".moved").rename(reg)
                 t1 = time.monotonic()
                 if kind in ("switch", "both"):
                     bench.switch.stop()
                     bench.start_switch()
-                if kind in ("daemon", "both"):
+                if kind in ("daemon", "both", "slots", "registry"):
                     bench.daemon.wait(10)
-                    bench.start_daemon()
+                    bench.start_daemon()  # with squatters on every slot for "slots"
                 else:
                     wait_until(
                         lambda: bench.status()["switches"]["s1"]["in_sync"],
@@ -219,7 +329,19 @@ def run(duration: float, restart_every: float, workers: int, seed: int) -> int:
                         0.05,
                         (httpx.HTTPError, OSError),
                     )
+                if kind == "defaults":
+                    with contextlib.suppress(WaitTimeout):  # not repaired: counted below
+                        wait_until(
+                            lambda: (
+                                program_defaults(bench.p4info) <= read_defaults(addr, bench.p4info)
+                            ),
+                            30,
+                            "default entries repaired",
+                            0.2,
+                        )
                 sync_s = time.monotonic() - t1
+                if squat is not None:
+                    squat.stop()
                 present = {j["job"] for j in bench.http.get("/jobs").json()}
                 with ledger.lock:
                     lost = ledger.acked - present
@@ -230,24 +352,32 @@ def run(duration: float, restart_every: float, workers: int, seed: int) -> int:
                     ledger.in_doubt.clear()
                 stray, missing, entries = desired_vs_switch(bench)
                 bad += len(lost) + len(phantom) + stray + missing
+                rss = mem_mb(bench.switch.pid)[1]
+                peak = max(peak, rss)
                 print(
                     f"| {k} | {time.monotonic() - t0:.0f} | {kind} | {acked} | {len(present)} "
                     f"| {len(lost)} | {len(phantom)} | {doubt} | {stray} | {missing} | {entries} "
-                    f"| {sync_s:.1f} |",
+                    f"| {sync_s:.1f} | {rss:.0f} |",
                     flush=True,
                 )
                 churn.resume()
             churn.stop()
+            reader.stop()
+            reads = {w: sorted({c for c, _, _ in got}) for w, got in reader.out.items()}
             print(
-                f"\n{k} restarts in {time.monotonic() - t0:.0f} s; requests: {ledger.ok} "
+                f"\n{k} faults in {time.monotonic() - t0:.0f} s; requests: {ledger.ok} "
                 f"acknowledged, {sum(ledger.refused.values())} refused {ledger.refused}, "
-                f"{ledger.failed} lost to kills; "
-                f"lost + phantom + stray + missing = {bad}"
+                f"{ledger.failed} lost to kills; huge Reads: "
+                f"{ {w: len(g) for w, g in reader.out.items()} } outcomes {reads}; "
+                f"lost + phantom + stray + missing = {bad}; switch peak RSS {peak:.0f} MB "
+                f"(bound {RSS_BOUND_MB:.0f})"
             )
         finally:
             churn.stop()
+            if reader is not None:
+                reader.stop()
             bench.close()
-    return 0 if bad == 0 else 1
+    return 0 if bad == 0 and peak <= RSS_BOUND_MB else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -256,12 +386,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--restart-every", type=float, default=30.0, help="seconds between kills")
     p.add_argument("--workers", type=int, default=4, help="client threads")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--faults",
+        default=",".join(KINDS),
+        help=f"comma-separated, in turn (of {', '.join(KINDS)})",
+    )
     args = p.parse_args(argv)
+    faults = [f for f in args.faults.split(",") if f]
+    if not faults or any(f not in KINDS for f in faults):
+        print(f"error: --faults: each one of {', '.join(KINDS)}", file=sys.stderr)
+        return 2
     if args.duration <= 0 or args.restart_every <= 0 or not 1 <= args.workers <= 16:
         print("error: --duration/--restart-every > 0, --workers 1..16", file=sys.stderr)
         return 2
     try:
-        return run(args.duration, args.restart_every, args.workers, args.seed)
+        return run(args.duration, args.restart_every, args.workers, args.seed, faults)
     except EchelonError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

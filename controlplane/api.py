@@ -31,6 +31,7 @@ from typing import Any
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
@@ -70,6 +71,8 @@ from echelon.specs import validate
 from p4client.p4rt import P4RuntimeError
 
 API_VERSION = "1"
+#: Characters of an error's ``detail`` at most.
+MAX_DETAIL = 1000
 
 
 def _err(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -130,7 +133,8 @@ def error_body(exc: EchelonError) -> dict[str, Any]:
 def plain_error(field: str, message: str, detail: str | None = None) -> dict[str, Any]:
     """The one error body (:class:`ErrorBody`)."""
     field, message = _printable(field)[:200], _printable(message)[:500]
-    detail = _printable(detail) if detail is not None else f"{field}: {message}"
+    # never echo a large input back (a 422 used to carry up to 400 KB of it)
+    detail = _printable(detail)[:MAX_DETAIL] if detail is not None else f"{field}: {message}"
     return {"detail": detail, "field": field, "message": message}
 
 
@@ -154,11 +158,18 @@ def _body_doc(*models: type[BaseModel]) -> dict[str, Any]:
 
 def make_app(controller: Controller | None, token: str | None = None) -> FastAPI:
     """The app; ``controller=None`` only builds the schema (for docs/api-openapi.json)."""
+    if token is not None and (not token.strip() or token != token.strip()):
+        # an empty token made a bare "Authorization: Bearer" pass
+        raise EchelonError("token: must be non-empty, without surrounding spaces")
+    guarded = token is not None  # then the schema and docs pages need the token too
     app = FastAPI(
         title="EchelonFlow controller",
         version=API_VERSION,
         description="Register training jobs; the controller installs their EchelonFlow "
         "priorities on the switches over P4Runtime.",
+        docs_url=None if guarded else "/docs",
+        redoc_url=None if guarded else "/redoc",
+        openapi_url=None if guarded else "/openapi.json",
     )
 
     def auth(request: Request) -> None:
@@ -387,7 +398,27 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+    if guarded:
+        _guarded_docs(app, deps)
     return app
+
+
+def _guarded_docs(app: FastAPI, deps: list[Any]) -> None:
+    """``/openapi.json``, ``/docs`` and ``/redoc`` behind the bearer token (FastAPI
+    serves its own without any): the schema names every endpoint of a controller
+    whose operator asked for authentication."""
+
+    @app.get("/openapi.json", dependencies=deps, include_in_schema=False)
+    def openapi_json() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", dependencies=deps, include_in_schema=False)
+    def docs() -> Any:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=app.title)
+
+    @app.get("/redoc", dependencies=deps, include_in_schema=False)
+    def redoc() -> Any:
+        return get_redoc_html(openapi_url="/openapi.json", title=app.title)
 
 
 class BodyLimit:

@@ -162,6 +162,10 @@ class SwitchStatus(Response):
     in_sync: bool
     pipeline_cookie: int | None = None
     last_error: str | None = None
+    agent_alive: bool = Field(default=True, description="the switch's agent thread runs")
+    unavailable: str | None = Field(
+        default=None, description="why a change would be refused now (HTTP 503), or null"
+    )
     entries: dict[str, int] = Field(default_factory=dict)
 
 

@@ -116,7 +116,10 @@ def description(args: argparse.Namespace) -> dict[str, Any]:
         return desc
     if not args.file:
         raise CliError("register: a FILE or --paradigm is required")
-    data = read_file(args.file)
+    try:
+        data = read_file(args.file)
+    except UnicodeDecodeError:
+        raise CliError(f"{args.file}: not a UTF-8 text file (YAML or JSON)") from None
     if not isinstance(data, dict):
         raise CliError(f"{args.file}: must hold a mapping")
     return data

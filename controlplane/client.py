@@ -74,9 +74,14 @@ class ApiClient:
         """``http``: an existing client to send through (tests pass FastAPI's
         ``TestClient``, an ``httpx.Client`` that calls the app in process)."""
         self.base = base.rstrip("/")
+        if not 0 < timeout < float("inf"):  # also NaN; httpx took -1 and nan silently
+            raise EchelonError(f"--timeout: must be a positive number of seconds, got {timeout}")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         if http is None:
-            http = httpx.Client(base_url=self.base, headers=headers, timeout=timeout)
+            try:
+                http = httpx.Client(base_url=self.base, headers=headers, timeout=timeout)
+            except (httpx.InvalidURL, ValueError) as exc:
+                raise EchelonError(f"--api: not a URL: {base!r} ({exc})") from None
         else:
             http.headers.update(headers)
         self._http = http

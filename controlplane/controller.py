@@ -6,8 +6,12 @@ returns the groups whose plan changed -> :meth:`Controller._change`, the one
 write path, turns (old plan, new plan) pairs into the entries that go and come
 (:func:`~controlplane.entries.group_entries`), checks every table's size and has
 each switch's :class:`~controlplane.switchsync.SwitchSync` write that delta ->
-the registry commits. Removals, policy switches and online re-plans
-(:mod:`controlplane.online`) take the same path with their own pairs.
+the registry commits. A change is acknowledged only once every switch took it: a
+switch that is down, not primary, not yet in sync or whose agent failed refuses
+the change (:class:`~controlplane.switchsync.SwitchUnavailableError`, HTTP 503
+naming the switch and why) and the switches already written are undone.
+Removals, policy switches and online re-plans (:mod:`controlplane.online`) take
+the same path with their own pairs.
 
 One lock serialises every change and every switch's reconciliation. Any refusal
 (bad spec, duplicate, IDs exhausted, a full table on any switch) rolls back the
@@ -16,9 +20,7 @@ switches already written and the transaction, so nothing is half-applied; after
 the API answers.
 
 Each switch's desired entry set is kept, not rebuilt: its routes, then changed
-only by the deltas of :meth:`Controller._change`. Switches that are down when a
-change happens simply miss it: their sync reconciles against the then-current
-desired set when they come back.
+only by the deltas of :meth:`Controller._change`.
 """
 
 from __future__ import annotations
@@ -34,16 +36,17 @@ from controlplane.entries import (
     GroupPlan,
     TableFullError,
     count_by_table,
+    default_entries,
     forwarding_entries,
     group_entries,
 )
 from controlplane.inflight import DEFAULT_TIMEOUT_S, ProgressTracker, parse_report
-from controlplane.limits import check_description, check_flows, check_parsed
+from controlplane.limits import check_description, check_expansion, check_flows, check_parsed
 from controlplane.online import OnlinePlanner, Written, check_mode, freeze_heap
 from controlplane.parsing import ParsedJob, parse_job
 from controlplane.planning import PlanChange, Planner, check_policy
 from controlplane.registry import GroupIds, JobRecord, Registry, RegistryError, UnknownJobError
-from controlplane.switchsync import SwitchSync
+from controlplane.switchsync import SwitchSync, SwitchUnavailableError
 from echelon.errors import SpecError
 from echelon.topology import Topology, TopologyNetwork
 from p4client.codec import encoded
@@ -101,8 +104,20 @@ class Controller:
             OnlinePlanner(self, replan_interval, idle_level) if replan == "online" else None
         )
         self._group_entries = lru_cache(maxsize=65536)(self._entries_of)
+        #: the default entries the controller owns (kept at the program's defaults by
+        #: every switch's sync, outside the desired sets the changes diff)
+        self.defaults = frozenset(default_entries(p4info, device_config))
         self.agents = {
-            name: SwitchSync(sw, p4info, device_config, election_id, self.desired, self.lock, role)
+            name: SwitchSync(
+                sw,
+                p4info,
+                device_config,
+                election_id,
+                self.desired,
+                self.lock,
+                role,
+                defaults=self.defaults,
+            )
             for name, sw in topo.switches.items()
         }
         #: jobs whose description no longer fits the topology (a host left it):
@@ -251,13 +266,16 @@ class Controller:
                 raise P4RuntimeError(
                     "PERMISSION_DENIED", f"switch {name}: not primary: {sync.not_primary}"
                 )
+            why = sync.unavailable()
+            if why is not None:  # acknowledged means installed on every switch
+                raise SwitchUnavailableError(name, why)
         gone, new = self._entry_delta(pairs)
         wanted, tallies = self._next_sets(gone, new)
         done: list[tuple[SwitchSync, Any]] = []
         t0 = time.perf_counter()
         try:
             for name, sync in self.agents.items():
-                steps = sync.apply(wanted[name], gone, new)
+                steps = sync.apply(wanted[name], gone, new)  # raises if not installed
                 if steps:
                     done.append((sync, steps))
         except BaseException:
@@ -370,6 +388,7 @@ class Controller:
     def _parse(self, desc: Any) -> ParsedJob:
         """``desc`` checked against the limits and parsed (pure: outside the lock)."""
         check_description(desc)
+        check_expansion(desc)
         parsed = parse_job(desc, self.topo)
         check_parsed(len(parsed.groups), sum(len(ef.flows) for ef in parsed.echelons))
         check_flows(parsed.echelons)

@@ -63,7 +63,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "a --token on the command line is visible to every local user in ps); "
         "mandatory when --host is not loopback",
     )
-    p.add_argument("--token-file", help="read the bearer token from this file (first line)")
+    p.add_argument(
+        "--token-file", help="read the bearer token from this file (exactly one non-empty line)"
+    )
     p.add_argument(
         "--policy",
         help=f"set the policy at start-up: one of {', '.join(POLICIES)} or package.module:Class",
@@ -113,9 +115,10 @@ def build(args: argparse.Namespace) -> Controller:
     topo = load(args.topo)
     p4info = P4Info.load(args.p4info)
     cfg_path = Path(args.device_config) if args.device_config else DEFAULT_JSON
-    if args.device_config and not cfg_path.exists():
-        raise EchelonError(f"device-config: {cfg_path} does not exist")
-    device_config = cfg_path.read_bytes() if cfg_path.exists() else b""
+    try:
+        device_config = cfg_path.read_bytes() if cfg_path.is_file() else b""
+    except OSError as exc:
+        raise EchelonError(f"--device-config: cannot read {cfg_path}: {exc.strerror}") from None
     registry = Registry(
         args.db, class_slots=p4info.counter("echelon_pkts").size, sync=args.registry_sync
     )
@@ -135,41 +138,90 @@ def build(args: argparse.Namespace) -> Controller:
     )
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+#: P4Runtime election IDs are 128-bit; this daemon takes the low 64 bits, never 0
+#: (0 is "no election ID" to some switches)
+MAX_ELECTION_ID = (1 << 64) - 1
+
+
+def read_token_file(path: str) -> str:
+    """The one token of a token file. A file with a blank first line used to start
+    the daemon with no authentication at all: now anything but exactly one
+    non-empty line (surrounding blank lines allowed) is an error."""
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EchelonError(f"--token-file: cannot read {path}: {exc}") from None
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if len(lines) != 1:
+        raise EchelonError(
+            f"--token-file: {path} must hold exactly one non-empty token line, found {len(lines)}"
+        )
+    if any(c.isspace() for c in lines[0]):
+        raise EchelonError(f"--token-file: {path}: the token must not contain spaces")
+    return lines[0]
+
+
+def check_args(args: argparse.Namespace, argv: list[str]) -> list[str]:
+    """Refuse bad options before anything starts (``error: <option>: ...``, exit 2,
+    never a traceback); returns warnings to print."""
+    warnings = []
+    if args.token_file:
+        args.token = read_token_file(args.token_file)
+    elif args.token is not None:
+        if not args.token.strip():
+            raise EchelonError("--token: empty (an empty token would accept a bare 'Bearer')")
+        if any(a == "--token" or a.startswith("--token=") for a in argv):
+            warnings.append(
+                "--token on the command line is visible in ps; use ECHELON_API_TOKEN "
+                "or --token-file"
+            )
+    if args.host not in LOOPBACK and not args.token:
+        raise EchelonError(f"--token: required when binding to {args.host}")
+    if args.log_level.lower() not in LOG_LEVELS:
+        raise EchelonError(f"--log-level: {args.log_level!r} is not one of {list(LOG_LEVELS)}")
+    if not 0 < args.election_id <= MAX_ELECTION_ID:
+        raise EchelonError(f"--election-id: must be in 1..2**64-1, got {args.election_id}")
+    if not args.replan_interval_ms >= 0:
+        raise EchelonError(f"--replan-interval-ms: must be >= 0, got {args.replan_interval_ms}")
+    if not args.progress_timeout > 0:
+        raise EchelonError(f"--progress-timeout: must be > 0, got {args.progress_timeout}")
+    if not 0 < args.port < 65536:
+        raise EchelonError(f"--port: not a TCP port: {args.port}")
+    try:
+        Path(args.topo).read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise EchelonError(f"--topo: cannot read {args.topo}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise EchelonError(f"--topo: {args.topo} is not a UTF-8 text file") from None
+    if args.device_config and not Path(args.device_config).is_file():
+        raise EchelonError(f"--device-config: {args.device_config} is not a file")
+    if args.progress_socket:
+        sock = Path(args.progress_socket)
+        if not sock.parent.is_dir():
+            raise EchelonError(f"--progress-socket: directory {sock.parent} does not exist")
+        if sock.exists() and not sock.is_socket():
+            raise EchelonError(
+                f"--progress-socket: {sock} exists and is not a socket (refusing to replace it)"
+            )
+    return warnings
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    try:
+        warnings = check_args(args, sys.argv[1:] if argv is None else argv)
+    except EchelonError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
-    if args.token_file:
-        try:
-            args.token = Path(args.token_file).read_text().splitlines()[0].strip() or None
-        except (OSError, IndexError) as exc:
-            print(f"error: --token-file: cannot read a token: {exc}", file=sys.stderr)
-            return 2
-    elif any(a == "--token" or a.startswith("--token=") for a in (argv or sys.argv[1:])):
-        logging.getLogger(__name__).warning(
-            "--token on the command line is visible in ps; use ECHELON_API_TOKEN or --token-file"
-        )
-    if args.host not in LOOPBACK and not args.token:
-        print(f"error: --token: required when binding to {args.host}", file=sys.stderr)
-        return 2
-    if not args.replan_interval_ms >= 0:
-        print(
-            f"error: --replan-interval-ms: must be >= 0, got {args.replan_interval_ms}",
-            file=sys.stderr,
-        )
-        return 2
-    if not args.progress_timeout > 0:
-        print(
-            f"error: --progress-timeout: must be > 0, got {args.progress_timeout}", file=sys.stderr
-        )
-        return 2
-    if not 0 < args.port < 65536:
-        print(f"error: --port: not a TCP port: {args.port}", file=sys.stderr)
-        return 2
+    for text in warnings:
+        logging.getLogger(__name__).warning("%s", text)
     switches: list[Target] = []
     try:
-        for w in topology_warnings(read_file(args.topo)) if Path(args.topo).exists() else []:
+        for w in topology_warnings(read_file(args.topo)):
             print(f"warning: {args.topo}: {w}", file=sys.stderr)
         if args.start_switches:
             # uvicorn re-raises the SIGTERM it caught once it has shut down; with the

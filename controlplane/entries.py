@@ -15,6 +15,7 @@ first (the switch would refuse the inserts otherwise).
 from __future__ import annotations
 
 import ipaddress
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -130,10 +131,38 @@ def _ip(text: str) -> int:
 
 
 def count_by_table(entries: Iterable[TableEntry]) -> dict[str, int]:
+    """Entries per table; a default entry takes no slot and is not counted."""
     counts: dict[str, int] = {}
     for e in entries:
-        counts[e.table] = counts.get(e.table, 0) + 1
+        if not e.is_default:
+            counts[e.table] = counts.get(e.table, 0) + 1
     return counts
+
+
+def default_entries(p4info: P4Info, device_config: bytes) -> list[TableEntry]:
+    """The program's default entry of every table whose default the control plane may
+    change, as p4c's BMv2 JSON (``device_config``) declares it: what the controller
+    keeps them at (a foreign ``MODIFY is_default_action`` is drift, repaired like any
+    other). Empty without a device config: the defaults are then not known."""
+    if not device_config:
+        return []
+    try:
+        cfg = json.loads(device_config)
+        names = {a["id"]: a["name"] for a in cfg["actions"]}
+        tables = [t for p in cfg["pipelines"] for t in p["tables"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise EchelonError(f"device-config: not p4c's BMv2 JSON: {exc}") from None
+    known = {t.name for t in p4info.tables()}
+    out = []
+    for t in tables:
+        d = t.get("default_entry")
+        if t.get("name") not in known or not d or d.get("action_const"):
+            continue
+        action = p4info.action(names[d["action_id"]])
+        data = [int(str(v), 0) for v in d.get("action_data", [])]
+        params = {p.name: v for p, v in zip(action.params.values(), data, strict=True)}
+        out.append(p4info.table_entry(t["name"], None, action.name, params, default=True))
+    return out
 
 
 @dataclass(frozen=True)
@@ -163,12 +192,20 @@ def plan_updates(
     """The minimal ordered steps that turn ``current`` into ``desired``.
 
     Entries are matched by :attr:`TableEntry.key`; a key in both with another
-    action or parameters becomes a MODIFY. Read-back default entries are ignored.
+    action or parameters becomes a MODIFY. A desired default entry that differs from
+    the one read back becomes a MODIFY of the default (last); a default read back
+    but not desired is left alone (its table's default is not the controller's).
     """
     cur_set = {e for e in current if not e.is_default}
     want_set = {e for e in desired if not e.is_default}
     peak = count_by_table(cur_set) if sizes else {}
-    return _order(cur_set - want_set, want_set - cur_set, peak, sizes)
+    steps = _order(cur_set - want_set, want_set - cur_set, peak, sizes)
+    now = {e.key: e for e in current if e.is_default}
+    for d in sorted((e for e in desired if e.is_default), key=lambda e: e.table):
+        old = now.get(d.key)
+        if old is not None and old != d:
+            steps.append(Step("MODIFY", d, old))
+    return steps
 
 
 def plan_delta(

@@ -17,13 +17,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from echelon.errors import SpecError
+from echelon.jobs import job_model
 from echelon.model import EchelonFlow
+from echelon.paradigms import get_paradigm
+from echelon.paradigms.plan import PlanBuilder
+from echelon.specs import validate
 
 #: Request body of any endpoint, bytes (HTTP 413 beyond).
 MAX_BODY_BYTES = 1 << 20
 #: Job name: letters, digits, ``.``, ``_``, ``-``; starts with a letter or digit.
 JOB_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_JOB_NAME = 64
+#: Group names of explicit specs: printable, no spaces or control characters (an ESC
+#: or CR reached ``echelonctl``'s terminal raw), at most 128 characters.
+GROUP_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+=-]{0,127}")
 #: ``description`` text, characters (HTTP 413 beyond).
 MAX_DESCRIPTION_CHARS = 4096
 #: Whole job description as compact JSON, bytes (HTTP 413 beyond): what is stored.
@@ -83,6 +90,15 @@ def check_description(desc: Any) -> None:
             raise LimitError(
                 "echelonflows", f"{len(efs)} groups exceed the limit of {MAX_GROUPS_PER_JOB}"
             )
+        for i, ef in enumerate(efs):
+            group = ef.get("group") if isinstance(ef, Mapping) else None
+            if isinstance(group, str) and not GROUP_NAME_RE.fullmatch(group):
+                raise LimitError(
+                    f"echelonflows[{i}].group",
+                    f"must match {GROUP_NAME_RE.pattern} (at most 128 characters, no spaces "
+                    f"or control characters), got {group[:40]!r}"
+                    + (f" ({len(group)} characters)" if len(group) > 40 else ""),
+                )
         total = sum(
             len(ef["flows"])
             for ef in efs
@@ -92,6 +108,39 @@ def check_description(desc: Any) -> None:
             raise LimitError(
                 "echelonflows", f"{total} flows exceed the limit of {MAX_FLOWS_PER_JOB} per job"
             )
+
+
+class _Budget(PlanBuilder):
+    """A plan builder that stops once the job has more flows than allowed: the
+    expansion is refused at the limit, not after building all of it."""
+
+    def flow(self, group: str, src: str, dst: str, size: int, producer: str | None) -> int:
+        if len(self._flows) >= MAX_FLOWS_PER_JOB:
+            raise LimitError(
+                "job",
+                f"its flows exceed the limit of {MAX_FLOWS_PER_JOB} per job (expansion "
+                "stopped there): use fewer hosts, layers or micro-batches",
+            )
+        return super().flow(group, src, dst, size, producer)
+
+
+def check_expansion(desc: Any) -> None:
+    """Raise :class:`LimitError` if a paradigm description expands past the flow
+    limit, after at most that many flows: a 25 KB MoE job (16 hosts x 256 layers,
+    flows growing with hosts squared) used to be refused only after 5.9 s and
+    +170 MB of expansion, holding a worker. Descriptions that are not valid are
+    left to the parser (which names the field)."""
+    if not isinstance(desc, Mapping) or not isinstance(desc.get("paradigm"), str):
+        return
+    try:  # the fields as the parser reads them, without its full plan
+        paradigm = get_paradigm(desc["paradigm"])
+        m = validate(job_model(paradigm.name), desc)
+        hosts = tuple(getattr(m, "hosts"))  # noqa: B009 (a dynamic model)
+        fields = paradigm.model.model_construct(**{k: getattr(m, k) for k in paradigm.fields})
+        params = paradigm.parse(fields, hosts)
+    except SpecError:
+        return  # the parser reports it with its field
+    paradigm.build(_Budget(str(getattr(m, "job")), 0, 0.0), hosts, params)  # noqa: B009
 
 
 def check_flows(echelons: Sequence[EchelonFlow]) -> None:

@@ -21,6 +21,15 @@ prints ``error: registry: ...`` and exits 2). While running, :meth:`check_integr
 through a fresh connection; after a failure every change is refused (HTTP 503)
 instead of writing into a damaged file. A database locked by another process is
 a :class:`RegistryUnavailableError` (HTTP 503), not a 500.
+
+The open file's identity (device, inode) is recorded at start and compared with the
+path before every transaction and every commit: a registry deleted or replaced
+under a running daemon used to keep answering 201 into an unlinked file, and a
+restart then found none of those jobs. Now every change is refused (HTTP 503) and
+``/status`` shows ``integrity_ok: false`` with the reason.
+
+A file that holds tables of another program (no ``jobs``/``groups``/``settings``
+but others) is refused rather than having the registry's tables added to it.
 """
 
 from __future__ import annotations
@@ -28,8 +37,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import sqlite3
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,14 +158,54 @@ class Registry:
             problem = _quick_check(self._db)
             if problem:
                 raise RegistryError("registry", f"{self.path}: fails PRAGMA quick_check: {problem}")
+            self._check_foreign()
             self._db.executescript(_SCHEMA)
             self._check_schema()
+            self._ident = _file_id(self.path)
         except sqlite3.Error as exc:
             self._db.close()
             raise RegistryError("registry", f"{self.path}: cannot use: {exc}") from None
         except RegistryError:
             self._db.close()
             raise
+
+    def _check_foreign(self) -> None:
+        """Refuse a file that holds another program's tables (``--db`` pointing at the
+        wrong SQLite file): creating the registry's tables in it would alter it."""
+        rows = self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        names = {r[0] for r in rows}
+        foreign = sorted(n for n in names - set(_COLUMNS) if not n.startswith("sqlite_"))
+        if foreign:
+            raise RegistryError(
+                "registry",
+                f"{self.path}: not an echelon registry (it holds other tables: "
+                f"{', '.join(foreign[:5])}); refusing to add the registry's tables to it",
+            )
+
+    def file_problem(self) -> str | None:
+        """Why the path no longer names the file this registry has open (deleted or
+        replaced), or ``None``."""
+        try:
+            now = _file_id(self.path)
+        except OSError as exc:
+            return f"{self.path} disappeared while the daemon runs ({exc.strerror})"
+        if now != self._ident:
+            return f"{self.path} was replaced by another file while the daemon runs"
+        return None
+
+    def _moved(self) -> str | None:
+        """:meth:`file_problem`, recorded as the integrity error and logged once."""
+        problem = self.file_problem()
+        if problem is not None:
+            if problem != self.integrity_error:
+                log.error("registry: %s; changes refused until a restart", problem)
+            self.integrity_error = problem
+        return problem
+
+    def _check_file(self) -> None:
+        problem = self._moved()
+        if problem is not None:
+            raise RegistryUnavailableError("registry", f"changes refused: {problem}")
 
     def _check_schema(self) -> None:
         for table, want in _COLUMNS.items():
@@ -177,7 +228,11 @@ class Registry:
 
     def check_integrity(self) -> bool:
         """``PRAGMA quick_check`` through a fresh read-only connection (this one's page
-        cache could hide damage done to the file); records and logs the result."""
+        cache could hide damage done to the file); records and logs the result. A
+        deleted or replaced file fails it too (:meth:`file_problem`)."""
+        if self._moved() is not None:
+            self.integrity_checks += 1
+            return False
         try:
             ro = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
             try:
@@ -219,6 +274,7 @@ class Registry:
                 raise RegistryUnavailableError(
                     "registry", f"integrity check failed, changes refused: {self.integrity_error}"
                 )
+            self._check_file()
             self._db.execute("BEGIN IMMEDIATE")
             # another connection's commit (a second process on the file) makes the
             # mirrored IDs stale
@@ -234,7 +290,11 @@ class Registry:
 
     def commit(self) -> None:
         try:
+            self._check_file()
             self._db.execute("COMMIT")
+        except RegistryUnavailableError:
+            self._rollback_quietly()
+            raise
         except sqlite3.Error as exc:
             self._rollback_quietly()
             raise RegistryUnavailableError("registry", f"commit failed: {exc}") from None
@@ -337,6 +397,14 @@ class Registry:
 
     # ------------------------------------------------------------ reads
 
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """A read that fails (the file was replaced under us) is a 503, not a 500."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise RegistryUnavailableError("registry", f"cannot read: {exc}") from None
+
     def get_setting(self, key: str, default: str) -> str:
         with self._lock:
             row = self._db.execute("SELECT value FROM settings WHERE key=?", (key,)).fetchone()
@@ -346,7 +414,7 @@ class Registry:
         """Every registered job in registration order (``spec`` left empty when
         ``specs`` is false: the controller re-plans on every change and keeps the
         parsed descriptions itself, so decoding 1,000 JSON specs each time is waste)."""
-        with self._lock:
+        with self._lock, self._reading():
             cols = "job_id, seq, spec" if specs else "job_id, seq, '{}'"
             rows = self._db.execute(f"SELECT {cols} FROM jobs ORDER BY seq").fetchall()
             grows = self._db.execute(
@@ -361,7 +429,7 @@ class Registry:
         ]
 
     def job(self, job_id: str) -> JobRecord:
-        with self._lock:
+        with self._lock, self._reading():
             row = self._db.execute(
                 "SELECT seq, spec FROM jobs WHERE job_id=?", (job_id,)
             ).fetchone()
@@ -372,6 +440,11 @@ class Registry:
         if row is None:
             raise UnknownJobError("job", f"no job {job_id!r} is registered")
         return JobRecord(job_id, row[0], json.loads(row[1]), tuple(GroupIds(*g) for g in grows))
+
+
+def _file_id(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
 
 
 def _quick_check(db: sqlite3.Connection) -> str | None:

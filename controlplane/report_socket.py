@@ -37,11 +37,18 @@ class ProgressSocket:
         self.handle = handle
         self.received = 0
         self.rejected = 0
+        if self.path.exists() and not self.path.is_socket():
+            raise EchelonError(
+                f"--progress-socket: {self.path} exists and is not a socket (not replaced)"
+            )
         self.path.unlink(missing_ok=True)  # a previous controller's stale socket
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         old = os.umask(0o177)
         try:
             self.sock.bind(str(self.path))
+        except OSError as exc:
+            self.sock.close()
+            raise EchelonError(f"--progress-socket: cannot bind {self.path}: {exc}") from None
         finally:
             os.umask(old)
         self._thread = threading.Thread(target=self._run, name="progress-socket", daemon=True)

@@ -70,6 +70,18 @@ DRIFT_CODES = frozenset({"NOT_FOUND", "ALREADY_EXISTS"})
 ARBITRATION_LOG = 20
 
 
+class SwitchUnavailableError(P4RuntimeError):
+    """A change cannot be acknowledged because ``switch`` cannot take it now (not
+    connected, not in sync, its agent failed): HTTP 503 naming the switch and why."""
+
+    def __init__(self, switch: str, reason: str) -> None:
+        super().__init__("UNAVAILABLE", f"switch {switch}: {reason}")
+        self.message = reason  # the API's detail: "switches.<name>: <reason>"
+        self.field = f"switches.{switch}"
+        self.switch = switch
+        self.reason = reason
+
+
 @dataclass
 class SyncStatus:
     """Counters and flags ``/status`` reports; "primary" is read live off the connection."""
@@ -95,6 +107,8 @@ class SyncStatus:
     #: arbitration: times this controller became primary or stopped being primary,
     #: and the last arbitration updates received
     arbitration_changes: int = 0
+    #: times the agent's loop failed with an unexpected error and was restarted
+    agent_failures: int = 0
     arbitration: deque[dict[str, Any]] = field(
         default_factory=lambda: deque(maxlen=ARBITRATION_LOG)
     )
@@ -162,6 +176,7 @@ class SwitchSync:
         role: str = "",
         connect_timeout: float = 3.0,
         verify_interval: float = VERIFY_INTERVAL_S,
+        defaults: frozenset[TableEntry] = frozenset(),
     ) -> None:
         self.switch = switch
         self.p4info = p4info
@@ -173,6 +188,16 @@ class SwitchSync:
         self.verify_interval = verify_interval
         self._desired = desired
         self._lock = lock
+        #: the default entries the controller owns: read back with the entries (a
+        #: wildcard Read does not return defaults), compared and repaired alike; kept
+        #: out of ``installed`` (the controller's desired set, which changes diff)
+        self.defaults = defaults
+        self._reads = [p4r.Entity(table_entry=p4r.TableEntry())]
+        for t in sorted({e.table for e in defaults}):
+            ent = p4r.Entity()
+            ent.table_entry.table_id = p4info.table(t).id
+            ent.table_entry.is_default_action = True
+            self._reads.append(ent)
         self.conn: SwitchConnection | None = None
         self.installed: set[TableEntry] = set()
         self.status = SyncStatus()
@@ -227,7 +252,38 @@ class SwitchSync:
 
     # ------------------------------------------------------------ background loop
 
+    def unavailable(self) -> str | None:
+        """Why a change cannot be written to this switch now (``None``: it can). A
+        change is acknowledged only when every switch took it, so each of these makes
+        the API answer 503 instead of a 201 that nothing installs."""
+        if not self._thread.is_alive():
+            return f"agent thread not running (last error: {self.status.last_error})"
+        conn = self.conn
+        if conn is None or not conn.is_alive:
+            return f"not connected ({self.status.last_error or 'connecting'})"
+        if not conn.is_primary:
+            return self.not_primary or "this controller is not primary"
+        if not self.status.in_sync:
+            return f"not in sync yet ({self.status.last_error or 'reconciling'})"
+        return None
+
     def _run(self) -> None:
+        """The agent loop, restarted (after a backoff) when it fails unexpectedly: an
+        agent that died silently left the API acknowledging changes nobody wrote."""
+        backoff = BACKOFF_MIN_S
+        while not self._stop.is_set():
+            try:
+                self._loop()
+                return
+            except Exception as exc:
+                self.status.agent_failures += 1
+                log.exception("%s: agent failed; restarting in %.2f s", self.name, backoff)
+                self._mark_down(f"agent failed: {type(exc).__name__}: {exc}")
+                self._wake.wait(backoff)  # backoff between restarts, not synchronisation
+                self._wake.clear()
+                backoff = min(BACKOFF_MAX_S, backoff * 2)
+
+    def _loop(self) -> None:
         backoff = BACKOFF_MIN_S
         while not self._stop.is_set():
             conn = self.conn
@@ -329,7 +385,8 @@ class SwitchSync:
             raise P4RuntimeConnectionError(
                 "PERMISSION_DENIED", f"{self.name}: another controller is primary"
             )
-        if conn.get_pipeline_cookie() != self.cookie:
+        pushed = conn.get_pipeline_cookie() != self.cookie
+        if pushed:
             conn.set_pipeline(self.p4info, self.device_config)
             self.status.pipeline_pushes += 1
             log.info("%s: pipeline pushed (cookie %#x)", self.name, self.cookie)
@@ -337,9 +394,13 @@ class SwitchSync:
         self.status.pipeline_cookie = self.cookie
         with self._lock:
             t0 = time.perf_counter()
-            current = set(conn.read_table_entries())
+            current = self._read_current(conn)
             desired = self._desired(self.name)
-            steps = plan_updates(current, desired, self._sizes())
+            steps = plan_updates(current, desired | self.defaults, self._sizes())
+            if steps and not pushed:
+                # the switch already ran our program and differs (a higher-id primary's
+                # changes, writes while we were away or down): a repair like any other
+                self._record_drift(current, desired | self.defaults, "reconcile on (re)connect")
             try:
                 self._write(steps, current)
             except _Unsettled as exc:
@@ -406,7 +467,7 @@ class SwitchSync:
     ) -> tuple[bytes, set[TableEntry] | None]:
         """(fingerprint, ``None`` if the switch holds ``expected``, else its entries);
         an entry's decoded form is kept by its bytes until the next check."""
-        raw = conn.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
+        raw = conn.read_entities(*self._reads)
         parts = [e.SerializeToString(deterministic=True) for e in raw]
         fp = _digest(parts)
         if fp == self._fp and self._fp_of is expected:
@@ -420,26 +481,19 @@ class SwitchSync:
             fresh[part] = entry
         self._decoded = fresh
         current = set(fresh.values())
-        return fp, None if current == expected and len(fresh) == len(raw) else current
+        same = current == (expected | self.defaults if self.defaults else expected)
+        return fp, None if same and len(fresh) == len(raw) else current
 
     def _repair(
         self, current: set[TableEntry], target: set[TableEntry], reason: str, count: bool = True
     ) -> bool:
         """Write the difference ``current`` -> ``target``, logged and counted as drift
-        (always when not ``count``: the caller already saw it); return whether it differed."""
+        (always when not ``count``: the caller already saw it); return whether it differed.
+        The owned default entries are part of every target."""
+        target = target | self.defaults
         if current == target and count:
             return False
-        keys_now = {e.key: e for e in current}
-        keys_want = {e.key: e for e in target}
-        missing = sum(1 for k in keys_want if k not in keys_now)
-        stray = sum(1 for k in keys_now if k not in keys_want)
-        changed = sum(1 for k, e in keys_want.items() if k in keys_now and keys_now[k] != e)
-        what = f"{reason}: {missing} missing, {stray} stray, {changed} changed"
-        log.warning(
-            "%s: switch differs from the controller's state (%s); repairing", self.name, what
-        )
-        self.status.drift_detected += 1
-        self.status.last_drift = f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {what}"
+        self._record_drift(current, target, reason)
         self._fp = None
         try:
             self._write(plan_updates(current, target, self._sizes()), current)
@@ -447,6 +501,26 @@ class SwitchSync:
             raise P4RuntimeError("ABORTED", f"{self.name}: repair: {exc}") from None
         self.status.drift_repairs += 1
         return True
+
+    def _read_current(self, conn: SwitchConnection) -> set[TableEntry]:
+        """Every entry and every owned default entry on the switch, decoded."""
+        return {
+            entry_from_proto(self.p4info, e.table_entry) for e in conn.read_entities(*self._reads)
+        }
+
+    def _record_drift(self, current: set[TableEntry], target: set[TableEntry], reason: str) -> None:
+        """Log and count a difference about to be repaired (default entries included)."""
+        keys_now = {e.key: e for e in current}
+        keys_want = {e.key: e for e in target}
+        missing = sum(1 for k in keys_want if k not in keys_now)
+        stray = sum(1 for k in keys_now if k not in keys_want and not k[3])
+        changed = sum(1 for k, e in keys_want.items() if k in keys_now and keys_now[k] != e)
+        what = f"{reason}: {missing} missing, {stray} stray, {changed} changed"
+        log.warning(
+            "%s: switch differs from the controller's state (%s); repairing", self.name, what
+        )
+        self.status.drift_detected += 1
+        self.status.last_drift = f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {what}"
 
     # ------------------------------------------------------------ writes
 
@@ -462,20 +536,23 @@ class SwitchSync:
 
     def apply(
         self, desired: set[TableEntry], gone: set[TableEntry], new: set[TableEntry]
-    ) -> list[Step] | None:
+    ) -> list[Step]:
         """Bring the switch from the installed set to ``desired``, which the controller
         built as ``(installed - gone) | new`` (caller holds the lock): only ``gone`` and
         ``new`` are diffed (:func:`plan_delta`), never the whole set.
 
-        Returns the applied steps, or ``None`` when the switch is not in sync (it
-        will be reconciled on reconnect). Raises :class:`TableFullError` if the
-        switch refused an insert for lack of space; the switch is then unchanged.
+        Returns the applied steps. Raises :class:`SwitchUnavailableError` when the
+        switch is not in sync, or became unreachable or preempted during the write (it
+        is reconciled on reconnect; the caller undoes the other switches). Raises
+        :class:`TableFullError` if the switch refused an insert for lack of space;
+        the switch is then unchanged.
         A write whose outcome is unknown, or refused with NOT_FOUND/ALREADY_EXISTS,
         is followed by a read-back and a repair towards ``desired``.
         """
         conn = self.conn
-        if not self.status.in_sync or conn is None or not conn.is_primary:
-            return None
+        why = self.unavailable()
+        if why is not None or conn is None:
+            raise SwitchUnavailableError(self.name, why or "not connected")
         before = self.installed
         steps = self._delta_steps(before, gone, new)
         try:
@@ -486,10 +563,10 @@ class SwitchSync:
         except P4RuntimeError as exc:
             if not isinstance(exc, P4RuntimeConnectionError) and exc.code != "PERMISSION_DENIED":
                 raise
-            # unreachable or preempted: the change stands, this switch is reconciled later
+            # unreachable or preempted: not acknowledged; reconciled when it is back
             self._mark_down(str(exc))
             self._wake.set()
-            return None
+            raise SwitchUnavailableError(self.name, str(exc)) from None
         if self._counts_of is before:  # carry the counts over instead of recounting
             counts = dict(self._counts_cache)
             for st in steps:
@@ -514,10 +591,10 @@ class SwitchSync:
         bring it back to ``before`` (read back again) and re-raise."""
         try:
             # counted even when the read-back already matches: the error was the drift
-            self._repair(set(conn.read_table_entries()), desired, why, count=False)
+            self._repair(self._read_current(conn), desired, why, count=False)
         except (TableFullError, P4RuntimeWriteError):
             try:
-                self._repair(set(conn.read_table_entries()), before, "restore after refusal")
+                self._repair(self._read_current(conn), before, "restore after refusal")
             except EchelonError as exc:
                 self._mark_down(f"restore failed: {exc}")
                 self._wake.set()
@@ -598,6 +675,9 @@ class SwitchSync:
             "drift_repairs": st.drift_repairs,
             "last_drift": st.last_drift,
             "arbitration_changes": st.arbitration_changes,
+            "agent_alive": self._thread.is_alive(),
+            "agent_failures": st.agent_failures,
+            "unavailable": self.unavailable(),
             "primary_election_id": (
                 list(conn.primary_election_id)
                 if conn is not None and conn.primary_election_id

@@ -518,6 +518,18 @@ class SwitchConnection:
         ent.table_entry.table_id = info.table(table).id if table else 0
         return [entry_from_proto(info, e.table_entry) for e in self._read(ent)]
 
+    def read_default_entries(self, *tables: str) -> list[TableEntry]:
+        """The default entry of each of ``tables``, in one Read (a wildcard Read of
+        table entries does not return default entries)."""
+        info = self._p4info()
+        ents = []
+        for t in tables:
+            ent = p4runtime_pb2.Entity()
+            ent.table_entry.table_id = info.table(t).id
+            ent.table_entry.is_default_action = True
+            ents.append(ent)
+        return [entry_from_proto(info, e.table_entry) for e in self._read(*ents)]
+
     def read_counter(self, name: str, index: int | None = None) -> dict[int, tuple[int, int]]:
         """``{index: (packets, bytes)}`` of counter ``name`` (every index when ``None``)."""
         ci = self._p4info().counter(name)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 
 from finsy.proto import p4r
@@ -30,6 +31,10 @@ class Stream:
     )
     role: str | None = None
     election_id: int | None = None
+    opened: float = field(default_factory=time.monotonic)
+    #: admitted beyond the stream limit: kept only if it arbitrates as a primary
+    #: (:meth:`softswitch.grpc_limits.ClientBounds.admit`)
+    provisional: bool = False
 
 
 def election_int(eid: p4r.Uint128) -> int:
@@ -70,6 +75,22 @@ class Arbiter:
             targets = self._streams[role] if after is not before else [stream]
             for s in targets:
                 s.out.put(self._message(role, s, after))
+
+    def primary_elect(self, role: str, eid: int | None) -> bool:
+        """Whether a stream arbitrating ``eid`` for ``role`` would become its primary."""
+        if eid is None:
+            return False
+        with self._lock:
+            primary = self._primary(role)
+            return primary is None or primary.election_id is None or eid > primary.election_id
+
+    def backups(self) -> list[Stream]:
+        """Arbitrated streams that are not their role's primary, oldest first."""
+        with self._lock:
+            out = [
+                s for role, ss in self._streams.items() for s in ss if s is not self._primary(role)
+            ]
+        return sorted(out, key=lambda s: s.opened)
 
     def remove(self, stream: Stream) -> None:
         """Forget a closed stream; tell the others if it was their primary."""

@@ -110,6 +110,8 @@ def parse_args(argv: list[str]) -> Options:
         ports[port] = iface
     if not 1 <= ts.priority_queues <= 32:
         raise UsageError("priority-queues", f"{ts.priority_queues} is not in 1..32")
+    if not 0 <= ns.thrift_port < 65536:  # 0: any free port
+        raise UsageError("thrift-port", f"{ns.thrift_port} is not a TCP port")
     if not 0 <= ns.device_id < 1 << 64:
         raise UsageError("device-id", f"{ns.device_id} is not a uint64")
     return Options(

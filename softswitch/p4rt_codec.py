@@ -412,18 +412,19 @@ def default_entry(pl: Pipeline, info: TableInfo) -> p4r.TableEntry:
     return te
 
 
-def counter_cells(pl: Pipeline, ce: p4r.CounterEntry) -> list[tuple[CounterInfo, int]]:
-    """(counter, index) pairs a counter entry names; id 0 and a missing index are wildcards."""
+def counter_cells(pl: Pipeline, ce: p4r.CounterEntry) -> list[tuple[CounterInfo, range]]:
+    """The cells a counter entry names, as an index range per counter; id 0 and a
+    missing index are wildcards (a range, so a wildcard builds nothing per cell)."""
     infos = list(pl.counters.values()) if ce.counter_id == 0 else [counter_info(pl, ce.counter_id)]
-    cells: list[tuple[CounterInfo, int]] = []
+    cells: list[tuple[CounterInfo, range]] = []
     for ci in infos:
         if ce.HasField("index"):
             idx = ce.index.index
             if not 0 <= idx < ci.counter.size:
                 raise InvalidArgument(f"{ci.name}.index", f"{idx} not in 0..{ci.counter.size - 1}")
-            cells.append((ci, idx))
+            cells.append((ci, range(idx, idx + 1)))
         else:
-            cells.extend((ci, i) for i in range(ci.counter.size))
+            cells.append((ci, range(ci.counter.size)))
     return cells
 
 

@@ -31,7 +31,7 @@ from google.protobuf.message import DecodeError
 
 from softswitch import p4rt_codec as codec
 from softswitch.arbitration import Arbiter, Stream
-from softswitch.bm.pipeline import Pipeline
+from softswitch.bm.pipeline import CounterInfo, Pipeline, TableInfo
 from softswitch.errors import (
     FailedPrecondition,
     InvalidArgument,
@@ -40,12 +40,13 @@ from softswitch.errors import (
     SwitchError,
     Unimplemented,
 )
-from softswitch.grpc_limits import WORKERS, ClientBounds, Limits
+from softswitch.grpc_limits import READ_CHUNK_BYTES, WORKERS, ClientBounds, Limits
 from softswitch.tables import Table
 
 log = logging.getLogger("softswitch.p4rt")
 
 API_VERSION = "1.4.1"
+#: Entities per ReadResponse at most (and at most READ_CHUNK_BYTES of them).
 READ_CHUNK = 1000
 _CFG = p4r.SetForwardingPipelineConfigRequest
 _GET = p4r.GetForwardingPipelineConfigRequest
@@ -310,53 +311,85 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             raise InvalidArgument("counter_entry.counter_id", "a write needs a counter id")
         packets = ce.data.packet_count if ce.HasField("data") else 0
         nbytes = ce.data.byte_count if ce.HasField("data") else 0
-        for ci, idx in codec.counter_cells(pl, ce):
-            ci.counter.set(idx, packets, nbytes)
+        for ci, cells in codec.counter_cells(pl, ce):
+            for idx in cells:
+                ci.counter.set(idx, packets, nbytes)
 
     # ------------------------------------------------------------------ Read
     def Read(
         self, request: p4r.ReadRequest, context: grpc.ServicerContext
     ) -> Iterator[p4r.ReadResponse]:
+        """Bounded and streamed: the answer's size is counted (from table lengths and
+        counter sizes, nothing built) and refused with RESOURCE_EXHAUSTED past
+        ``max_read_entities``; under the service lock only references are taken
+        (stored table entries are replaced, never mutated; counter cells as
+        ranges), and the entities are built and sent chunk by chunk outside it."""
         try:
             with self.bounds.request(context.peer(), "Read"):
                 self._check_device(request.device_id)
-                # Under the lock only the references: stored table entries are replaced,
-                # never mutated, so wrapping (copying) them into Entities — tens of ms for
-                # thousands of entries — does not hold up writes.
-                found: list[p4r.Entity | p4r.TableEntry] = []
+                n = len(request.entities)
+                if n > self.limits.max_read_request_entities:
+                    raise ResourceExhausted(
+                        "entities",
+                        f"{n} entities exceed the limit of "
+                        f"{self.limits.max_read_request_entities} per ReadRequest",
+                    )
                 with self._lock:
                     pl = self._need_pipeline()
+                    total = sum(self._count(pl, ent) for ent in request.entities)
+                    if total > self.limits.max_read_entities:
+                        raise ResourceExhausted(
+                            "entities",
+                            f"the Read would answer {total} entities, over the limit of "
+                            f"{self.limits.max_read_entities} per Read: read tables or "
+                            "counters one at a time",
+                        )
+                    # a repeated entity (1,000 identical wildcards) is walked once
+                    seen: dict[bytes, _Part] = {}
+                    parts = []
                     for ent in request.entities:
-                        if ent.WhichOneof("entity") == "table_entry":
-                            found.extend(self._read_tables(pl, ent.table_entry))
-                        else:
-                            found.extend(self._read(pl, ent))
-                entities = [
-                    x if isinstance(x, p4r.Entity) else p4r.Entity(table_entry=x) for x in found
-                ]
+                        key = ent.SerializeToString(deterministic=True)
+                        if key not in seen:
+                            seen[key] = self._snapshot(pl, ent)
+                        parts.append(seen[key])
+                yield from _chunks(parts)
         except SwitchError as err:
             _abort(context, err)
-        if not entities:
-            yield p4r.ReadResponse()
-        for i in range(0, len(entities), READ_CHUNK):
-            yield p4r.ReadResponse(entities=entities[i : i + READ_CHUNK])
 
-    def _read(self, pl: Pipeline, ent: p4r.Entity) -> list[p4r.Entity]:
+    def _count(self, pl: Pipeline, ent: p4r.Entity) -> int:
+        """An upper bound of what ``ent`` reads, without building anything."""
         which = ent.WhichOneof("entity")
         if which == "table_entry":
-            return [p4r.Entity(table_entry=x) for x in self._read_tables(pl, ent.table_entry)]
+            te = ent.table_entry
+            infos = _tables(pl, te)
+            if te.is_default_action:
+                return len(infos)
+            if te.table_id and len(te.match):
+                return 1
+            return sum(len(info.table) for info in infos)
         if which == "counter_entry":
-            cells = codec.counter_cells(pl, ent.counter_entry)
-            return [p4r.Entity(counter_entry=codec.counter_entry(ci, i)) for ci, i in cells]
+            # ranges, one per counter: nothing built per cell
+            return sum(len(cells) for _, cells in codec.counter_cells(pl, ent.counter_entry))
+        return 0  # refused by _snapshot with its reason
+
+    def _snapshot(self, pl: Pipeline, ent: p4r.Entity) -> _Part:
+        """What ``ent`` reads, as references (caller holds the lock)."""
+        which = ent.WhichOneof("entity")
+        if which == "table_entry":
+            return self._read_tables(pl, ent.table_entry)
+        if which == "counter_entry":
+            return _CounterCells(codec.counter_cells(pl, ent.counter_entry))
         if which is None:
             raise InvalidArgument("entity", "empty entity")
         raise InvalidArgument(f"entity.{which}", "the program has no such object")
 
+    def _read(self, pl: Pipeline, ent: p4r.Entity) -> list[p4r.Entity]:
+        """Every entity ``ent`` reads, built (the Thrift runtime's small reads)."""
+        return [e for chunk in _chunks([self._snapshot(pl, ent)]) for e in chunk.entities]
+
     def _read_tables(self, pl: Pipeline, te: p4r.TableEntry) -> list[p4r.TableEntry]:
         """The matching entries as stored (the canonical entries reads return)."""
-        infos = (
-            list(pl.tables.values()) if te.table_id == 0 else [codec.table_info(pl, te.table_id)]
-        )
+        infos = _tables(pl, te)
         if te.is_default_action:
             return [codec.default_entry(pl, info) for info in infos]
         if te.table_id and len(te.match):
@@ -386,19 +419,22 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
     def StreamChannel(
         self, request_iterator: Iterator[p4r.StreamMessageRequest], context: grpc.ServicerContext
     ) -> Iterator[p4r.StreamMessageResponse]:
+        stream = Stream()
         try:
-            with self.bounds.stream(context.peer()):
-                yield from self._serve_stream(request_iterator, context)
+            with self.bounds.stream(context.peer(), stream):
+                yield from self._serve_stream(stream, request_iterator, context)
         except SwitchError as err:
             _abort(context, err)
 
     def _serve_stream(
-        self, request_iterator: Iterator[p4r.StreamMessageRequest], context: grpc.ServicerContext
+        self,
+        stream: Stream,
+        request_iterator: Iterator[p4r.StreamMessageRequest],
+        context: grpc.ServicerContext,
     ) -> Iterator[p4r.StreamMessageResponse]:
         """One stream: a reader thread feeds requests in; responses go out from
         ``stream.out``. A stream that has not arbitrated within the limit is closed
         (DEADLINE_EXCEEDED), so idle connections cannot pin a worker thread."""
-        stream = Stream()
         deadline = time.monotonic() + self.limits.arbitration_timeout_s
 
         def reader() -> None:
@@ -440,6 +476,8 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         if which == "arbitration":
             try:
                 self._check_device(req.arbitration.device_id)
+                if stream.provisional:  # beyond the stream limit: kept only as a primary
+                    self.bounds.admit(stream, self.arbiter, req.arbitration)
                 self.arbiter.update(stream, req.arbitration)
                 log.info(
                     "arbitration: role %r election id %s",
@@ -455,6 +493,48 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             resp.error.packet_out.packet_out.CopyFrom(req.packet)
             stream.out.put(resp)
         # digest acks and other messages: nothing to do for this program
+
+
+def _tables(pl: Pipeline, te: p4r.TableEntry) -> list[TableInfo]:
+    """The tables a read names (``table_id`` 0: all of them)."""
+    return list(pl.tables.values()) if te.table_id == 0 else [codec.table_info(pl, te.table_id)]
+
+
+class _CounterCells(list[tuple[CounterInfo, range]]):
+    """Counter cells to read, as ranges per counter (a wildcard is one range, not
+    1,024 tuples); their values are read when the chunk is built."""
+
+
+_Part = list[p4r.TableEntry] | _CounterCells
+
+
+def _entities(part: _Part) -> Iterator[p4r.Entity]:
+    if isinstance(part, _CounterCells):
+        for ci, cells in part:
+            for i in cells:
+                yield p4r.Entity(counter_entry=codec.counter_entry(ci, i))
+    else:
+        for te in part:
+            yield p4r.Entity(table_entry=te)
+
+
+def _chunks(parts: list[_Part]) -> Iterator[p4r.ReadResponse]:
+    """ReadResponses of at most READ_CHUNK entities and READ_CHUNK_BYTES each, built
+    one at a time as gRPC sends them (at least one response, maybe empty)."""
+    resp = p4r.ReadResponse()
+    size = 0
+    sent = False
+    for part in parts:
+        for ent in _entities(part):
+            n = ent.ByteSize()
+            if resp.entities and (len(resp.entities) >= READ_CHUNK or size + n > READ_CHUNK_BYTES):
+                yield resp
+                sent = True
+                resp, size = p4r.ReadResponse(), 0
+            resp.entities.append(ent)
+            size += n
+    if resp.entities or not sent:
+        yield resp
 
 
 def make_server(service: P4RuntimeService, address: str) -> tuple[grpc.Server, int]:

@@ -146,7 +146,9 @@ class PriorityRateQueues(Generic[T]):
             q.delay = 1.0 / pps if pps > 0 else 0.0
 
     def set_depth(self, depth: int, port: int | None = None, priority: int | None = None) -> None:
-        """``set_queue_depth``; packets already queued beyond a new depth stay queued."""
+        """``set_queue_depth``; packets already queued beyond a new depth stay queued.
+        Depth 0 is accepted and drops every packet, as BMv2 does (its priority
+        queueing refuses an item when ``size >= capacity``)."""
         if depth < 0:
             raise UsageError("depth", f"{depth} is not a depth >= 0 packets")
         if port is None:

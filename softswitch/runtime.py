@@ -296,7 +296,8 @@ def make_processor(handler: RuntimeHandler) -> TMultiplexedProcessor:
 #: Thrift runtime clients served at once; more are closed at once (BMv2's CLI
 #: holds one connection, the controller's client one per switch).
 MAX_CONNECTIONS = 16
-#: A connection that sends nothing for this long is closed.
+#: A connection is closed when its next message is not complete this long after the
+#: previous one (idle, or trickling a byte at a time).
 IDLE_TIMEOUT_S = 60.0
 #: Longest string / container a message may declare: a declared length is
 #: otherwise read (and buffered) in full before anything is checked.
@@ -304,6 +305,24 @@ MAX_STRING_BYTES = 16 << 20
 MAX_CONTAINER_ITEMS = 1 << 20
 #: Seconds between the server loop's checks for stop(); the loop idles in select() meanwhile.
 SHUTDOWN_POLL_S = 0.02
+
+
+class _DeadlineSocket(TSocket.TSocket):  # type: ignore[misc]
+    """A message must arrive whole within the idle timeout of the previous one's end:
+    a per-read timeout let a client sending one byte every 20 s hold a connection
+    (and, 16 times over, every slot) forever."""
+
+    deadline = float("inf")
+
+    def read(self, sz: int) -> bytes:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TTransport.TTransportException(
+                TTransport.TTransportException.TIMED_OUT, "message not complete in time"
+            )
+        self.handle.settimeout(left)
+        data: bytes = super().read(sz)
+        return data
 
 
 class RuntimeServer:
@@ -330,13 +349,13 @@ class RuntimeServer:
 
         class Handler(socketserver.BaseRequestHandler):
             def handle(self) -> None:
-                self.request.settimeout(idle_timeout)
-                sock = TSocket.TSocket()
+                sock = _DeadlineSocket()
                 sock.setHandle(self.request)
                 trans = TTransport.TBufferedTransport(sock)
                 proto = pfactory.getProtocol(trans)
                 try:
                     while True:
+                        sock.deadline = time.monotonic() + idle_timeout
                         processor.process(proto, proto)
                 except (TTransport.TTransportException, OSError):
                     pass  # the client closed the connection, or went idle

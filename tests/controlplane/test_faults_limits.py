@@ -6,6 +6,7 @@ without echoing the body, and nothing is registered.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -157,3 +158,50 @@ def test_parsing_does_not_hold_the_lock(client: tuple[TestClient, Controller]) -
         controller_mod.parse_job = real
     assert seen and seen[0] is True
     assert [j["job"] for j in ctl.jobs()] == ["small", "g1"]
+
+
+def test_expansion_refused_at_the_limit_not_after_it(
+    client: tuple[TestClient, Controller],
+) -> None:
+    """Before: a MoE job over every host with 256 layers was refused only once fully
+    expanded (16 hosts: 5.9 s, +170 MB). Now the expansion stops at the flow limit."""
+    tc, ctl = client
+    layer = {"fwd_s": 0.005, "bwd_s": 0.01, "expert_fwd_s": 0.01, "expert_bwd_s": 0.02}
+    desc = {
+        "job": "huge",
+        "paradigm": "moe",
+        "hosts": ["h1", "h2", "h3", "h4", "h5"],
+        "layers": [{**layer, "a2a_bytes": 5000}] * 256,
+    }
+    t0 = time.perf_counter()
+    r = tc.post("/jobs", json=desc)
+    took = time.perf_counter() - t0
+    assert r.status_code == 422 and "flows exceed the limit of 4096" in r.json()["message"]
+    assert "expansion stopped" in r.json()["message"]
+    assert took < 0.25, took
+    assert ctl.jobs() == []
+
+
+@pytest.mark.parametrize(
+    "group", ["x" * 480_000, "a\x1b[31mred", "bell\x07", "cr\rx", "with space"]
+)
+def test_group_names_are_limited(client: tuple[TestClient, Controller], group: str) -> None:
+    """Before: 480 KB names and ESC/BEL/CR were registered and reached echelonctl raw,
+    and the 422 for other problems echoed up to 400 KB of input."""
+    tc, ctl = client
+    desc = spec("named")
+    desc["echelonflows"][0]["group"] = group
+    r = tc.post("/jobs", content=json.dumps(desc))
+    assert r.status_code in (413, 422), r.status_code
+    if r.status_code == 422:
+        assert r.json()["field"] == "echelonflows[0].group"
+    assert len(r.content) < 2000
+    assert ctl.jobs() == []
+
+
+def test_error_detail_is_bounded(client: tuple[TestClient, Controller]) -> None:
+    tc, _ = client
+    desc = spec("long")
+    desc["echelonflows"][0]["flows"][0]["src"] = "h" * 300_000  # an unknown host, echoed
+    r = tc.post("/jobs", content=json.dumps(desc))
+    assert 400 <= r.status_code < 500 and len(r.content) < 2000, len(r.content)

@@ -155,22 +155,23 @@ def test_switch_restart_restores_entries(env: Env) -> None:
     assert tables(env.read())[T_IDS] == 3
 
 
-def test_registration_while_switch_down_is_installed_on_return(env2: Env) -> None:
+def test_registration_while_switch_down_is_refused_naming_it(env2: Env) -> None:
+    """Before: 201 with ``installed: {"s2": false}``: acknowledged, not installed."""
     d = env2.daemon()
     env2.switches[1].stop()
     wait_until(
         lambda: not d.get("/status")["switches"]["s2"]["connected"], 20, "s2 seen down", 0.05, RETRY
     )
     r = d.request("POST", "/jobs", spec("j1"))
-    assert r.status_code == 201, r.text
-    assert r.json()["installed"] == {"s1": True, "s2": False}
-    assert tables(env2.read(0))[T_IDS] == 1
+    assert r.status_code == 503, r.text
+    assert r.json()["field"] == "switches.s2" and "not connected" in r.json()["message"]
+    assert d.get("/status")["switches"]["s2"]["unavailable"]
+    assert tables(env2.read(0)).get(T_IDS, 0) == 0  # s1 undone: nothing half-applied
+    assert d.get("/jobs") == []
     env2.start_switch(1)
     d.wait_ready()
-    assert env2.read(1) - {x for x in env2.read(1) if x.table == T_LPM} == env2.read(0) - {
-        x for x in env2.read(0) if x.table == T_LPM
-    }
-    assert tables(env2.read(1))[T_IDS] == 1
+    assert d.request("POST", "/jobs", spec("j1")).status_code == 201
+    assert tables(env2.read(0))[T_IDS] == 1 and tables(env2.read(1))[T_IDS] == 1
 
 
 def test_startup_reconcile_removes_strays_and_fixes_changed(env: Env) -> None:
@@ -280,8 +281,10 @@ def test_preempted_by_higher_election_id_then_recovers(env: Env) -> None:
         assert r.status_code == 503 and "not primary" in r.json()["detail"]
         assert T_IDS not in tables(env.read())
         other.insert([other.table_entry(T_IDS, {"hdr.echelon.echelon_id": 77}, "NoAction")])
-    # the other controller left: this one is primary again and reconciles
-    d.wait_ready()
+    # the other controller left: this one is primary again and reconciles, counting the
+    # other's change as drift (before: repaired, but neither counted nor logged)
+    st = d.wait_ready()["switches"]["s1"]
+    assert st["drift_detected"] >= 1 and "1 stray" in st["last_drift"]
     assert d.request("POST", "/jobs", spec("j1")).status_code == 201
     got = env.read()
     ids = [x.match_dict()["hdr.echelon.echelon_id"] for x in got if x.table == T_IDS]

@@ -52,6 +52,7 @@ def test_defaults_and_ignored_json() -> None:
         (["--", "--priority-queues", "0"], "priority-queues"),
         (["--bogus"], "arguments"),
         (["-L", "loud"], "arguments"),
+        (["--thrift-port", "70000"], "thrift-port"),  # before: a traceback
     ],
 )
 def test_bad_arguments_name_the_field(argv: list[str], field: str) -> None:

@@ -7,7 +7,10 @@ other RPC hit DEADLINE_EXCEEDED.
 
 from __future__ import annotations
 
+import contextlib
 import queue
+import threading
+import time
 from collections.abc import Iterator
 
 import grpc
@@ -16,8 +19,8 @@ from finsy.proto import p4r, p4r_grpc
 
 from p4client.p4info import P4Info
 from p4client.p4rt import P4RuntimeConnectionError, SwitchConnection
-from softswitch.grpc_limits import MAX_STREAMS, Limits
-from softswitch.p4rt_server import P4RuntimeService, make_server
+from softswitch.grpc_limits import MAX_PROVISIONAL, MAX_READ_ENTITIES, MAX_STREAMS, Limits
+from softswitch.p4rt_server import READ_CHUNK, P4RuntimeService, make_server
 from targets.process import wait_until
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO
 
@@ -57,13 +60,15 @@ class IdleClient:
         self.channel.close()
 
 
-def test_idle_streams_do_not_freeze_the_switch(served: Served) -> None:
+def test_idle_streams_do_not_freeze_the_switch() -> None:
+    served = Served(Limits(arbitration_timeout_s=30.0, evict_grace_s=600.0))
     idle = [IdleClient(served.addr) for _ in range(40)]
     info = P4Info.load(P4INFO)
     try:
-        # the first MAX_STREAMS are held, the rest refused at once
+        # the first MAX_STREAMS are held, MAX_PROVISIONAL wait to arbitrate, the rest
+        # are refused at once
         wait_until(
-            lambda: sum(c.call.done() for c in idle) == 40 - MAX_STREAMS,
+            lambda: sum(c.call.done() for c in idle) == 40 - MAX_STREAMS - MAX_PROVISIONAL,
             30.0,
             "excess streams refused",
         )
@@ -90,6 +95,72 @@ def test_idle_streams_do_not_freeze_the_switch(served: Served) -> None:
     with SwitchConnection(served.addr) as sw:
         assert sw.is_primary
         sw.set_pipeline(info, DEVICE_CONFIG)
+    served.stop()
+
+
+def test_never_arbitrated_streams_give_way() -> None:
+    """Idle streams that never arbitrated lose their slot to a new stream."""
+    served = Served(Limits(arbitration_timeout_s=30.0, evict_grace_s=0.0))
+    idle = [IdleClient(served.addr) for _ in range(MAX_STREAMS)]
+    try:
+        wait_until(lambda: served.service.bounds.open_streams == MAX_STREAMS, 15.0, "held")
+        with SwitchConnection(served.addr, election_id=(0, 1)) as sw:
+            assert sw.is_primary
+        wait_until(lambda: any(c.call.done() for c in idle), 15.0, "an idle stream evicted")
+        gone = [c.call for c in idle if c.call.done()]
+        assert gone and gone[0].code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "never arbitrated" in str(gone[0].details())
+    finally:
+        for c in idle:
+            c.close()
+        served.stop()
+
+
+def arbitrate(client: IdleClient, election: int) -> None:
+    """Send one arbitration and read the answers in the background (a call's final
+    status is seen only once the messages before it are read)."""
+    req = p4r.StreamMessageRequest()
+    req.arbitration.device_id = 0
+    req.arbitration.election_id.low = election
+    client.feed.put(req)
+
+    def drain() -> None:
+        with contextlib.suppress(grpc.RpcError):
+            for _ in client.call:
+                pass
+
+    threading.Thread(target=drain, daemon=True).start()
+
+
+def test_primary_elect_gets_in_past_arbitrated_idle_streams() -> None:
+    """Before: 16 arbitrated idle streams (re-opened as they closed) kept a restarted
+    controller out for as long as they stayed: RESOURCE_EXHAUSTED, nothing installed."""
+    served = Served(Limits(arbitration_timeout_s=30.0, evict_grace_s=600.0))
+    hostile = [IdleClient(served.addr) for _ in range(MAX_STREAMS)]
+    try:
+        for i, c in enumerate(hostile):
+            arbitrate(c, i + 1)  # ids 1..16: the one with 16 is primary
+        wait_until(
+            lambda: len(served.service.arbiter.backups()) == MAX_STREAMS - 1, 15.0, "arbitrated"
+        )
+        with SwitchConnection(served.addr, election_id=(0, 100)) as sw:
+            assert sw.is_primary  # took the oldest backup's slot
+            sw.set_pipeline(P4Info.load(P4INFO), DEVICE_CONFIG)
+            wait_until(lambda: any(c.call.done() for c in hostile), 15.0, "a backup evicted")
+            evicted = [c.call for c in hostile if c.call.done()]
+            assert len(evicted) == 1 and "a primary needs the slot" in str(evicted[0].details())
+            # a newcomer that would only be a backup is refused beyond the limit
+            late = IdleClient(served.addr)
+            arbitrate(late, 50)
+            wait_until(late.call.done, 15.0, "backup beyond the limit refused")
+            assert late.call.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "only a client that becomes primary" in str(late.call.details())
+            late.close()
+            assert sw.is_primary and sw.is_alive
+    finally:
+        for c in hostile:
+            c.close()
+        served.stop()
 
 
 @pytest.mark.slow
@@ -147,3 +218,54 @@ def test_write_update_limit_named(served: Served) -> None:
         assert sw.read_table_entries("echelon_ids") == []
         sw.insert(entries)  # the client's own chunks stay under the limit
         assert len(sw.read_table_entries("echelon_ids")) == 601
+
+
+def _read(sw: SwitchConnection, *entities: p4r.Entity) -> list[p4r.ReadResponse]:
+    req = p4r.ReadRequest(device_id=0, entities=list(entities))
+    return list(sw.stub.Read(req, timeout=20.0))
+
+
+def test_huge_read_is_refused_at_once(served: Served) -> None:
+    """Before: 1,000 empty ``counter_entry`` (4 KB) answered 1.04 M entities, built
+    under the service lock (1.17 GB, registrations stalled 3.5 s)."""
+    info = P4Info.load(P4INFO)
+    with SwitchConnection(served.addr) as sw:
+        sw.set_pipeline(info, DEVICE_CONFIG)
+        wild = p4r.Entity(counter_entry=p4r.CounterEntry())
+        t0 = time.perf_counter()
+        with pytest.raises(grpc.RpcError) as ei:
+            _read(sw, *[wild] * 1000)
+        assert time.perf_counter() - t0 < 2.0
+        assert ei.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert f"over the limit of {MAX_READ_ENTITIES}" in str(ei.value.details())
+        with pytest.raises(grpc.RpcError) as ei:
+            _read(sw, *[p4r.Entity(table_entry=p4r.TableEntry())] * 10_001)
+        assert ei.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "10001 entities exceed" in str(ei.value.details())
+        # one wildcard of every counter cell is still answered, in bounded chunks
+        answers = _read(sw, wild)
+        cells = sum(c.size for c in info.counters())
+        assert sum(len(a.entities) for a in answers) == cells
+        assert all(len(a.entities) <= READ_CHUNK for a in answers) and len(answers) >= 2
+
+
+def test_read_bound_counts_table_entries() -> None:
+    s = Served(Limits(max_read_entities=100))
+    info = P4Info.load(P4INFO)
+    try:
+        with SwitchConnection(s.addr) as sw:
+            sw.set_pipeline(info, DEVICE_CONFIG)
+            sw.insert(
+                [
+                    info.table_entry("echelon_ids", {"hdr.echelon.echelon_id": i}, "NoAction")
+                    for i in range(1, 61)
+                ]
+            )
+            wild = p4r.Entity(table_entry=p4r.TableEntry())
+            assert sum(len(a.entities) for a in _read(sw, wild)) == 60
+            with pytest.raises(grpc.RpcError) as ei:
+                _read(sw, wild, wild)  # 120 > 100
+            assert ei.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "120 entities" in str(ei.value.details())
+    finally:
+        s.stop()

@@ -108,3 +108,16 @@ def test_set_commands_scope() -> None:
         q.set_rate(1.0, 1, 4)
     with pytest.raises(UsageError, match="rate"):
         q.set_rate(-1.0)
+
+
+def test_depth_zero_drops_every_packet_as_bmv2_does() -> None:
+    """``set_queue_depth 0`` is accepted and the queue then drops every packet: BMv2's
+    ``QueueingLogicPriRL::push_front`` refuses an item when ``size >= capacity``, so a
+    capacity of 0 drops all (checked against bmv2's queueing.h, not a guess)."""
+    q: PriorityRateQueues[int] = PriorityRateQueues(2)
+    q.add_port(1)
+    q.set_depth(0, 1)
+    assert [q.push(1, p, p, now=0.0) for p in (0, 1)] == [False, False]
+    assert q.stats.dropped_full == 2
+    q.set_depth(5, 1)
+    assert q.push(1, 0, 7, now=0.0)  # and a depth set again restores the queue

@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -67,3 +68,31 @@ def test_huge_declared_string_is_refused_not_buffered(server: RuntimeServer) -> 
         s.close()
     with RuntimeClient(server.port) as rt:
         rt.set_queue_rate(100, port=1)
+
+
+@pytest.mark.slow
+def test_trickling_client_is_closed(server: RuntimeServer) -> None:
+    """Before: the idle timeout applied per read, so a byte every 0.3 s (< 1 s)
+    held the connection forever."""
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.settimeout(0.05)
+    header = struct.pack("!iI", -2147418111, 1000)  # a method name of 1,000 bytes
+    sent = 0
+    t0 = time.monotonic()
+    try:
+
+        def trickle_until_closed() -> bool:
+            nonlocal sent
+            if closed_by_peer(s):
+                return True
+            try:
+                s.sendall(header[sent : sent + 1] if sent < len(header) else b"a")
+            except OSError:
+                return True
+            sent += 1
+            return False
+
+        wait_until(trickle_until_closed, 10.0, "trickling connection closed", 0.3)
+        assert time.monotonic() - t0 < 3.0
+    finally:
+        s.close()
