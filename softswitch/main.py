@@ -194,7 +194,14 @@ def run(opts: Options, stop: threading.Event) -> None:
             raise UsageError(
                 "grpc-server-addr", f"cannot listen on {opts.grpc_addr}: {exc}"
             ) from None
-        runtime = RuntimeServer(opts.thrift_port, queues, dataplane.lock, service)
+        runtime = RuntimeServer(
+            opts.thrift_port,
+            queues,
+            dataplane.lock,
+            service,
+            ports=opts.ports,
+            device_id=opts.device_id,
+        )
         # Startup objects (protos, grpc, modules) live forever: keep them out of the
         # collector's full passes, which otherwise stall the packet thread.
         gc.collect()

@@ -12,7 +12,8 @@ Served calls:
 * ``standard``: ``bm_get_config`` (the BMv2 JSON pushed with SetForwardingPipelineConfig;
   ``{}`` before one), ``bm_get_config_md5``, ``bm_mt_get_entries``,
   ``bm_mt_get_default_entry``, ``bm_mt_get_num_entries``, ``bm_counter_read``,
-  ``bm_counter_write``, ``bm_counter_reset_all``. Tables and counters are named as in
+  ``bm_counter_write``, ``bm_counter_reset_all``, ``bm_dev_mgr_show_ports`` and
+  ``bm_mgmt_get_info`` (``show_ports``, ``switch_info``). Tables and counters are named as in
   the P4Info (= the BMv2 JSON's names); unknown names raise BMv2's
   ``InvalidTableOperation``/``InvalidCounterOperation`` codes.
 
@@ -29,6 +30,7 @@ import logging
 import socketserver
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from bm_runtime.standard import Standard
@@ -62,6 +64,15 @@ def bmv2_priority(p4rt_priority: int) -> int:
     return (1 << 31) - 1 - p4rt_priority if p4rt_priority else -1
 
 
+def _iface_up(iface: str) -> bool:
+    """The kernel's view of ``iface``: ``up`` (or ``unknown``, as for some virtual links)."""
+    try:
+        state = Path(f"/sys/class/net/{iface}/operstate").read_text().strip()
+    except OSError:
+        return False
+    return state in ("up", "unknown")
+
+
 class RuntimeHandler:
     """The Thrift handler: queue calls on ``queues``, reads through ``service``."""
 
@@ -70,10 +81,15 @@ class RuntimeHandler:
         queues: PriorityRateQueues[bytearray],
         lock: threading.Lock,
         service: P4RuntimeService | None,
+        ports: dict[int, str] | None = None,
+        device_id: int = 0,
     ) -> None:
         self.queues = queues
         self.lock = lock
         self.service = service
+        self.ports = dict(ports or {})
+        self.device_id = device_id
+        self.thrift_port = 0  # the bound port, set by RuntimeServer
         self.started = time.monotonic()
 
     # ------------------------------------------------------------ simple_switch
@@ -113,6 +129,26 @@ class RuntimeHandler:
 
     def get_time_since_epoch_us(self) -> int:
         return int(time.time() * 1e6)
+
+    # ------------------------------------------------------------ standard: management
+    def bm_dev_mgr_show_ports(self) -> list[std.DevMgrPortInfo]:
+        """``show_ports``: the data ports as ``-i N@IFACE`` gave them; up is the kernel's
+        operstate of the interface (a veth whose peer is gone reads down)."""
+        return [
+            std.DevMgrPortInfo(port_num=n, iface_name=i, is_up=_iface_up(i), extra={})
+            for n, i in sorted(self.ports.items())
+        ]
+
+    def bm_mgmt_get_info(self) -> std.BmConfig:
+        """``switch_info``: device ID and thrift port; the soft switch has no nanomsg
+        notification, event-logger or debugger sockets, so those are empty."""
+        return std.BmConfig(
+            device_id=self.device_id,
+            thrift_port=self.thrift_port,
+            notifications_socket="",
+            elogger_socket="",
+            debugger_socket="",
+        )
 
     # ------------------------------------------------------------ standard: config
     def _p4info(self) -> p4i.P4Info | None:
@@ -338,8 +374,10 @@ class RuntimeServer:
         host: str = "127.0.0.1",
         max_connections: int = MAX_CONNECTIONS,
         idle_timeout: float = IDLE_TIMEOUT_S,
+        ports: dict[int, str] | None = None,
+        device_id: int = 0,
     ) -> None:
-        self.handler = RuntimeHandler(queues, lock, service)
+        self.handler = RuntimeHandler(queues, lock, service, ports, device_id)
         processor = make_processor(self.handler)
         pfactory = TBinaryProtocol.TBinaryProtocolAcceleratedFactory(
             string_length_limit=MAX_STRING_BYTES, container_length_limit=MAX_CONTAINER_ITEMS
@@ -389,6 +427,7 @@ class RuntimeServer:
         except OSError as exc:
             raise UsageError("thrift-port", f"cannot listen on {host}:{port}: {exc}") from None
         self.port = int(self._server.server_address[1])
+        self.handler.thrift_port = self.port
         # serve_forever notices shutdown() only between polls: a short poll makes stop()
         # (a switch's exit, every test's teardown) take milliseconds, not half a second.
         self._thread = threading.Thread(

@@ -62,7 +62,9 @@ def rig() -> Iterator[Rig]:
     service = P4RuntimeService(0, committed.append)
     grpc_srv, gport = make_server(service, "127.0.0.1:0")
     grpc_srv.start()
-    rt = RuntimeServer(0, q, threading.Lock(), service)
+    rt = RuntimeServer(
+        0, q, threading.Lock(), service, ports={1: "lo", 2: "no-such-if0"}, device_id=3
+    )
     rt.start()
     try:
         yield Rig(rt.port, f"127.0.0.1:{gport}", q, service)
@@ -200,6 +202,19 @@ def test_simple_switch_cli_drives_it(rig: Rig, binary: str, tmp_path: Path) -> N
     assert "Action entry: EchelonIngress.ipv4_forward - 0a000001, 01" in out
     assert "EchelonIngress.echelon_pkts[3]= (400 bytes, 4 packets)" in out
     assert "Error" not in out
+
+
+@pytest.mark.parametrize("binary", CLIS)
+def test_show_ports_and_switch_info_answer_as_bmv2(rig: Rig, binary: str) -> None:
+    """simple_switch_CLI's management commands: each data port with its interface and the
+    kernel's state (``lo`` is up, a missing interface down), and the device's identity."""
+    out = cli(binary, rig.thrift, "show_ports\nswitch_info\n")
+    assert "Traceback" not in out and "Error" not in out, out
+    lines = [line.removeprefix("RuntimeCmd:").strip() for line in out.splitlines()]
+    rows = [line.split()[:3] for line in lines if line.split()[:1] in (["1"], ["2"])]
+    assert ["1", "lo", "UP"] in rows and ["2", "no-such-if0", "DOWN"] in rows, out
+    info = {k.strip(): v.strip() for k, sep, v in (x.partition(":") for x in lines) if sep}
+    assert info["device_id"] == "3" and info["thrift_port"] == str(rig.thrift), out
 
 
 @pytest.mark.skipif(BMV2_CLI is None, reason=NO_BMV2_CLI)
