@@ -139,8 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_coflow(args: argparse.Namespace) -> None:
-    from sim.coflow.engine import MODELS, CoflowSimulator
     from sim.coflow.trace import flow_arrays, load_coflow_trace
+    from sim.coflow.workload import MODELS, simulate_coflows
 
     if args.trace:
         raise SpecError("trace", "give either --trace or --coflow-trace")
@@ -155,17 +155,17 @@ def _cmd_coflow(args: argparse.Namespace) -> None:
 
         res = simulate_compat(trace, args.policy, port)
     else:
-        sim = CoflowSimulator(
-            flow_arrays(trace),
-            args.policy,
-            port,
-            model=args.arrangement,
-            levels=_levels(args.levels),
-            rerank=args.rerank,
-        )
-        bar = Progress("simulating", len(sim.fa.names), "coflows", quiet=args.quiet)
+        bar = Progress("simulating", len(trace.coflows), "coflows", quiet=args.quiet)
         try:
-            res = sim.run(progress=lambda done, _n, now: bar.update(done, f"simulated {now:.1f} s"))
+            res = simulate_coflows(
+                flow_arrays(trace),
+                args.policy,
+                port,
+                model=args.arrangement,
+                levels=_levels(args.levels),
+                rerank=args.rerank,
+                progress=lambda done, _n, now: bar.update(done, f"simulated {now:.1f} s"),
+            )
         finally:
             bar.close()
     context = [

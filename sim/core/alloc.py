@@ -238,43 +238,14 @@ def allocate(paths: IntArray, keys: IntArray, capacity: FloatArray) -> FloatArra
 
 
 @njit(cache=True)  # type: ignore[misc]
-def advance_and_pop(
-    gid: Any, rem: Any, rate: Any, paths: Any, key: Any, dt: float, time_eps: float, done: Any
-) -> tuple[int, int]:  # pragma: no cover - compiled
-    """Advance every flow by ``dt`` seconds and compact out the finished ones, in place.
-
-    A flow is finished when less than ``time_eps`` seconds (or 1e-6 bytes) of sending
-    are left. Survivors keep their order. Returns ``(survivors, finished)``; the ids
-    of the finished flows are ``done[:finished]``.
-    """
-    w = 0
-    nd = 0
-    hops = paths.shape[1]
-    for i in range(gid.shape[0]):
-        r = rem[i] - rate[i] * dt if dt > 0.0 else rem[i]
-        if r <= rate[i] * time_eps + 1e-6:
-            done[nd] = gid[i]
-            nd += 1
-            continue
-        gid[w] = gid[i]
-        rem[w] = r
-        rate[w] = rate[i]
-        key[w] = key[i]
-        for k in range(hops):
-            paths[w, k] = paths[i, k]
-        w += 1
-    return w, nd
-
-
-@njit(cache=True)  # type: ignore[misc]
 def advance_and_mark(
     gid: Any, rem: Any, rate: Any, dead: Any, dt: float, time_eps: float, done: Any
 ) -> int:  # pragma: no cover - compiled
     """Advance every live flow by ``dt`` seconds and mark the finished ones dead.
 
-    Same finish rule as :func:`advance_and_pop`, without moving anything: the
-    engine compacts its arrays only once many flows are dead (amortised O(1)
-    per flow), so an event costs one pass over the rate array.
+    A flow is finished when less than ``time_eps`` seconds (or 1e-6 bytes) of sending
+    are left. Nothing moves: the engine compacts its arrays only once many flows are
+    dead (amortised O(1) per flow), so an event costs one pass over the rate array.
     Returns how many finished; their ids are ``done[:finished]``.
     """
     nd = 0

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-import sim.core.engine
+import sim.core.state
 from sim.core import alloc as fastalloc
 from sim.core.config import SimConfig
 from sim.core.engine import Simulator
@@ -49,18 +49,33 @@ def test_sorted_entry_point_needs_no_sort() -> None:
     assert fastalloc.allocate_sorted(paths, keys, cap).tolist() == [2.0, 0.0, 0.0]
 
 
-def test_advance_and_pop_compacts_in_order() -> None:
+def test_advance_and_mark_marks_the_finished_in_place() -> None:
     gid = np.array([5, 6, 7, 8], dtype=np.int64)
     rem = np.array([1.0, 4.0, 2.0, 8.0])
     rate = np.array([1.0, 1.0, 2.0, 1.0])
-    paths = np.array([[0, 1], [1, 2], [2, 3], [3, 0]], dtype=np.int64)
-    key = np.array([0, 1, 2, 3], dtype=np.int64)
+    dead = np.zeros(4, dtype=np.bool_)
     done = np.empty(4, dtype=np.int64)
-    w, nd = fastalloc.advance_and_pop(gid, rem, rate, paths, key, 1.0, 1e-9, done)
-    assert (w, nd) == (2, 2) and done[:nd].tolist() == [5, 7]
-    assert gid[:w].tolist() == [6, 8] and rem[:w].tolist() == [3.0, 7.0]
-    assert paths[:w].tolist() == [[1, 2], [3, 0]] and key[:w].tolist() == [1, 3]
-    assert fastalloc.time_to_next(rem[:w], rate[:w]) == 3.0
+    nd = fastalloc.advance_and_mark(gid, rem, rate, dead, 1.0, 1e-9, done)
+    assert nd == 2 and done[:nd].tolist() == [5, 7]
+    assert dead.tolist() == [True, False, True, False] and rem[[1, 3]].tolist() == [3.0, 7.0]
+    assert rate.tolist() == [0.0, 1.0, 0.0, 1.0]
+    assert fastalloc.time_to_next(rem, rate) == 3.0
+
+
+def _oracle_live(
+    paths: np.ndarray,
+    keys: np.ndarray,
+    cap: np.ndarray,
+    dead: np.ndarray,
+    rem: np.ndarray,
+    rates: np.ndarray,
+) -> float:
+    """``allocate_live`` done by the numpy oracle on the live flows."""
+    live = ~dead
+    rates[:] = 0.0
+    rates[live] = alloc.allocate(paths[live], keys[live], cap)
+    moving = rates > 0
+    return float((rem[moving] / rates[moving]).min()) if moving.any() else float("inf")
 
 
 @pytest.mark.parametrize(
@@ -78,7 +93,8 @@ def test_engine_results_do_not_depend_on_the_allocator(
     runs = [j.to_run(hosts_of(net)) for j in jobs]
     cfg = SimConfig(policy=policy, levels=levels)
     new = Simulator(net, runs, cfg).run()
-    monkeypatch.setattr(sim.core.engine, "allocate", alloc.allocate)
+    monkeypatch.setattr(sim.core.state, "allocate_live", _oracle_live)
+    monkeypatch.setattr(sim.core.state, "_MAX_PAIRS", 0)  # no pair-head kernels either
     old = Simulator(net, runs, cfg).run()
     assert new.n_events == old.n_events and len(new.flows) == len(old.flows)
     np.testing.assert_allclose(
