@@ -159,25 +159,30 @@ def _allocate_sorted(
         hi = lo + 1
         while hi < n and keys[hi] == keys[lo]:
             hi += 1
-        if hi - lo == 1 and dead[lo]:
-            rates[lo] = 0.0
-        elif hi - lo == 1:
+        # a level is its live flows: one live flow among dead ones is a lone flow, as
+        # it would be in compacted arrays (the filling would round differently)
+        one = -1
+        for i in range(lo, hi):
+            if not dead[i]:
+                one = i if one == -1 else -2
+        if one != -2:
+            for i in range(lo, hi):
+                rates[i] = 0.0
+        if one >= 0:
             r = np.inf
             for k in range(hops):
-                lk = paths[lo, k]
+                lk = paths[one, k]
                 if lk < n_links and resid[lk] < r:
                     r = resid[lk]
             if r > 0.0 and r < np.inf:
-                rates[lo] = r
+                rates[one] = r
                 for k in range(hops):
-                    lk = paths[lo, k]
+                    lk = paths[one, k]
                     if lk < n_links:
                         resid[lk] -= r
             elif r == np.inf:
-                rates[lo] = np.inf
-            else:
-                rates[lo] = 0.0
-        else:
+                rates[one] = np.inf
+        elif one == -2:
             _fill_level(paths, lo, hi, resid, rates, cnt, pos, eps, dead)
         lo = hi
     best = np.inf

@@ -160,8 +160,8 @@ class ActiveFlows:
     def _sort(self) -> None:
         self.compact(force=True)
         if len(self.key) > 1:
-            dk = self.key[1:] - self.key[:-1]
-            if bool(np.any((dk < 0) | ((dk == 0) & (self.seq[1:] < self.seq[:-1])))):
+            k0, k1 = self.key[:-1], self.key[1:]  # compared, not subtracted: ranks reach int64 max
+            if bool(np.any((k1 < k0) | ((k1 == k0) & (self.seq[1:] < self.seq[:-1])))):
                 self._take(np.lexsort((self.seq, self.key)))
         self._sorted = True
         self.heads = (
