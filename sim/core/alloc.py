@@ -33,6 +33,27 @@ REL_EPS = 1e-9
 
 
 @njit(cache=True)  # type: ignore[misc]
+def _lone(paths: Any, i: int, resid: Any, rates: Any) -> None:  # pragma: no cover - compiled
+    """A flow alone at its level takes the smallest residual on its path."""
+    n_links = resid.shape[0]
+    r = np.inf
+    for k in range(paths.shape[1]):
+        lk = paths[i, k]
+        if lk < n_links and resid[lk] < r:
+            r = resid[lk]
+    if r > 0.0 and r < np.inf:
+        rates[i] = r
+        for k in range(paths.shape[1]):
+            lk = paths[i, k]
+            if lk < n_links:
+                resid[lk] -= r
+    elif r == np.inf:
+        rates[i] = np.inf
+    else:
+        rates[i] = 0.0
+
+
+@njit(cache=True)  # type: ignore[misc]
 def _fill_level(
     paths: Any,
     lo: int,
@@ -50,10 +71,12 @@ def _fill_level(
     live = np.zeros(hi - lo, dtype=np.bool_)
     touched = np.empty(min(n_links, (hi - lo) * hops) + 1, dtype=np.int64)
     n_t = 0
+    alone = -1  # the one flow not dead (-2: several): a level is its flows not dead
     for i in range(lo, hi):
         rates[i] = 0.0
         if dead[i]:
             continue
+        alone = i if alone == -1 else -2
         ok = True
         for k in range(hops):
             lk = paths[i, k]
@@ -71,6 +94,12 @@ def _fill_level(
                     pos[lk] = n_t
                     n_t += 1
                 cnt[lk] += 1
+    if alone != -2:  # as in compacted arrays (filling would round differently)
+        for j in range(n_t):
+            cnt[touched[j]] = 0
+        if alone >= 0:
+            _lone(paths, alone, resid, rates)
+        return
     if n_t == 0:
         for i in range(lo, hi):
             if live[i - lo]:
@@ -149,7 +178,6 @@ def _allocate_sorted(
 ) -> float:  # pragma: no cover - compiled
     """Fill ``rates``; return the seconds until the first live flow finishes (``rem``)."""
     n = paths.shape[0]
-    hops = paths.shape[1]
     n_links = capacity.shape[0]
     resid = capacity.copy()
     cnt = np.zeros(n_links, dtype=np.int64)
@@ -159,30 +187,11 @@ def _allocate_sorted(
         hi = lo + 1
         while hi < n and keys[hi] == keys[lo]:
             hi += 1
-        # a level is its live flows: one live flow among dead ones is a lone flow, as
-        # it would be in compacted arrays (the filling would round differently)
-        one = -1
-        for i in range(lo, hi):
-            if not dead[i]:
-                one = i if one == -1 else -2
-        if one != -2:
-            for i in range(lo, hi):
-                rates[i] = 0.0
-        if one >= 0:
-            r = np.inf
-            for k in range(hops):
-                lk = paths[one, k]
-                if lk < n_links and resid[lk] < r:
-                    r = resid[lk]
-            if r > 0.0 and r < np.inf:
-                rates[one] = r
-                for k in range(hops):
-                    lk = paths[one, k]
-                    if lk < n_links:
-                        resid[lk] -= r
-            elif r == np.inf:
-                rates[one] = np.inf
-        elif one == -2:
+        if hi - lo == 1 and dead[lo]:
+            rates[lo] = 0.0
+        elif hi - lo == 1:
+            _lone(paths, lo, resid, rates)
+        else:
             _fill_level(paths, lo, hi, resid, rates, cnt, pos, eps, dead)
         lo = hi
     best = np.inf

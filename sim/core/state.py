@@ -1,8 +1,8 @@
 """Compact numpy state of the flows in flight.
 
 The engine touches every active flow at every event (advance the fluid,
-find the next finish), so the active set lives in dense arrays that are
-compacted when flows leave: each event costs O(active flows) numpy work, never
+find the next finish), so the active set lives in dense arrays, compacted in bulk
+when flows have left: each event costs O(active flows) compiled work, never
 O(all flows ever simulated).
 """
 
@@ -115,16 +115,7 @@ class ActiveFlows:
         rows = np.full((len(gids), width), self.pad, dtype=np.int64)
         for i, p in enumerate(paths):
             rows[i, : len(p)] = p
-        n = len(gids)
-        if (
-            self._sorted
-            and n
-            and (
-                (len(self.key) and int(keys[0]) < int(self.key[-1]))
-                or (n > 1 and bool(np.any(keys[1:] < keys[:-1])))
-            )
-        ):
-            self._sorted = False  # new flows come last in release order: only keys matter
+        n, n0 = len(gids), len(self.key)
         self.gid = np.concatenate((self.gid, np.asarray(gids, dtype=np.int64)))
         self.seq = np.concatenate((self.seq, np.arange(self._released, self._released + n)))
         self._released += n
@@ -134,7 +125,10 @@ class ActiveFlows:
         self.paths = np.concatenate((self.paths, rows))
         self.dead = np.concatenate((self.dead, np.zeros(n, dtype=np.bool_)))
         self._next = None
-        if self.heads:  # the new flows may share a rank or a pair: decide again
+        # new flows come last in release order, so only their keys can break the order;
+        # under pair heads they may also share a rank or a pair: decide again
+        tail = self.key[max(n0 - 1, 0) :]
+        if self.heads or bool(np.any(tail[1:] < tail[:-1])):
             self._sorted = False
 
     def rekey(self, rank: Ints) -> None:
