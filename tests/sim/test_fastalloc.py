@@ -11,6 +11,8 @@ import sim.core.state
 from sim.core import alloc as fastalloc
 from sim.core.config import SimConfig
 from sim.core.engine import Simulator
+from sim.core.ranking import UNRANKED
+from sim.core.state import ActiveFlows
 from sim.topology import hosts_of, make_network
 from sim.workloads import generate_mix
 from tests.sim import numpy_alloc as alloc
@@ -103,3 +105,27 @@ def test_engine_results_do_not_depend_on_the_allocator(
     np.testing.assert_allclose(
         [i.end for i in new.iterations], [i.end for i in old.iterations], rtol=1e-9
     )
+
+
+def test_a_level_of_one_live_flow_is_served_as_a_lone_flow() -> None:
+    """Finished flows left in the arrays must not change the rates: the level {a (dead),
+    b} is b alone, which leaves link 1 its 1e-12 (the filling would round it to 0)."""
+    cap = np.array([1.0, 1.0 + 1e-12])
+    paths = np.array([[0, 1], [0, 1], [1, 2]], dtype=np.int64)
+    keys = np.array([0, 0, 1], dtype=np.int64)
+    dead = np.array([True, False, False])
+    rates = np.zeros(3)
+    fastalloc.allocate_live(paths, keys, cap, dead, np.ones(3), rates)
+    compacted = fastalloc.allocate(paths[1:], keys[1:], cap)
+    assert rates.tolist() == [0.0, *compacted.tolist()] and rates[2] > 0.0
+
+
+def test_active_flows_serve_a_new_ranked_flow_before_an_unranked_one() -> None:
+    """Keys span int64 (unranked = its max, switch levels negative): order by comparing."""
+    act = ActiveFlows(np.array([1.0, 1.0]))
+    act.add([0], [(0, 1)], [5.0], np.array([UNRANKED], dtype=np.int64))
+    act.allocate()
+    assert act.rate.tolist() == [1.0]
+    act.add([1], [(0, 1)], [5.0], np.array([-7], dtype=np.int64))
+    act.allocate()
+    assert dict(zip(act.gid.tolist(), act.rate.tolist(), strict=True)) == {0: 0.0, 1: 1.0}
