@@ -33,8 +33,8 @@ import numpy.typing as npt
 
 from echelon.errors import EchelonError, SpecError
 from sim.coflow.compat import CompatOptions, simulate_compat
-from sim.coflow.engine import CoflowResult, CoflowSimulator
 from sim.coflow.trace import Coflow, CoflowTrace, flow_arrays, load_coflow_trace
+from sim.coflow.workload import CoflowResult, simulate_coflows
 
 #: coflowsim's average CCT (ms) on FB2010-1Hr-150-0 (traces README, default constants).
 REFERENCE = {"fair": 70593.0, "varys": 28529.0, "fifo": 82649.0}
@@ -74,7 +74,7 @@ def _warm_up() -> None:
     tiny = CoflowTrace(
         2, (Coflow("w", 0.0, (0,), ((1, 1.0),)), Coflow("v", 0.0, (0,), ((1, 2.0),)))
     )
-    CoflowSimulator(flow_arrays(tiny), "varys", PORT).run()
+    simulate_coflows(flow_arrays(tiny), "varys", PORT)
 
 
 def _timed(fn: object) -> tuple[CoflowResult, float, float]:
@@ -98,7 +98,7 @@ def cmd_speed(trace: CoflowTrace, policies: list[str], repeat: int = 1) -> str:
         cpus = []
         load0 = os.getloadavg()[0]
         for _ in range(repeat):
-            res, cpu, _wall = _timed(lambda p=p: CoflowSimulator(fa, p, PORT).run())
+            res, cpu, _wall = _timed(lambda p=p: simulate_coflows(fa, p, PORT))
             cpus.append(cpu)
         s = res.summary()
         rows.append(
@@ -122,7 +122,7 @@ def cmd_agree(trace: CoflowTrace) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for p, ref in REFERENCE.items():
-        ours, cpu_o, _ = _timed(lambda p=p: CoflowSimulator(fa, p, PORT).run())
+        ours, cpu_o, _ = _timed(lambda p=p: simulate_coflows(fa, p, PORT))
         comp, cpu_c, _ = _timed(lambda p=p: simulate_compat(trace, p, PORT))
         idx = {n: i for i, n in enumerate(comp.names)}
         both = np.array([idx[n] for n in ours.names])
@@ -153,7 +153,7 @@ def cmd_ablate(trace: CoflowTrace, policy: str) -> str:
         res, cpu, _ = _timed(lambda opt=opt: simulate_compat(trace, policy, PORT, opt))
         rows.append(f"| {policy}: {label} | {res.cct.mean() * 1e3:,.0f} | {cpu:.1f} |")
         print(rows[-1], file=sys.stderr, flush=True)
-    ours, cpu, _ = _timed(lambda: CoflowSimulator(flow_arrays(trace), policy, PORT).run())
+    ours, cpu, _ = _timed(lambda: simulate_coflows(flow_arrays(trace), policy, PORT))
     rows.append(f"| {policy}: this simulator | {ours.cct.mean() * 1e3:,.0f} | {cpu:.1f} |")
     return "\n".join(rows)
 
@@ -173,7 +173,7 @@ def cmd_probe(trace: CoflowTrace, policies: list[str]) -> str:
         ("leftover flows keep moving after an admission", CompatOptions(relayout=False)),
         ("receiver bytes = sum of the flows, event-driven (the earlier default)", event),
         (
-            "event-driven: earlier CoflowSimulator revision (skipped coflows keep rates)",
+            "event-driven: skipped coflows keep their rates (an earlier revision)",
             replace(event, skipped="keep-rates"),
         ),
         (

@@ -22,8 +22,8 @@ from sim.topology import UNLIMITED_BYTES_PER_S, hosts_of, make_network
 if TYPE_CHECKING:
     from echelon.schedule import Network
     from echelon.topology import Topology
-    from sim.coflow.engine import CoflowResult
     from sim.coflow.trace import CoflowTrace
+    from sim.coflow.workload import CoflowResult
     from sim.workloads import TraceJob
 
 
@@ -189,9 +189,9 @@ def simulate_coflow_trace(
 ) -> CoflowResult:
     """Simulate a coflow-benchmark trace: what ``sim run --coflow-trace`` runs, and
     each ``sim sweep --coflow-trace`` point. ``port_gbit`` is in units of 2^30 bit/s
-    (coflowsim's "1 Gbps"); ``progress`` as :meth:`CoflowSimulator.run`'s."""
-    from sim.coflow.engine import MODELS, CoflowSimulator
+    (coflowsim's "1 Gbps"); ``progress`` as :func:`sim.coflow.workload.simulate_coflows`'s."""
     from sim.coflow.trace import flow_arrays
+    from sim.coflow.workload import MODELS, simulate_coflows
 
     if arrangement not in MODELS:
         raise SpecError("arrangement", f"unknown {arrangement!r} (known: {list(MODELS)})")
@@ -202,10 +202,15 @@ def simulate_coflow_trace(
         from sim.coflow.compat import simulate_compat
 
         return simulate_compat(trace, policy, port)
-    sim = CoflowSimulator(
-        flow_arrays(trace), policy, port, model=arrangement, levels=levels, rerank=rerank
+    return simulate_coflows(
+        flow_arrays(trace),
+        policy,
+        port,
+        model=arrangement,
+        levels=levels,
+        rerank=rerank,
+        progress=progress,
     )
-    return sim.run(progress=progress)
 
 
 def simulated(inputs: Inputs, jobs: Sequence[TraceJob]) -> dict[str, Any]:

@@ -1,9 +1,9 @@
 """coflowsim-compatible semantics: the peer simulator's modelling choices, as options.
 
-coflowsim (the Varys/Aalo authors' simulator) and :mod:`sim.coflow.engine` model
-the same trace differently. This module re-implements coflowsim's choices (learnt
-from reading its source; nothing is copied) so that each difference can be
-switched on and its effect measured:
+coflowsim (the Varys/Aalo authors' simulator) and the fluid engine
+(:mod:`sim.coflow.workload`) model the same trace differently. This module
+re-implements coflowsim's choices (learnt from reading its source; nothing is
+copied) so that each difference can be switched on and its effect measured:
 
 * **time**: 8 ms steps; a "second" is 1,024 simulated ms in which a port moves
   2^27 bytes (so 2^30 bit/s ports run 2.4 % slower than in real time); a flow
@@ -52,10 +52,10 @@ from typing import Any
 import numpy as np
 
 from echelon.errors import SpecError
-from sim.coflow.engine import CoflowResult
 from sim.coflow.rates import madd
 from sim.coflow.steps import step_coflows
 from sim.coflow.trace import CoflowTrace, flow_arrays
+from sim.coflow.workload import CoflowResult
 
 #: coflowsim's floating-point "zero" (bytes and bits/s).
 ZERO = 1e-3
@@ -74,7 +74,7 @@ class CompatOptions:
     # probes of the FIFO/SEBF rate rules (``python -m bench.coflow probe``), not
     # modelling choices: the defaults are what coflowsim's current source does
     deadline_seed: int = 17  # java.util.Random seed of the deadline multipliers
-    skipped: str = "fair-share"  # or "keep-rates": its earlier CoflowSimulator revision
+    skipped: str = "fair-share"  # or "keep-rates": as an earlier revision of this loop
     wc_order: str = "deadline"  # or "arrival": work conservation in coflow order
     step_slack: float = 0.0  # added to a flow's steps before rounding up: +1e-3 makes
     # a flow that ends exactly on a step boundary take one more (rounding probe; only

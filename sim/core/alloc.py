@@ -33,6 +33,27 @@ REL_EPS = 1e-9
 
 
 @njit(cache=True)  # type: ignore[misc]
+def _lone(paths: Any, i: int, resid: Any, rates: Any) -> None:  # pragma: no cover - compiled
+    """A flow alone at its level takes the smallest residual on its path."""
+    n_links = resid.shape[0]
+    r = np.inf
+    for k in range(paths.shape[1]):
+        lk = paths[i, k]
+        if lk < n_links and resid[lk] < r:
+            r = resid[lk]
+    if r > 0.0 and r < np.inf:
+        rates[i] = r
+        for k in range(paths.shape[1]):
+            lk = paths[i, k]
+            if lk < n_links:
+                resid[lk] -= r
+    elif r == np.inf:
+        rates[i] = np.inf
+    else:
+        rates[i] = 0.0
+
+
+@njit(cache=True)  # type: ignore[misc]
 def _fill_level(
     paths: Any,
     lo: int,
@@ -50,10 +71,12 @@ def _fill_level(
     live = np.zeros(hi - lo, dtype=np.bool_)
     touched = np.empty(min(n_links, (hi - lo) * hops) + 1, dtype=np.int64)
     n_t = 0
+    alone = -1  # the one flow not dead (-2: several): a level is its flows not dead
     for i in range(lo, hi):
         rates[i] = 0.0
         if dead[i]:
             continue
+        alone = i if alone == -1 else -2
         ok = True
         for k in range(hops):
             lk = paths[i, k]
@@ -71,6 +94,12 @@ def _fill_level(
                     pos[lk] = n_t
                     n_t += 1
                 cnt[lk] += 1
+    if alone != -2:  # as in compacted arrays (filling would round differently)
+        for j in range(n_t):
+            cnt[touched[j]] = 0
+        if alone >= 0:
+            _lone(paths, alone, resid, rates)
+        return
     if n_t == 0:
         for i in range(lo, hi):
             if live[i - lo]:
@@ -149,7 +178,6 @@ def _allocate_sorted(
 ) -> float:  # pragma: no cover - compiled
     """Fill ``rates``; return the seconds until the first live flow finishes (``rem``)."""
     n = paths.shape[0]
-    hops = paths.shape[1]
     n_links = capacity.shape[0]
     resid = capacity.copy()
     cnt = np.zeros(n_links, dtype=np.int64)
@@ -162,21 +190,7 @@ def _allocate_sorted(
         if hi - lo == 1 and dead[lo]:
             rates[lo] = 0.0
         elif hi - lo == 1:
-            r = np.inf
-            for k in range(hops):
-                lk = paths[lo, k]
-                if lk < n_links and resid[lk] < r:
-                    r = resid[lk]
-            if r > 0.0 and r < np.inf:
-                rates[lo] = r
-                for k in range(hops):
-                    lk = paths[lo, k]
-                    if lk < n_links:
-                        resid[lk] -= r
-            elif r == np.inf:
-                rates[lo] = np.inf
-            else:
-                rates[lo] = 0.0
+            _lone(paths, lo, resid, rates)
         else:
             _fill_level(paths, lo, hi, resid, rates, cnt, pos, eps, dead)
         lo = hi
@@ -238,43 +252,14 @@ def allocate(paths: IntArray, keys: IntArray, capacity: FloatArray) -> FloatArra
 
 
 @njit(cache=True)  # type: ignore[misc]
-def advance_and_pop(
-    gid: Any, rem: Any, rate: Any, paths: Any, key: Any, dt: float, time_eps: float, done: Any
-) -> tuple[int, int]:  # pragma: no cover - compiled
-    """Advance every flow by ``dt`` seconds and compact out the finished ones, in place.
-
-    A flow is finished when less than ``time_eps`` seconds (or 1e-6 bytes) of sending
-    are left. Survivors keep their order. Returns ``(survivors, finished)``; the ids
-    of the finished flows are ``done[:finished]``.
-    """
-    w = 0
-    nd = 0
-    hops = paths.shape[1]
-    for i in range(gid.shape[0]):
-        r = rem[i] - rate[i] * dt if dt > 0.0 else rem[i]
-        if r <= rate[i] * time_eps + 1e-6:
-            done[nd] = gid[i]
-            nd += 1
-            continue
-        gid[w] = gid[i]
-        rem[w] = r
-        rate[w] = rate[i]
-        key[w] = key[i]
-        for k in range(hops):
-            paths[w, k] = paths[i, k]
-        w += 1
-    return w, nd
-
-
-@njit(cache=True)  # type: ignore[misc]
 def advance_and_mark(
     gid: Any, rem: Any, rate: Any, dead: Any, dt: float, time_eps: float, done: Any
 ) -> int:  # pragma: no cover - compiled
     """Advance every live flow by ``dt`` seconds and mark the finished ones dead.
 
-    Same finish rule as :func:`advance_and_pop`, without moving anything: the
-    engine compacts its arrays only once many flows are dead (amortised O(1)
-    per flow), so an event costs one pass over the rate array.
+    A flow is finished when less than ``time_eps`` seconds (or 1e-6 bytes) of sending
+    are left. Nothing moves: the engine compacts its arrays only once many flows are
+    dead (amortised O(1) per flow), so an event costs one pass over the rate array.
     Returns how many finished; their ids are ``done[:finished]``.
     """
     nd = 0

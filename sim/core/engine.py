@@ -10,8 +10,10 @@ Model
   ``after_tasks`` have finished and their ``after_flows`` have fully arrived.
   A flow is released when its producer task ends (at iteration start if it has none).
 * Bandwidth between events is the fluid allocation of :mod:`sim.core.alloc` (compiled
-  kernels): strict priority across levels, max-min fair within a level, recomputed
-  whenever the set of active flows or their levels change.
+  kernels; :mod:`sim.core.heads` when every flow has a rank of its own): strict
+  priority across levels, max-min fair within a level, recomputed whenever the set
+  of active flows or their levels change. The flows in flight live in
+  :class:`sim.core.state.ActiveFlows`, kept sorted by rank between re-plans.
 * Levels come from a policy (:func:`echelon.policies.get_policy`). The policy is
   asked again at *group events* only: when an EchelonFlow releases its first
   flow or finishes its last one (``rerank="flow"`` also re-asks at every flow
@@ -20,7 +22,10 @@ Model
   until the next group event. With ``levels=None`` a flow's rank is its level
   ("ideal ranks"); with ``levels=K`` the ranks go through
   :func:`echelon.quantize.flow_levels` onto the K-1 echelon levels of a K-queue
-  switch, exactly as the data plane would see them.
+  switch, exactly as the data plane would see them. The policy is asked through
+  :class:`sim.core.ranking.Ranker`, which builds its flow table from arrays rather
+  than objects (a coflow trace is one-group jobs of this engine:
+  :mod:`sim.coflow.workload`).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import heapq
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +44,7 @@ from echelon.model import EchelonFlow, FlowKey, IterationPlan
 from echelon.schedule import Network
 from sim.core.alloc import allocate
 from sim.core.config import JobRun, Plannable, SimConfig, SimError, resolve_policy
+from sim.core.ranking import UNRANKED, Ranker
 from sim.core.results import (
     EchelonRecord,
     FlowRecord,
@@ -105,8 +111,9 @@ class Simulator:
         self.now = 0.0
         self.heap: list[tuple[float, int, str, int, str]] = []
         self._seq = 0
-        self.active = ActiveFlows(len(self.capacity))
+        self.active = ActiveFlows(self.capacity, heads=not config.sender_round_robin)
         self.rank = GrowArray(np.int64)
+        self.ranker = Ranker(self.policy, network, self.capacity, config.levels)
         # per-flow registry (global flow ids)
         self.f_key: list[FlowKey] = []
         self.f_ech: list[int] = []
@@ -120,6 +127,7 @@ class Simulator:
         self.e_job: list[int] = []
         self.e_iter: list[int] = []
         self.e_gids: list[list[int]] = []
+        self.e_first: list[int] = []
         self.e_released: list[int] = []
         self.e_left: list[int] = []
         self.e_start: list[float] = []
@@ -159,9 +167,9 @@ class Simulator:
                 if len(self.active):
                     raise SimError("flows are active but none can make progress")
                 break
-            self.active.advance(t - self.now)
+            done = self.active.advance_and_pop(t - self.now, _TIME_EPS)
             self.now = t
-            for gid in self.active.pop_finished(_TIME_EPS):
+            for gid in done:
                 self._flow_done(gid)
             while self.heap and self.heap[0][0] <= self.now:
                 _, _, kind, jidx, task = heapq.heappop(self.heap)
@@ -203,6 +211,7 @@ class Simulator:
                 self._pending,
                 [self.f_path[g] for g in self._pending],
                 [self.f_size[g] for g in self._pending],
+                self.rank.data[self._pending],
             )
             self._pending = []
         wants = self._group_event or (self.cfg.rerank == "flow" and changed)
@@ -220,11 +229,11 @@ class Simulator:
             changed = True
         self._group_event = self._flow_event = False
         if changed and len(self.active):
-            keys = self.rank.data[self.active.gid]
             if self.cfg.sender_round_robin:
-                self.active.rate[:] = self._allocate_round_robin_senders(keys)
+                self.active.compact(force=True)
+                self.active.set_rates(self._allocate_round_robin_senders(self.active.key))
             else:
-                self.active.rate[:] = allocate(self.active.paths, keys, self.capacity)
+                self.active.allocate()
 
     def _allocate_round_robin_senders(self, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         """Strict priority from the first switch on, an equal share of its host's first
@@ -248,36 +257,23 @@ class Simulator:
     def _rerank(self) -> None:
         if not self.alive:
             return
-        echelons = [self.e_obj[e] for e in self.alive]
-        remaining: dict[FlowKey, int] = {}
-        for e in self.alive:
-            for g in self.e_gids[e]:
-                remaining[self.f_key[g]] = math.ceil(self.f_size[g])
-        for g, rem in zip(self.active.gid.tolist(), self.active.rem.tolist(), strict=True):
-            remaining[self.f_key[g]] = max(1, math.ceil(rem))
-        for e in self.alive:
-            for g in self.e_gids[e]:
-                if not math.isnan(self.f_finish[g]):
-                    remaining[self.f_key[g]] = 0
-        told = remaining if self.cfg.policy_sizes == "remaining" else None
-        sched = self.policy.schedule(echelons, self.net, told, self.now)
-        if self.cfg.levels is None:
-            ranks: Mapping[FlowKey, int] = sched.flow_rank
-            sign = 1
-        else:
-            from echelon.quantize import flow_levels
-
-            ranks = flow_levels(sched, echelons, tuple(range(1, self.cfg.levels)))
-            sign = -1  # switch levels: higher is served first
-        data = self.rank.data
-        for e in self.alive:
-            for g in self.e_gids[e]:
-                r = ranks.get(self.f_key[g])
-                data[g] = sign * r if r is not None else np.iinfo(np.int64).max
-                if r is not None and self.cfg.keep_levels:
-                    self._kept[self._slot(g)] = sign * r
-            if self.cfg.levels is not None:
+        alive = list(self.alive)
+        told = self.cfg.policy_sizes == "remaining"
+        if told:  # the bytes in flight as the policy is told them: max(1, ceil(rem))
+            gid, rem = self.active.live()
+            self.ranker.remaining.data[gid] = np.maximum(np.ceil(rem), 1.0)
+        gids, ranks = self.ranker.ranks(
+            [self.e_obj[e] for e in alive], [self.e_first[e] for e in alive], told, self.now
+        )
+        self.rank.data[gids] = ranks
+        if self.cfg.keep_levels:
+            for g, r in zip(gids.tolist(), ranks.tolist(), strict=True):
+                if r != UNRANKED:
+                    self._kept[self._slot(g)] = r
+        if self.cfg.levels is not None:
+            for e in alive:
                 self._count_updates(e)
+        self.active.rekey(self.rank.data)
         self.result.n_reranks += 1
 
     def _count_updates(self, e: int) -> None:
@@ -320,11 +316,9 @@ class Simulator:
             self.e_released.append(0)
             self.e_left.append(len(ef.flows))
             self.e_start.append(math.nan)
-            gids = []
-            for f in ef.flows:
-                g = self._new_flow(ef, e, f.index, f.src, f.dst, f.size)
-                key_gid[(ef.name, f.index)] = g
-                gids.append(g)
+            self.e_first.append(len(self.f_key))
+            gids = self._new_flows(ef, e)
+            key_gid.update(zip(self.f_key[self.e_first[e] :], gids, strict=True))
             self.e_gids.append(gids)
             new_flows += gids
         job.flows_left = len(new_flows)
@@ -345,18 +339,28 @@ class Simulator:
             self._try_start(job, host)
         self._maybe_end_iteration(job)
 
-    def _new_flow(self, ef: EchelonFlow, e: int, idx: int, src: str, dst: str, size: int) -> int:
-        g = len(self.f_key)
-        self.f_key.append((ef.name, idx))
-        self.f_ech.append(e)
-        self.f_size.append(self.cfg.wire_bytes(size))
-        self.f_path.append(self._path(src, dst))
-        self.f_release.append(math.nan)
-        self.f_finish.append(math.nan)
-        self.f_consumers.append([])
+    def _new_flows(self, ef: EchelonFlow, e: int) -> list[int]:
+        """Register the group's flows (consecutive ids, in flow order); returns the ids."""
+        g0 = len(self.f_key)
+        n = len(ef.flows)
+        keys = [(ef.name, f.index) for f in ef.flows]
+        sizes = [self.cfg.wire_bytes(f.size) for f in ef.flows]
+        paths = [self._path(f.src, f.dst) for f in ef.flows]
+        self.f_key += keys
+        self.f_ech += [e] * n
+        self.f_size += sizes
+        self.f_path += paths
+        self.ranker.add(keys, ef.flows, paths, sizes)
+        self.f_release += [math.nan] * n
+        self.f_finish += [math.nan] * n
+        self.f_consumers += [[] for _ in range(n)]
         # lowest until a re-plan ranks it; ``keep_levels``: its slot's last level
-        self.rank.append(self._kept.get(self._slot(g), np.iinfo(np.int64).max))
-        return g
+        if self._kept:
+            for g in range(g0, g0 + n):
+                self.rank.append(self._kept.get(self._slot(g), UNRANKED))
+        else:
+            self.rank.extend(np.full(n, UNRANKED, dtype=np.int64))
+        return list(range(g0, g0 + n))
 
     def _slot(self, g: int) -> tuple[str, str, int]:
         """(job, group, flow index): what keeps one entry on the switch across iterations."""
@@ -417,20 +421,23 @@ class Simulator:
 
     def _flow_done(self, g: int) -> None:
         self.f_finish[g] = self.now
+        self.ranker.remaining.data[g] = 0.0
         self._flow_event = True
         e = self.f_ech[g]
         job = self.jobs[self.e_job[e]]
-        touched = set()
-        for tid in self.f_consumers[g]:
-            job.deps[tid] -= 1
-            touched.add(job.task_host[tid])
-        for h in touched:
-            self._try_start(job, h)
+        if self.f_consumers[g]:
+            touched = set()
+            for tid in self.f_consumers[g]:
+                job.deps[tid] -= 1
+                touched.add(job.task_host[tid])
+            for h in touched:
+                self._try_start(job, h)
         self.e_left[e] -= 1
         job.flows_left -= 1
         if self.e_left[e] == 0:
             self._echelon_done(e)
-        self._maybe_end_iteration(job)
+        if not job.flows_left:
+            self._maybe_end_iteration(job)
 
     def _echelon_done(self, e: int) -> None:
         from echelon.model import completion_time, lateness

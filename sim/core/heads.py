@@ -34,12 +34,12 @@ from numba import njit  # type: ignore[import-untyped]
 
 @njit(cache=True)  # type: ignore[misc]
 def build_heads(
-    paths: Any, dead: Any, ports: int, nxt: Any, hpos: Any, hu: Any, hd: Any, tail: Any
+    paths: Any, dead: Any, links: int, nxt: Any, hpos: Any, hu: Any, hd: Any, tail: Any
 ) -> int:  # pragma: no cover - compiled
     """Pair heads of rank-sorted flows, in rank order: ``hpos[:h]`` their positions,
     ``hu``/``hd`` their two links; ``nxt[i]`` is the next live flow of ``i``'s pair
-    (-1: none). A flow's path is (uplink ``u`` < ``ports``, downlink ``ports + d``).
-    ``tail`` is scratch of ``ports**2`` entries, all -1 on entry and on return.
+    (-1: none). A flow's path is two link ids below ``links``.
+    ``tail`` is scratch of ``links**2`` entries, all -1 on entry and on return.
     Returns ``h``."""
     n = paths.shape[0]
     h = 0
@@ -47,7 +47,7 @@ def build_heads(
         nxt[i] = -1
         if dead[i]:
             continue
-        p = paths[i, 0] * ports + paths[i, 1] - ports
+        p = paths[i, 0] * links + paths[i, 1]
         t = tail[p]
         if t < 0:
             hpos[h] = i
@@ -59,7 +59,7 @@ def build_heads(
         tail[p] = i
     for i in range(n):
         if not dead[i]:
-            tail[paths[i, 0] * ports + paths[i, 1] - ports] = -1
+            tail[paths[i, 0] * links + paths[i, 1]] = -1
     return h
 
 

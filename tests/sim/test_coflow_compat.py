@@ -16,8 +16,8 @@ from bench.coflow import spearman, tile
 from echelon.errors import SpecError
 from sim.cli import main
 from sim.coflow.compat import CompatOptions, JavaRandom, simulate_compat
-from sim.coflow.engine import CoflowSimulator
 from sim.coflow.trace import MB, flow_arrays, parse_coflow_trace
+from sim.coflow.workload import simulate_coflows
 
 PORT = 2**27
 
@@ -45,7 +45,7 @@ def test_fair_share_is_min_of_equal_splits_not_max_min() -> None:
     lines = ["x 0 3 0 1 3 1 2:3", "z 0 1 1 1 3:1"]
     assert _ccts(lines, "fair") == {"x": 24.0, "z": 16.0}
     tr = parse_coflow_trace("4 2\n" + "\n".join(lines) + "\n")
-    ours = CoflowSimulator(flow_arrays(tr), "fair", PORT).run()
+    ours = simulate_coflows(flow_arrays(tr), "fair", PORT)
     assert ours.cct.tolist() == pytest.approx([3 * MB / PORT, MB / (PORT * 2 / 3)])
 
 

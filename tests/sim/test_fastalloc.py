@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-import sim.core.engine
+import sim.core.state
 from sim.core import alloc as fastalloc
 from sim.core.config import SimConfig
 from sim.core.engine import Simulator
+from sim.core.ranking import UNRANKED
+from sim.core.state import ActiveFlows
 from sim.topology import hosts_of, make_network
 from sim.workloads import generate_mix
 from tests.sim import numpy_alloc as alloc
@@ -49,18 +51,33 @@ def test_sorted_entry_point_needs_no_sort() -> None:
     assert fastalloc.allocate_sorted(paths, keys, cap).tolist() == [2.0, 0.0, 0.0]
 
 
-def test_advance_and_pop_compacts_in_order() -> None:
+def test_advance_and_mark_marks_the_finished_in_place() -> None:
     gid = np.array([5, 6, 7, 8], dtype=np.int64)
     rem = np.array([1.0, 4.0, 2.0, 8.0])
     rate = np.array([1.0, 1.0, 2.0, 1.0])
-    paths = np.array([[0, 1], [1, 2], [2, 3], [3, 0]], dtype=np.int64)
-    key = np.array([0, 1, 2, 3], dtype=np.int64)
+    dead = np.zeros(4, dtype=np.bool_)
     done = np.empty(4, dtype=np.int64)
-    w, nd = fastalloc.advance_and_pop(gid, rem, rate, paths, key, 1.0, 1e-9, done)
-    assert (w, nd) == (2, 2) and done[:nd].tolist() == [5, 7]
-    assert gid[:w].tolist() == [6, 8] and rem[:w].tolist() == [3.0, 7.0]
-    assert paths[:w].tolist() == [[1, 2], [3, 0]] and key[:w].tolist() == [1, 3]
-    assert fastalloc.time_to_next(rem[:w], rate[:w]) == 3.0
+    nd = fastalloc.advance_and_mark(gid, rem, rate, dead, 1.0, 1e-9, done)
+    assert nd == 2 and done[:nd].tolist() == [5, 7]
+    assert dead.tolist() == [True, False, True, False] and rem[[1, 3]].tolist() == [3.0, 7.0]
+    assert rate.tolist() == [0.0, 1.0, 0.0, 1.0]
+    assert fastalloc.time_to_next(rem, rate) == 3.0
+
+
+def _oracle_live(
+    paths: np.ndarray,
+    keys: np.ndarray,
+    cap: np.ndarray,
+    dead: np.ndarray,
+    rem: np.ndarray,
+    rates: np.ndarray,
+) -> float:
+    """``allocate_live`` done by the numpy oracle on the live flows."""
+    live = ~dead
+    rates[:] = 0.0
+    rates[live] = alloc.allocate(paths[live], keys[live], cap)
+    moving = rates > 0
+    return float((rem[moving] / rates[moving]).min()) if moving.any() else float("inf")
 
 
 @pytest.mark.parametrize(
@@ -78,7 +95,8 @@ def test_engine_results_do_not_depend_on_the_allocator(
     runs = [j.to_run(hosts_of(net)) for j in jobs]
     cfg = SimConfig(policy=policy, levels=levels)
     new = Simulator(net, runs, cfg).run()
-    monkeypatch.setattr(sim.core.engine, "allocate", alloc.allocate)
+    monkeypatch.setattr(sim.core.state, "allocate_live", _oracle_live)
+    monkeypatch.setattr(sim.core.state, "_MAX_PAIRS", 0)  # no pair-head kernels either
     old = Simulator(net, runs, cfg).run()
     assert new.n_events == old.n_events and len(new.flows) == len(old.flows)
     np.testing.assert_allclose(
@@ -87,3 +105,27 @@ def test_engine_results_do_not_depend_on_the_allocator(
     np.testing.assert_allclose(
         [i.end for i in new.iterations], [i.end for i in old.iterations], rtol=1e-9
     )
+
+
+def test_a_level_of_one_live_flow_is_served_as_a_lone_flow() -> None:
+    """Finished flows left in the arrays must not change the rates: the level {a (dead),
+    b} is b alone, which leaves link 1 its 1e-12 (the filling would round it to 0)."""
+    cap = np.array([1.0, 1.0 + 1e-12])
+    paths = np.array([[0, 1], [0, 1], [1, 2]], dtype=np.int64)
+    keys = np.array([0, 0, 1], dtype=np.int64)
+    dead = np.array([True, False, False])
+    rates = np.zeros(3)
+    fastalloc.allocate_live(paths, keys, cap, dead, np.ones(3), rates)
+    compacted = fastalloc.allocate(paths[1:], keys[1:], cap)
+    assert rates.tolist() == [0.0, *compacted.tolist()] and rates[2] > 0.0
+
+
+def test_active_flows_serve_a_new_ranked_flow_before_an_unranked_one() -> None:
+    """Keys span int64 (unranked = its max, switch levels negative): order by comparing."""
+    act = ActiveFlows(np.array([1.0, 1.0]))
+    act.add([0], [(0, 1)], [5.0], np.array([UNRANKED], dtype=np.int64))
+    act.allocate()
+    assert act.rate.tolist() == [1.0]
+    act.add([1], [(0, 1)], [5.0], np.array([-7], dtype=np.int64))
+    act.allocate()
+    assert dict(zip(act.gid.tolist(), act.rate.tolist(), strict=True)) == {0: 0.0, 1: 1.0}

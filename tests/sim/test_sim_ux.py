@@ -175,8 +175,8 @@ def test_describe_network_uses_make_network_defaults() -> None:
 def test_coflow_trace_run_shows_progress_and_a_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from sim.coflow.engine import CoflowSimulator
     from sim.coflow.trace import flow_arrays, load_coflow_trace
+    from sim.coflow.workload import simulate_coflows
     from tests.sim.test_coflow_trace import SMALL
 
     path = tmp_path / "t.txt"
@@ -187,8 +187,8 @@ def test_coflow_trace_run_shows_progress_and_a_table(
     assert re.search(r"^coflow completion mean / p50 / p95 +[\d.]+ ms / ", cap.out, re.M)
     fa = flow_arrays(load_coflow_trace(path))
     calls: list[tuple[int, int, float]] = []
-    watched = CoflowSimulator(fa, "varys", 2**27).run(progress=lambda *a: calls.append(a))
-    plain = CoflowSimulator(fa, "varys", 2**27).run()
+    watched = simulate_coflows(fa, "varys", 2**27, progress=lambda *a: calls.append(a))
+    plain = simulate_coflows(fa, "varys", 2**27)
     assert calls[-1][:2] == (3, 3)
     assert calls[-1][2] == pytest.approx(float(watched.finish.max()))
     assert watched.finish.tolist() == plain.finish.tolist()

@@ -1,16 +1,19 @@
-"""The coflow-trace engine: hand-checked cases, and agreement with the general engine."""
+"""A coflow trace on the fluid engine: hand-checked cases, the array-built policy
+table against the policy protocol, the pair-head kernels against the general allocator."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pytest
 
-from echelon.model import EchelonFlow, IterationPlan
-from sim.coflow.engine import CoflowSimulator, PortFabric, arrangement
+import sim.core.heads
+import sim.core.state
+from echelon.policies import get_policy
+from echelon.schedule import Schedule
 from sim.coflow.trace import MB, CoflowTrace, flow_arrays, parse_coflow_trace
-from sim.core.config import JobRun, SimConfig
-from sim.core.engine import Simulator
-from tests.sim.conftest import PlanJob
+from sim.coflow.workload import arrangement, simulate_coflows
 
 B = float(MB)  # port speed: one MB per second, so times are in MB
 
@@ -19,9 +22,21 @@ def _trace(lines: list[str], ports: int = 4) -> CoflowTrace:
     return parse_coflow_trace(f"{ports} {len(lines)}\n" + "\n".join(lines) + "\n")
 
 
-def _cct(tr: CoflowTrace, policy: str, **kw: object) -> dict[str, float]:
-    res = CoflowSimulator(flow_arrays(tr), policy, B, **kw).run()  # type: ignore[arg-type]
+def _cct(tr: CoflowTrace, policy: str) -> dict[str, float]:
+    res = simulate_coflows(flow_arrays(tr), policy, B)
     return dict(zip(res.names, res.cct.tolist(), strict=True))
+
+
+class ProtocolOnly:
+    """A policy seen only through the ``Policy`` protocol (``schedule()``), so the
+    engine cannot build its flow table from arrays and must hand it objects."""
+
+    def __init__(self, name: str) -> None:
+        self._inner = get_policy(name)
+        self.name = name
+
+    def schedule(self, *args: Any, **kwargs: Any) -> Schedule:
+        return self._inner.schedule(*args, **kwargs)
 
 
 def test_one_flow_takes_size_over_port_speed() -> None:
@@ -80,36 +95,24 @@ def _random_trace(seed: int, ports: int = 6, n: int = 12) -> CoflowTrace:
 @pytest.mark.parametrize("model", ["coflow", "reducers-in-order"])
 def test_table_fast_path_equals_the_policy_protocol(policy: str, model: str) -> None:
     fa = flow_arrays(_random_trace(1))
-    fast = CoflowSimulator(fa, policy, B, model=model).run()
-    slow = CoflowSimulator(fa, policy, B, model=model, use_table=False).run()
-    assert fast.n_events == slow.n_events
-    np.testing.assert_allclose(fast.finish, slow.finish, rtol=1e-12)
+    fast = simulate_coflows(fa, policy, B, model=model)
+    slow = simulate_coflows(fa, ProtocolOnly(policy), B, model=model)
+    assert fast.n_events == slow.n_events and fast.n_reranks == slow.n_reranks > 0
+    np.testing.assert_array_equal(fast.finish, slow.finish)
 
 
-@pytest.mark.parametrize("policy", ["fair", "fifo", "varys", "sincronia", "echelon"])
-def test_agrees_with_the_general_engine(policy: str) -> None:
-    """Each coflow as a one-EchelonFlow job of the general engine gives the same CCTs."""
+@pytest.mark.parametrize("policy", ["echelon", "varys", "fifo"])
+def test_levels_fast_path_equals_the_policy_protocol(policy: str) -> None:
     fa = flow_arrays(_random_trace(2))
-    sim = CoflowSimulator(fa, policy, B)
-    ours = sim.run()
-    runs = []
-    for c, name in enumerate(fa.names):
-        ef = sim.echelon(c)
-
-        def make(i: int, t0: float, ef: EchelonFlow = ef) -> IterationPlan:
-            return IterationPlan(ef.job, i, (ef,), (), {})
-
-        runs.append(JobRun(PlanJob(name, make), float(fa.arrival[c])))
-    res = Simulator(PortFabric(fa.ports, B), runs, SimConfig(policy=policy)).run()
-    finish = {r.name: r.finish for r in res.echelons}
-    theirs = np.array([finish[n] for n in fa.names])
-    # sizes are rounded up to whole bytes for EchelonFlow objects: ~1e-6 s here
-    np.testing.assert_allclose(ours.finish, theirs, atol=1e-5)
+    fast = simulate_coflows(fa, policy, B, levels=4, rerank="flow")
+    slow = simulate_coflows(fa, ProtocolOnly(policy), B, levels=4, rerank="flow")
+    assert fast.n_events == slow.n_events
+    np.testing.assert_array_equal(fast.finish, slow.finish)
 
 
 def test_k_queue_levels_run_through_the_quantiser() -> None:
     fa = flow_arrays(_random_trace(3))
-    res = CoflowSimulator(fa, "echelon", B, levels=8).run()
+    res = simulate_coflows(fa, "echelon", B, levels=8)
     assert np.all(np.isfinite(res.finish)) and np.all(res.cct > 0)
     # the total work is conserved: the last finish is no earlier than the bytes allow
     assert res.finish.max() >= fa.size.sum() / (B * fa.ports) - 1e-9
@@ -137,13 +140,23 @@ def test_pair_heads_equal_the_general_allocator(policy: str, seed: int) -> None:
     coflows in flight happen to have distinct ranks, e.g. one flow left); the finish
     times must be those of the general allocator bit for bit."""
     fa = flow_arrays(_shared_pairs_trace(seed))
-    fast_sim = CoflowSimulator(fa, policy, B)
-    fast = fast_sim.run()
-    slow = CoflowSimulator(fa, policy, B, pair_heads=False).run()
+    calls: list[int] = []
+    heads = sim.core.heads.allocate_heads
+
+    def counted(*args: Any) -> int:
+        calls.append(1)
+        return int(heads(*args))
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sim.core.state, "allocate_heads", counted)
+        fast = simulate_coflows(fa, policy, B)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sim.core.state, "_MAX_PAIRS", 0)  # no pair heads
+        slow = simulate_coflows(fa, policy, B)
     assert fast.n_events == slow.n_events
     np.testing.assert_array_equal(fast.finish, slow.finish)
     if policy == "fifo":  # arrivals are distinct, so fifo's ranks are: the heads ran
-        assert fast_sim.n_reranks and fast_sim._heads_ok
+        assert calls
 
 
 def test_pair_heads_serve_the_first_flow_of_a_pair_then_its_successor() -> None:

@@ -1,0 +1,198 @@
+"""The policy's ranks for the flows of the live groups, asked from the engine's arrays.
+
+A :class:`echelon.policies.table.TablePolicy` decides on a
+:class:`~echelon.policies.table.FlowTable`; its ``schedule()`` builds that table by
+walking EchelonFlow objects and a dict of remaining bytes, which on a coflow trace
+(~50k flows in flight, a re-plan at every coflow arrival and completion) was over
+90 % of a run. Here the per-flow columns are appended once, when a flow is created,
+and a re-plan slices them: the table is the one ``build_table`` would give (same
+rows, same order), built in numpy. Ranks come back as an array in row order. Any
+other :class:`echelon.schedule.Policy` is asked through ``schedule()``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+import numpy.typing as npt
+
+from echelon.errors import SpecError
+from echelon.model import EchelonFlow, Flow, FlowKey
+from echelon.policies.baselines import FifoPolicy
+from echelon.policies.table import FlowTable, TablePolicy
+from echelon.schedule import Network, Policy, Schedule
+from sim.core.state import GrowArray
+
+Ints = npt.NDArray[np.int64]
+Floats = npt.NDArray[np.float64]
+
+#: Rank of a flow the policy left out: served last.
+UNRANKED = int(np.iinfo(np.int64).max)
+
+
+class Ranker:
+    """Per-flow columns of every flow created so far (global flow ids), and the
+    policy call on the live groups' rows."""
+
+    def __init__(
+        self, policy: Policy, network: Network, capacity: Floats, levels: int | None
+    ) -> None:
+        self.policy = policy
+        self.net = network
+        self.cap = capacity
+        self.levels = levels
+        self.table_policy = isinstance(policy, TablePolicy)
+        # the per-flow baselines' decide() is a dict of their rank(): take the array itself
+        # (building and reading back a dict of every flow in flight cost ~15 s of fifo's
+        # run on the FB2010 coflow trace)
+        self._per_flow = getattr(type(policy), "decide", None) is FifoPolicy.decide
+        self.keys: list[FlowKey] = []
+        self.index = GrowArray(np.int64)
+        self.offset = GrowArray(np.float64)
+        self.slack = GrowArray(np.float64)
+        self.size = GrowArray(np.float64)  # the Flow's size (what "registered" tells)
+        self.path = GrowArray(np.int64)  # row of ``paths``
+        #: bytes still to send as last seen: ceil(wire bytes) until it is sent,
+        #: ``max(1, ceil(rem))`` in flight (refreshed at each call), 0 once done
+        self.remaining = GrowArray(np.float64)
+        self.paths: list[tuple[int, ...]] = []
+        self._path_rows: dict[tuple[int, ...], int] = {}
+        self._matrix: Ints = np.zeros((0, 1), dtype=np.int64)
+
+    def add(
+        self,
+        keys: Sequence[FlowKey],
+        flows: Sequence[Flow],
+        paths: Sequence[tuple[int, ...]],
+        wire_bytes: Sequence[float],
+    ) -> None:
+        """Columns of new flows (the next ids, in order)."""
+        rows = self._path_rows
+        for p in paths:
+            if p not in rows:
+                rows[p] = len(self.paths)
+                self.paths.append(p)
+        n = len(flows)
+        self.keys += keys
+        self.index.extend(np.fromiter((f.index for f in flows), dtype=np.int64, count=n))
+        self.offset.extend(np.fromiter((f.offset for f in flows), dtype=np.float64, count=n))
+        self.slack.extend(np.fromiter((f.slack for f in flows), dtype=np.float64, count=n))
+        self.size.extend(np.fromiter((f.size for f in flows), dtype=np.float64, count=n))
+        self.path.extend(np.fromiter((rows[p] for p in paths), dtype=np.int64, count=n))
+        self.remaining.extend(np.ceil(np.asarray(wire_bytes, dtype=np.float64)))
+
+    def _path_matrix(self) -> Ints:
+        if self._matrix.shape[0] < len(self.paths):
+            width = max(1, *(len(p) for p in self.paths))
+            m = np.full((len(self.paths), width), -1, dtype=np.int64)
+            for i, p in enumerate(self.paths):
+                m[i, : len(p)] = p
+            self._matrix = m
+        return self._matrix
+
+    def table(
+        self, groups: Sequence[EchelonFlow], first: Sequence[int], told: bool
+    ) -> tuple[FlowTable, Ints]:
+        """The FlowTable of ``groups`` (group ``i``'s flows have ids from ``first[i]``),
+        as ``build_table`` gives it; ``told``: remaining bytes, else registered sizes.
+        Returns the table and its rows' flow ids."""
+        names = [ef.name for ef in groups]
+        if len(set(names)) != len(names):
+            dup = next(n for i, n in enumerate(names) if n in names[:i])
+            raise SpecError(f"{dup}.name", "two active EchelonFlows share this name")
+        counts, gids = _flow_ids(groups, first)
+        keys = list(
+            itertools.chain.from_iterable(
+                self.keys[a : a + len(ef.flows)] for a, ef in zip(first, groups, strict=True)
+            )
+        )
+        name_rank = np.empty(len(names), dtype=np.int64)
+        name_rank[np.argsort(np.array(names, dtype=object), kind="stable")] = np.arange(len(names))
+        hops = self._path_matrix()[self.path.data[gids]]
+        if hops.shape[1] and bool(hops[:, -1].min(initial=0) >= 0):  # no padding: every row
+            inc_flow = np.repeat(np.arange(len(gids), dtype=np.int64), hops.shape[1])
+            inc_link = hops.ravel()
+        else:
+            inc_flow, hop = np.nonzero(hops >= 0)
+            inc_link = hops[inc_flow, hop]
+        rem = (self.remaining if told else self.size).data[gids]
+        _jobs, job = np.unique(
+            np.array([ef.job for ef in groups], dtype=object), return_inverse=True
+        )
+        t = FlowTable(
+            keys=keys,
+            names=names,
+            weight=np.array([ef.weight for ef in groups], dtype=np.float64),
+            t_ref=np.array([ef.t_ref for ef in groups], dtype=np.float64),
+            name_rank=name_rank,
+            ech=np.repeat(np.arange(len(groups), dtype=np.int64), counts),
+            index=self.index.data[gids],
+            offset=self.offset.data[gids],
+            slack=self.slack.data[gids],
+            remaining=np.maximum(rem, 0.0),
+            inc_flow=inc_flow.astype(np.int64, copy=False),
+            inc_link=inc_link.astype(np.int64, copy=False),
+            cap=self.cap.copy(),
+            job=job.astype(np.int64).reshape(len(groups)),
+        )
+        return t, gids
+
+    def ranks(
+        self,
+        groups: Sequence[EchelonFlow],
+        first: Sequence[int],
+        told: bool,
+        now: float,
+    ) -> tuple[Ints, Ints]:
+        """``(flow ids, ranks)`` of every flow of ``groups``: the policy's ranks, or with
+        ``levels`` the negated echelon levels (higher level: served first); flows the
+        policy left out get :data:`UNRANKED`."""
+        if self.table_policy:
+            assert isinstance(self.policy, TablePolicy)
+            t, gids = self.table(groups, first, told)
+            if self.levels is None and self._per_flow:
+                return gids, self.policy.rank(t)  # type: ignore[attr-defined]
+            sched = self.policy.decide(t, now)
+            keys = t.keys
+            if self.levels is not None:
+                done = t.remaining <= 0
+                if done.any():  # as TablePolicy.schedule: the quantiser skips finished flows
+                    live = frozenset(k for k, d in zip(keys, done.tolist(), strict=True) if not d)
+                    sched = replace(sched, live=live)
+        else:
+            _counts, gids = _flow_ids(groups, first)
+            keys = [self.keys[g] for g in gids.tolist()]
+            rem = self.remaining.data[gids].astype(np.int64).tolist()
+            remaining = dict(zip(keys, rem, strict=True)) if told else None
+            sched = self.policy.schedule(groups, self.net, remaining, now)
+        if self.levels is None:
+            return gids, _ranks_in_order(sched, keys)
+        from echelon.quantize import flow_levels
+
+        lv = flow_levels(sched, groups, tuple(range(1, self.levels)))
+        return gids, np.array([-lv[k] if k in lv else UNRANKED for k in keys], dtype=np.int64)
+
+
+def _flow_ids(groups: Sequence[EchelonFlow], first: Sequence[int]) -> tuple[Ints, Ints]:
+    """Flows per group, and the ids of all their flows (a group's ids are consecutive)."""
+    counts = np.fromiter((len(ef.flows) for ef in groups), dtype=np.int64, count=len(groups))
+    starts = np.cumsum(counts) - counts
+    gids = np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(
+        np.asarray(first, dtype=np.int64) - starts, counts
+    )
+    return counts, gids
+
+
+def _ranks_in_order(sched: Schedule, keys: list[FlowKey]) -> Ints:
+    """The schedule's ranks for ``keys``, in that order (missing flows: served last).
+
+    Policies built on FlowTable return ranks in the table's key order; that is
+    checked (cheaply: same key objects) before the fast read, else keys are looked up.
+    """
+    fr = sched.flow_rank
+    if isinstance(fr, dict) and len(fr) == len(keys) and list(fr) == keys:
+        return np.fromiter(fr.values(), dtype=np.int64, count=len(keys))
+    return np.array([fr.get(k, UNRANKED) for k in keys], dtype=np.int64)
