@@ -13,11 +13,21 @@ without pause, alternating
 Prints the switch's resident memory (VmRSS) and peak (VmHWM) before and after,
 each Read's outcome and time, and the registration latency p50 / p99 / max alone
 and under the Reads. A command, not a test: numbers depend on the machine.
+
+``--packets`` (root: veth pairs and namespaces, as ``bench.softswitch``) measures
+instead whether packets keep flowing while a Read runs: a soft switch with data
+ports on veths (pinned to one CPU), the ten benchmark entries plus 9,990 filler
+entries, and a steady stream of echelon-tagged packets (``--rate`` pkt/s, below
+the loss-free rate) for ``--duration`` s in three phases: alone, while a second
+client sends the hostile Read back to back (refused), and while it sends the
+largest allowed table Read back to back (streamed). Per phase: packets sent,
+received, lost, and one-way latency p50 / p99.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -29,9 +39,13 @@ from typing import Any
 import grpc
 from finsy.proto import p4r
 
+from bench import softswitch as ssb
 from bench.controller import Bench
+from p4client.p4info import P4Info
 from p4client.p4rt import SwitchConnection
 from softswitch.grpc_limits import MAX_READ_ENTITIES
+from targets.process import free_port
+from targets.switch import start_target
 
 
 def mem_mb(pid: int) -> tuple[float, float]:
@@ -50,10 +64,17 @@ def stats(xs: list[float]) -> str:
 
 
 class Reader:
-    """A second P4Runtime client sending the two Reads in turn until stopped."""
+    """A second P4Runtime client sending ``kinds`` of Read in turn until stopped."""
 
-    def __init__(self, addr: str, k: int, election_low: int = 0) -> None:
+    def __init__(
+        self,
+        addr: str,
+        k: int,
+        election_low: int = 0,
+        kinds: tuple[str, ...] = ("hostile", "big"),
+    ) -> None:
         self.addr = addr
+        self.kinds = kinds
         self.election_low = election_low
         self.hostile = p4r.ReadRequest(
             device_id=0, entities=[p4r.Entity(counter_entry=p4r.CounterEntry())] * 1000
@@ -78,11 +99,14 @@ class Reader:
     def _run(self) -> None:
         with SwitchConnection(self.addr, election_id=(0, self.election_low)) as sw:
             while not self._stop.is_set():
-                self.once(sw.stub, "hostile")
-                self.once(sw.stub, "big")
+                for which in self.kinds:
+                    self.once(sw.stub, which)
 
     def start(self) -> None:
+        """Start, and return once the first Read answered (the Reads are going on)."""
         self._thread.start()
+        while self._thread.is_alive() and not any(self.out.values()):
+            time.sleep(0.01)  # poll, bench only
 
     def stop(self) -> None:
         self._stop.set()
@@ -116,8 +140,6 @@ def run(jobs: int, probes: int) -> int:
             alone = probe(bench, "a", probes)
             reader = Reader(f"127.0.0.1:{bench.grpc}", k)
             reader.start()
-            while len(reader.out["big"]) < 1:  # the Reads are going on (poll, bench only)
-                time.sleep(0.01)
             loaded = probe(bench, "b", probes)
             reader.stop()
             rss1 = mem_mb(pid)
@@ -139,14 +161,87 @@ def run(jobs: int, probes: int) -> int:
             bench.close()
 
 
+def run_packets(rate: float, duration: float) -> int:
+    """Packets through the soft switch alone and under each kind of Read (see above)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    switch_cpu, traffic_cpus = cpus[-1], ",".join(str(c) for c in cpus[:-1])
+    info = P4Info.load(ssb.P4INFO)
+    entries = ssb.base_entries(info) + ssb.filler_entries(info)
+    k = max(1, min(1000, MAX_READ_ENTITIES // len(entries)))
+    ssb.teardown_net()
+    target = None
+    try:
+        ssb.setup_net()
+        addr = f"127.0.0.1:{free_port()}"
+        ports = {1: f"{ssb.PREFIX}p1", 2: f"{ssb.PREFIX}p2"}
+        target = start_target("soft", ports, addr, free_port(), cpus=str(switch_cpu))
+        with SwitchConnection(addr, p4info=info) as sw:
+            sw.set_pipeline(info, ssb.BMV2_JSON.read_bytes())
+            sw.write(sw.updates("INSERT", entries), chunk=1000)
+        print(
+            f"soft switch on CPU {switch_cpu}, traffic on {traffic_cpus}; {len(entries)} "
+            f"table entries; big Read = {k} table wildcards; {rate:.0f} pkt/s for {duration} s"
+        )
+        print(
+            "\n| phase | sent | received | lost | p50 µs | p99 µs | Reads (outcome, entities, "
+            "time) |\n|---|---|---|---|---|---|---|"
+        )
+        failed = False
+        phases: list[tuple[str, tuple[str, ...]]] = [
+            ("alone", ()),
+            ("hostile Reads", ("hostile",)),
+            ("big Reads", ("big",)),
+        ]
+        for phase, kinds in phases:
+            reader = Reader(addr, k, kinds=kinds) if kinds else None
+            if reader is not None:
+                reader.start()
+            try:
+                r = ssb.traffic(rate, duration, traffic_cpus)
+            finally:
+                if reader is not None:
+                    reader.stop()
+            reads = "-"
+            if reader is not None:
+                got = reader.out[kinds[0]]
+                codes = sorted({c for c, _, _ in got})
+                reads = (
+                    f"{len(got)} × {codes}, {max(n for _, n, _ in got)}, "
+                    f"{stats([t for _, _, t in got])}"
+                )
+            failed |= bool(r["loss"])
+            print(
+                f"| {phase} | {r['sent']} | {r['received']} | {r['loss']} | {r['p50_us']:.0f} "
+                f"| {r['p99_us']:.0f} | {reads} |"
+            )
+        return 1 if failed else 0
+    finally:
+        if target is not None:
+            target.stop()
+        ssb.teardown_net()
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.read_bound", description=__doc__)
     p.add_argument("--jobs", type=int, default=10, help="jobs registered first")
     p.add_argument("--probes", type=int, default=50, help="registrations timed per phase")
+    p.add_argument(
+        "--packets", action="store_true", help="packet flow during Reads instead (needs root)"
+    )
+    p.add_argument("--rate", type=float, default=3000.0, help="--packets: offered pkt/s")
+    p.add_argument("--duration", type=float, default=4.0, help="--packets: seconds per phase")
     args = p.parse_args(argv)
     if args.jobs < 0 or args.probes < 1:
         print("error: --jobs >= 0, --probes >= 1", file=sys.stderr)
         return 2
+    if args.packets:
+        if args.rate <= 0 or args.duration <= 0:
+            print("error: --rate and --duration must be > 0", file=sys.stderr)
+            return 2
+        if os.geteuid() != 0:
+            print("error: privileges: --packets needs root (netns, raw sockets)", file=sys.stderr)
+            return 2
+        return run_packets(args.rate, args.duration)
     return run(args.jobs, args.probes)
 
 
