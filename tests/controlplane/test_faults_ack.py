@@ -25,6 +25,10 @@ from targets.process import wait_until
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch, running_controller
 
+# Fault injection against in-process switches and a whole controller: not a unit test
+# (make test-fast leaves it out; make test runs it).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def switch() -> Iterator[InProcessSwitch]:

@@ -21,6 +21,10 @@ from controlplane.controller import Controller
 from tests.controlplane.helpers import spec
 from tests.controlplane.inproc import running_controller
 
+# Fault injection against in-process switches and a whole controller: not a unit test
+# (make test-fast leaves it out; make test runs it).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[tuple[TestClient, Controller]]:

@@ -24,6 +24,10 @@ from p4client.p4info import P4Info
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch
 
+# Fault injection against in-process switches and a whole controller: not a unit test
+# (make test-fast leaves it out; make test runs it).
+pytestmark = pytest.mark.slow
+
 
 def filled_db(path: Path, jobs: int = 30) -> Path:
     reg = Registry(path)

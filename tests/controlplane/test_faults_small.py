@@ -16,6 +16,10 @@ from echelon.errors import EchelonError
 from tests.controlplane.helpers import spec, write_topo
 from tests.controlplane.inproc import running_controller
 
+# Fault injection against in-process switches and a whole controller: not a unit test
+# (make test-fast leaves it out; make test runs it).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def ctl(tmp_path: Path) -> Iterator[Controller]:

@@ -21,6 +21,10 @@ from tests.controlplane.helpers import spec, write_topo
 from tests.controlplane.procs import Daemon, free_port, start_softswitch
 from tests.policy_plugin import REFERENCE, install_outside
 
+# Fault injection against in-process switches and a whole controller: not a unit test
+# (make test-fast leaves it out; make test runs it).
+pytestmark = pytest.mark.slow
+
 BIN = Path(sys.executable).parent
 
 
