@@ -8,7 +8,7 @@ write path, turns (old plan, new plan) pairs into the entries that go and come
 each switch's :class:`~controlplane.switchsync.SwitchSync` write that delta ->
 the registry commits. A change is acknowledged only once every switch took it: a
 switch that is down, not primary, not yet in sync or whose agent failed refuses
-the change (:class:`~controlplane.switchsync.SwitchUnavailableError`, HTTP 503
+the change (:class:`~controlplane.syncstatus.SwitchUnavailableError`, HTTP 503
 naming the switch and why) and the switches already written are undone.
 Removals, policy switches and online re-plans (:mod:`controlplane.online`) take
 the same path with their own pairs.
@@ -46,7 +46,8 @@ from controlplane.online import OnlinePlanner, Written, check_mode, freeze_heap
 from controlplane.parsing import ParsedJob, parse_job
 from controlplane.planning import PlanChange, Planner, check_policy
 from controlplane.registry import GroupIds, JobRecord, Registry, RegistryError, UnknownJobError
-from controlplane.switchsync import SwitchSync, SwitchUnavailableError
+from controlplane.switchsync import SwitchSync
+from controlplane.syncstatus import SwitchUnavailableError
 from echelon.errors import SpecError
 from echelon.topology import Topology, TopologyNetwork
 from p4client.codec import encoded

@@ -15,10 +15,8 @@ switch is read and compared with the installed set (cheaply: a fingerprint of th
 raw entries, decoded and diffed only when it changed), so a foreign write, a second
 controller or a lost entry is noticed, logged, counted in ``status`` and repaired.
 
-Writes go phase by phase (see :func:`controlplane.entries.plan_updates`), one
-WriteRequest per phase, because P4Runtime does not order the updates inside one
-request. If a phase fails, every step that did apply is undone in reverse, so a
-refused registration leaves the switch exactly as it was.
+Writes go phase by phase (:mod:`controlplane.phased_writes`); if a phase fails, every
+step that did apply is undone in reverse, so a refused change leaves the switch as it was.
 """
 
 from __future__ import annotations
@@ -27,9 +25,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from finsy.proto import p4r
@@ -42,6 +38,8 @@ from controlplane.entries import (
     plan_delta,
     plan_updates,
 )
+from controlplane.phased_writes import PhaseError, write_phases
+from controlplane.syncstatus import SwitchUnavailableError, SyncStatus, arbitration_refusal
 from echelon.errors import EchelonError
 from echelon.topology import Switch
 from p4client.codec import entry_from_proto
@@ -66,91 +64,6 @@ STALE_RETRIES = 3
 STALE_RETRY_S = 0.1
 #: Per-update codes that mean the switch is not in the state the controller assumed.
 DRIFT_CODES = frozenset({"NOT_FOUND", "ALREADY_EXISTS"})
-#: Arbitration events kept for ``status``.
-ARBITRATION_LOG = 20
-
-
-class SwitchUnavailableError(P4RuntimeError):
-    """A change cannot be acknowledged because ``switch`` cannot take it now (not
-    connected, not in sync, its agent failed): HTTP 503 naming the switch and why."""
-
-    def __init__(self, switch: str, reason: str) -> None:
-        super().__init__("UNAVAILABLE", f"switch {switch}: {reason}")
-        self.message = reason  # the API's detail: "switches.<name>: <reason>"
-        self.field = f"switches.{switch}"
-        self.switch = switch
-        self.reason = reason
-
-
-@dataclass
-class SyncStatus:
-    """Counters and flags ``/status`` reports; "primary" is read live off the connection."""
-
-    connected: bool = False
-    in_sync: bool = False
-    pipeline_cookie: int | None = None
-    pipeline_pushes: int = 0
-    reconciles: int = 0
-    updates_written: int = 0
-    last_error: str | None = None
-    #: the last reconciliation: updates written and seconds spent (read-back + diff + write)
-    last_reconcile_updates: int = 0
-    last_reconcile_s: float = 0.0
-    #: anti-entropy: checks done, times the switch differed from the installed set
-    #: (foreign writes, lost entries, writes of unknown outcome), repairs that succeeded
-    verifications: int = 0
-    #: verifications whose lock-free read overlapped a write and was taken again
-    verify_rereads: int = 0
-    drift_detected: int = 0
-    drift_repairs: int = 0
-    last_drift: str | None = None
-    #: arbitration: times this controller became primary or stopped being primary,
-    #: and the last arbitration updates received
-    arbitration_changes: int = 0
-    #: times the agent's loop failed with an unexpected error and was restarted
-    agent_failures: int = 0
-    arbitration: deque[dict[str, Any]] = field(
-        default_factory=lambda: deque(maxlen=ARBITRATION_LOG)
-    )
-
-
-class PhaseError(Exception):
-    """A phase failed: its error, the steps applied before it and in it, the batch."""
-
-    def __init__(self, error: P4RuntimeError, applied: list[Step], batch: list[Step]) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.applied = applied
-        self.batch = batch
-
-
-def _phases(steps: list[Step]) -> list[list[Step]]:
-    """Split into runs that may share one WriteRequest: a DELETE never shares a
-    request with an INSERT/MODIFY, because a request's updates are unordered."""
-    out: list[list[Step]] = []
-    for s in steps:
-        is_del = s.kind == "DELETE"
-        if out and (out[-1][0].kind == "DELETE") == is_del:
-            out[-1].append(s)
-        else:
-            out.append([s])
-    return out
-
-
-def write_phases(conn: SwitchConnection, steps: list[Step]) -> None:
-    """Write ``steps`` phase by phase (:func:`_phases`); a failed phase raises
-    :class:`PhaseError` with the steps that did apply."""
-    applied: list[Step] = []
-    for batch in _phases(steps):
-        try:
-            conn.write_entries([(s.kind, s.entry) for s in batch])
-        except P4RuntimeWriteError as exc:
-            ok = set(exc.succeeded_indices)
-            done = [s for i, s in enumerate(batch) if i in ok]
-            raise PhaseError(exc, applied + done, batch) from None
-        except P4RuntimeError as exc:
-            raise PhaseError(exc, applied, batch) from None
-        applied += batch
 
 
 class _Unsettled(Exception):
@@ -318,7 +231,7 @@ class SwitchSync:
             # a stream the switch ended because it refused our arbitration stays "not
             # primary" (this callback can run after connect() recorded the refusal);
             # any other break means the switch went away: down, not someone else's
-            self.not_primary = _refusal(conn.stream_error or "")
+            self.not_primary = arbitration_refusal(conn.stream_error or "")
             self._mark_down(conn.stream_error or "stream closed")
             self._wake.set()
 
@@ -377,7 +290,7 @@ class SwitchSync:
             try:
                 conn.connect(self.connect_timeout)
             except P4RuntimeConnectionError:
-                self.not_primary = _refusal(conn.stream_error or "")
+                self.not_primary = arbitration_refusal(conn.stream_error or "")
                 raise
             self.status.connected = True
         conn = self.conn
@@ -665,25 +578,18 @@ class SwitchSync:
         return dict(self._counts())
 
     def status_view(self) -> dict[str, Any]:
-        """The anti-entropy and arbitration part of ``/status``."""
-        st = self.status
+        """The anti-entropy and arbitration part of ``/status``: the counters, and what
+        only the live agent knows (its thread, why it cannot take a change, the primary)."""
         conn = self.conn
         return {
-            "verifications": st.verifications,
-            "verify_rereads": st.verify_rereads,
-            "drift_detected": st.drift_detected,
-            "drift_repairs": st.drift_repairs,
-            "last_drift": st.last_drift,
-            "arbitration_changes": st.arbitration_changes,
+            **self.status.counters_view(),
             "agent_alive": self._thread.is_alive(),
-            "agent_failures": st.agent_failures,
             "unavailable": self.unavailable(),
             "primary_election_id": (
                 list(conn.primary_election_id)
                 if conn is not None and conn.primary_election_id
                 else None
             ),
-            "arbitration": list(st.arbitration),
         }
 
 
@@ -694,11 +600,3 @@ def _digest(parts: list[bytes]) -> bytes:
         h.update(len(part).to_bytes(4, "big"))
         h.update(part)
     return h.digest()
-
-
-def _refusal(why: str) -> str | None:
-    """Why we are not primary, if a stream error is the switch refusing our arbitration
-    (P4Runtime: INVALID_ARGUMENT for an election ID in use, PERMISSION_DENIED for a role)."""
-    if why.startswith(("INVALID_ARGUMENT", "PERMISSION_DENIED")):
-        return f"the switch refused our arbitration: {why}"
-    return None
