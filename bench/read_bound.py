@@ -44,8 +44,11 @@ from bench.controller import Bench
 from p4client.p4info import P4Info
 from p4client.p4rt import SwitchConnection
 from softswitch.grpc_limits import MAX_READ_ENTITIES
-from targets.process import free_port
+from targets.process import free_port, wait_until
 from targets.switch import start_target
+
+#: Seconds the first Read may take to answer before the bench gives up.
+READ_START_TIMEOUT_S = 30.0
 
 
 def mem_mb(pid: int) -> tuple[float, float]:
@@ -105,8 +108,11 @@ class Reader:
     def start(self) -> None:
         """Start, and return once the first Read answered (the Reads are going on)."""
         self._thread.start()
-        while self._thread.is_alive() and not any(self.out.values()):
-            time.sleep(0.01)  # poll, bench only
+        wait_until(
+            lambda: any(self.out.values()) or not self._thread.is_alive(),
+            READ_START_TIMEOUT_S,
+            "the first Read's answer",
+        )
 
     def stop(self) -> None:
         self._stop.set()
