@@ -131,11 +131,13 @@ def arrangement(fa: FlowArrays, model: str, bytes_per_s: float) -> tuple[Floats,
 def coflow_echelons(fa: FlowArrays, model: str, bytes_per_s: float) -> list[EchelonFlow]:
     """Every coflow as an EchelonFlow (sizes rounded up to whole bytes), in trace order."""
     t_ref, offset = arrangement(fa, model, bytes_per_s)
+    # one string per port, shared by all ~700k flows (not two new strings per flow)
+    port = [f"r{p}" for p in range(fa.ports)]
     out = []
     for c, name in enumerate(fa.names):
         lo, hi = int(fa.first[c]), int(fa.first[c] + fa.count[c])
         flows = tuple(
-            Flow(j, f"r{s}", f"r{d}", max(1, math.ceil(z)), o)
+            Flow(j, port[s], port[d], max(1, math.ceil(z)), o)
             for j, (s, d, z, o) in enumerate(
                 zip(
                     fa.src[lo:hi].tolist(),

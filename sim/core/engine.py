@@ -121,7 +121,8 @@ class Simulator:
         self.f_path: list[tuple[int, ...]] = []
         self.f_release: list[float] = []
         self.f_finish: list[float] = []
-        self.f_consumers: list[list[str]] = []
+        #: per flow with consumers, the tasks that wait on it (sparse: most flows have none)
+        self.f_consumers: dict[int, list[str]] = {}
         # per-echelon registry
         self.e_obj: list[EchelonFlow] = []
         self.e_job: list[int] = []
@@ -326,7 +327,7 @@ class Simulator:
             for fk in t.after_flows:
                 if fk not in key_gid:
                     raise SpecError(f"{plan.job}.tasks.{t.id}.after_flows", f"unknown flow {fk}")
-                self.f_consumers[key_gid[fk]].append(t.id)
+                self.f_consumers.setdefault(key_gid[fk], []).append(t.id)
         for fk, tid in plan.producer.items():
             if tid not in ids or fk not in key_gid:
                 raise SpecError(f"{plan.job}.producer", f"bad producer {tid} for {fk}")
@@ -353,7 +354,6 @@ class Simulator:
         self.ranker.add(keys, ef.flows, paths, sizes)
         self.f_release += [math.nan] * n
         self.f_finish += [math.nan] * n
-        self.f_consumers += [[] for _ in range(n)]
         # lowest until a re-plan ranks it; ``keep_levels``: its slot's last level
         if self._kept:
             for g in range(g0, g0 + n):
@@ -425,9 +425,10 @@ class Simulator:
         self._flow_event = True
         e = self.f_ech[g]
         job = self.jobs[self.e_job[e]]
-        if self.f_consumers[g]:
+        consumers = self.f_consumers.pop(g, None)
+        if consumers:
             touched = set()
-            for tid in self.f_consumers[g]:
+            for tid in consumers:
                 job.deps[tid] -= 1
                 touched.add(job.task_host[tid])
             for h in touched:
@@ -485,8 +486,6 @@ class Simulator:
         # Drop references we no longer need so long runs stay small in memory.
         self.e_gids[e] = []
         self._levels_of.pop(e, None)
-        for g in gids:
-            self.f_consumers[g] = []
 
     def _maybe_end_iteration(self, job: _Job) -> None:
         if job.plan is None or job.tasks_left or job.flows_left:
