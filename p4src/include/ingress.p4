@@ -148,11 +148,44 @@ control EchelonIngress(inout headers_t hdr,
     }
 }
 
-/* Nothing to do after the queues: the decision was made at ingress. */
+/* Egress: queue telemetry. The forwarding decision was made at ingress; here
+ * each packet leaving a priority queue records what that queue looked like,
+ * from the switch's queueing metadata (v1model: depths in packets of the
+ * packet's own priority queue, sojourn in microseconds).
+ *
+ * The queue is named by (egress port, priority). v1model has no queue id in
+ * standard_metadata, so the priority is meta.prio, the value ingress copied
+ * to standard_metadata.priority (and so the queue the packet waited in).
+ *
+ * Invariants, per cell port * NUM_PRIORITIES + prio (the controller reads them):
+ *  - queue_depth holds the depth the last departing packet left behind
+ *    (deq_qdepth): 0 once the queue has drained, whatever it held before;
+ *  - queue_depth_max never decreases except when the controller resets it,
+ *    and is at least 1 once any packet left that queue: it is the most
+ *    packets the queue held at one enqueue (enq_qdepth + the packet itself);
+ *  - queue_sojourn_us holds the last departing packet's time in the queue. */
 control EchelonEgress(inout headers_t hdr,
                       inout metadata_t meta,
                       inout standard_metadata_t standard_metadata) {
-    apply { }
+
+    register<bit<32>, bit<32>>(QUEUE_TELEMETRY_CELLS) queue_depth;
+    register<bit<32>, bit<32>>(QUEUE_TELEMETRY_CELLS) queue_depth_max;
+    register<bit<32>, bit<32>>(QUEUE_TELEMETRY_CELLS) queue_sojourn_us;
+
+    apply {
+        if (standard_metadata.egress_port < QUEUE_TELEMETRY_PORTS) {
+            bit<32> cell = ((bit<32>) standard_metadata.egress_port) * NUM_PRIORITIES
+                           + (bit<32>) meta.prio;
+            bit<32> held = ((bit<32>) standard_metadata.enq_qdepth) + 1;
+            bit<32> most;
+            queue_depth_max.read(most, cell);
+            if (held > most) {
+                queue_depth_max.write(cell, held);
+            }
+            queue_depth.write(cell, (bit<32>) standard_metadata.deq_qdepth);
+            queue_sojourn_us.write(cell, standard_metadata.deq_timedelta);
+        }
+    }
 }
 
 #endif
