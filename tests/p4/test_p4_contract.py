@@ -82,9 +82,7 @@ def test_counters_and_class_slots(p4info: p4info_pb2.P4Info) -> None:
 
 def test_queue_telemetry_registers(p4info: p4info_pb2.P4Info) -> None:
     """Three registers, a 32-bit cell per (port, priority): what controlplane/queues.py reads."""
-    got = {
-        r.preamble.name: (r.size, r.type_spec.bitstring.bit.bitwidth) for r in p4info.registers
-    }
+    got = {r.preamble.name: (r.size, r.type_spec.bitstring.bit.bitwidth) for r in p4info.registers}
     assert got == {
         name: (C.QUEUE_TELEMETRY_CELLS, 32)
         for name in (C.REG_QUEUE_DEPTH, C.REG_QUEUE_DEPTH_MAX, C.REG_QUEUE_SOJOURN)
