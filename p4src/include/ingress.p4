@@ -161,8 +161,10 @@ control EchelonIngress(inout headers_t hdr,
  *  - queue_depth holds the depth the last departing packet left behind
  *    (deq_qdepth): 0 once the queue has drained, whatever it held before;
  *  - queue_depth_max never decreases except when the controller resets it,
- *    and is at least 1 once any packet left that queue: it is the most
- *    packets the queue held at one enqueue (enq_qdepth + the packet itself);
+ *    and is at least 1 once any packet left that queue: it is the most packets
+ *    the queue was seen to hold, counting the departing packet itself, at its
+ *    enqueue (enq_qdepth + 1) or just before its dequeue (deq_qdepth + 1). The
+ *    second makes a burst show at its first departure, not only at its last;
  *  - queue_sojourn_us holds the last departing packet's time in the queue. */
 control EchelonEgress(inout headers_t hdr,
                       inout metadata_t meta,
@@ -176,7 +178,11 @@ control EchelonEgress(inout headers_t hdr,
         if (standard_metadata.egress_port < QUEUE_TELEMETRY_PORTS) {
             bit<32> cell = ((bit<32>) standard_metadata.egress_port) * NUM_PRIORITIES
                            + (bit<32>) meta.prio;
-            bit<32> held = ((bit<32>) standard_metadata.enq_qdepth) + 1;
+            bit<32> held = (bit<32>) standard_metadata.enq_qdepth;
+            if (standard_metadata.deq_qdepth > standard_metadata.enq_qdepth) {
+                held = (bit<32>) standard_metadata.deq_qdepth;
+            }
+            held = held + 1;
             bit<32> most;
             queue_depth_max.read(most, cell);
             if (held > most) {

@@ -34,7 +34,8 @@ def cells(p: Pipeline, name: str) -> list[int]:
 
 def test_egress_records_the_queue_it_left(pl: Pipeline) -> None:  # noqa: F811
     """A packet of priority 6 leaving port 2's queue: cell 2 * 8 + 6 gets the depth it
-    left behind, the most it found plus itself, and its sojourn; no other cell moves."""
+    left behind, the most the queue held with it (at enqueue or just before dequeue),
+    and its sojourn; no other cell moves."""
     got = pl.ingress(bytes(echelon_pkt(deadline=500)), 1, now_us=1_000)
     assert got is not None
     port, prio, state = got
@@ -42,13 +43,18 @@ def test_egress_records_the_queue_it_left(pl: Pipeline) -> None:  # noqa: F811
     assert pl.egress(state, port, 1_000, 3, 1_250, 1) is not None
     cell = port * NUM_PRIORITIES + prio
     assert (cells(pl, DEPTH)[cell], cells(pl, MAX)[cell], cells(pl, SOJOURN)[cell]) == (1, 4, 250)
+    # the first of a burst: found the queue empty, left 5 behind: the queue held 6
+    first = pl.ingress(bytes(echelon_pkt(deadline=500)), 1)
+    assert first is not None
+    assert pl.egress(first[2], port, 1_300, 0, 1_400, 5) is not None
+    assert (cells(pl, DEPTH)[cell], cells(pl, MAX)[cell], cells(pl, SOJOURN)[cell]) == (5, 6, 100)
     for name in (DEPTH, MAX, SOJOURN):
         assert sum(cells(pl, name)) == cells(pl, name)[cell]
     # the queue drained: depth 0, the maximum stays, the sojourn is the last packet's
     again = pl.ingress(bytes(echelon_pkt(deadline=500)), 1)
     assert again is not None
     assert pl.egress(again[2], port, 2_000, 0, 2_010, 0) is not None
-    assert (cells(pl, DEPTH)[cell], cells(pl, MAX)[cell], cells(pl, SOJOURN)[cell]) == (0, 4, 10)
+    assert (cells(pl, DEPTH)[cell], cells(pl, MAX)[cell], cells(pl, SOJOURN)[cell]) == (0, 6, 10)
 
 
 def test_idle_queue_metadata_without_a_data_plane(pl: Pipeline) -> None:  # noqa: F811
