@@ -271,13 +271,13 @@ def render_queues(data: StatsView) -> str:
     """Each switch's priority queues that held a packet: the depth the last departing
     packet left, the most held since the last reset, the last packet's wait."""
     rows = [
-        [name, q.port, q.priority, q.depth, q.max_depth, f"{q.sojourn_us / 1000:.1f}"]
+        [name, q.port, q.priority, q.depth, q.max_depth, q.sojourn_us]
         for name, s in data.switches.items()
         for q in s.queues or []
     ]
     if not rows:
         return ""
-    head = ["QUEUES: SWITCH", "PORT", "PRIO", "DEPTH", "MAX DEPTH", "LAST SOJOURN MS"]
+    head = ["QUEUES: SWITCH", "PORT", "PRIO", "DEPTH", "MAX DEPTH", "LAST SOJOURN µS"]
     return table(rows, head)
 
 

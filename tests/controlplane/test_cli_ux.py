@@ -164,13 +164,13 @@ def test_stats_shows_each_priority_queue_and_resets_the_maximum(
     rc, out, err = live.cli(capsys, "stats")
     assert rc == 0 and not err
     (row,) = [line.split() for line in out.splitlines() if line.startswith("s1 ")]
-    assert row == ["s1", "4", "6", "3", "9", "12.5"]
+    assert row == ["s1", "4", "6", "3", "9", "12,500"]
     queues = live.ctl.stats()["switches"]["s1"]["queues"]
     assert queues == [{"port": 4, "priority": 6, "depth": 3, "max_depth": 9, "sojourn_us": 12_500}]
     rc, out, err = live.cli(capsys, "stats", "--reset-max")
     assert rc == 0 and not err
     (row,) = [line.split() for line in out.splitlines() if line.startswith("s1 ")]
-    assert row == ["s1", "4", "6", "3", "0", "12.5"]  # depth and sojourn stay
+    assert row == ["s1", "4", "6", "3", "0", "12,500"]  # depth and sojourn stay
 
 
 def test_stats_warns_when_queues_are_unreadable(
