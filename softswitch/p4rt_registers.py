@@ -23,13 +23,11 @@ from finsy.proto import p4r
 from softswitch.bm.pipeline import Pipeline, RegisterInfo
 from softswitch.bytestrings import decode_bytes, encode_bytes
 from softswitch.errors import InvalidArgument, NotFound
+from softswitch.p4rt_codec import by_id, cell_ranges
 
 
 def register_info(pl: Pipeline, register_id: int) -> RegisterInfo:
-    info = pl.register_infos.get(register_id)
-    if info is None:
-        raise InvalidArgument("register_id", f"unknown register id {register_id}")
-    return info
+    return by_id(pl.register_infos, "register_id", register_id)
 
 
 def register_by_name(pl: Pipeline, name: str) -> RegisterInfo:
@@ -46,17 +44,8 @@ def register_cells(pl: Pipeline, re: p4r.RegisterEntry) -> list[tuple[RegisterIn
         infos = list(pl.register_infos.values())
     else:
         infos = [register_info(pl, re.register_id)]
-    cells: list[tuple[RegisterInfo, range]] = []
-    for info in infos:
-        size = info.register.size
-        if re.HasField("index"):
-            idx = re.index.index
-            if not 0 <= idx < size:
-                raise InvalidArgument(f"{info.name}.index", f"{idx} not in 0..{size - 1}")
-            cells.append((info, range(idx, idx + 1)))
-        else:
-            cells.append((info, range(size)))
-    return cells
+    index = re.index.index if re.HasField("index") else None
+    return cell_ranges(infos, lambda ri: ri.name, lambda ri: ri.register.size, index)
 
 
 def register_entry(info: RegisterInfo, index: int) -> p4r.RegisterEntry:
