@@ -25,8 +25,8 @@ from p4client.bmruntime import RuntimeApiError, RuntimeClient
 from topo import tc
 from topo.net import ShapedPort
 
-#: Seconds between samples.
-INTERVAL_S = 0.1
+#: Seconds between samples (each: one ``tc`` run and one Thrift register read).
+INTERVAL_S = 0.05
 
 
 class QueueSampler:
@@ -43,34 +43,31 @@ class QueueSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="queue-sampler", daemon=True)
 
-    def _switch_depths(self, rt: RuntimeClient) -> dict[int, int]:
-        cells = rt.read_register_all(REG_QUEUE_DEPTH)
+    def _switch_depths(self) -> dict[int, int]:
+        with RuntimeClient(self.thrift_port, timeout=2.0) as rt:
+            cells = rt.read_register_all(REG_QUEUE_DEPTH)
         base = self.port.port * NUM_PRIORITIES
         return {p: cells[base + p] for p in range(NUM_PRIORITIES) if base + p < len(cells)}
 
     def _run(self) -> None:
         t0 = time.monotonic()
-        rt = RuntimeClient(self.thrift_port, timeout=2.0)
-        try:
-            while not self._stop.is_set():
-                start = time.monotonic()
-                try:
-                    text = tc.run_tc(
-                        ["tc", "-s", "qdisc", "show", "dev", self.port.iface], ns=self.port.ns
-                    )
-                    shaper = tc.backlog_by_priority(text, self.port.mode)  # type: ignore[arg-type]
-                    switch = self._switch_depths(rt)
-                except (tc.TcError, RuntimeApiError, OSError) as exc:
-                    if len(self.errors) < 5:
-                        self.errors.append(str(exc))
-                else:
-                    self.t.append(start - t0)
-                    self.bottleneck.append(shaper)
-                    self.switch.append(switch)
-                # a sampling period, not synchronisation: nothing waits on it
-                self._stop.wait(max(0.0, self.interval - (time.monotonic() - start)))
-        finally:
-            rt.close()
+        while not self._stop.is_set():
+            start = time.monotonic()
+            try:
+                text = tc.run_tc(
+                    ["tc", "-s", "qdisc", "show", "dev", self.port.iface], ns=self.port.ns
+                )
+                shaper = tc.backlog_by_priority(text, self.port.mode)  # type: ignore[arg-type]
+                switch = self._switch_depths()
+            except (tc.TcError, RuntimeApiError, OSError, ValueError) as exc:
+                if len(self.errors) < 5:  # a sample lost, not the run: say why, go on
+                    self.errors.append(str(exc))
+            else:
+                self.t.append(start - t0)
+                self.bottleneck.append(shaper)
+                self.switch.append(switch)
+            # a sampling period, not synchronisation: nothing waits on it
+            self._stop.wait(max(0.0, self.interval - (time.monotonic() - start)))
 
     def __enter__(self) -> QueueSampler:
         self._thread.start()
@@ -125,6 +122,9 @@ def plot_queue_depths(results: dict[str, Any], path: Path) -> Any:
                 if key in view["switch"]:
                     ax.plot(view["t"], view["switch"][key], color=colour(prio + 1),
                             lw=1.0, ls=":")  # fmt: skip
+            if not view["t"]:
+                why = "; ".join(view.get("errors", [])[:1]) or "nothing sampled"
+                ax.text(0.5, 0.5, f"no samples: {why}", ha="center", va="center", fontsize=8)
             ax.set_title(f"{pol}: {view['port']}", fontsize=9)
             ax.set_ylabel("packets queued")
             ax.grid(alpha=0.3)

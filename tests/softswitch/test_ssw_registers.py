@@ -34,15 +34,15 @@ def cells(p: Pipeline, name: str) -> list[int]:
 
 def test_egress_records_the_queue_it_left(pl: Pipeline) -> None:  # noqa: F811
     """A packet of priority 6 leaving port 2's queue: cell 2 * 8 + 6 gets the depth it
-    left behind, the most the queue held with it (at enqueue or just before dequeue),
-    and its sojourn; no other cell moves."""
+    left behind, the most the queue held just before one of its departures (deq_qdepth
+    + 1, whatever the queue held at enqueue), and its sojourn; no other cell moves."""
     got = pl.ingress(bytes(echelon_pkt(deadline=500)), 1, now_us=1_000)
     assert got is not None
     port, prio, state = got
     assert (port, prio) == (2, 6)
     assert pl.egress(state, port, 1_000, 3, 1_250, 1) is not None
     cell = port * NUM_PRIORITIES + prio
-    assert (cells(pl, DEPTH)[cell], cells(pl, MAX)[cell], cells(pl, SOJOURN)[cell]) == (1, 4, 250)
+    assert (cells(pl, DEPTH)[cell], cells(pl, MAX)[cell], cells(pl, SOJOURN)[cell]) == (1, 2, 250)
     # the first of a burst: found the queue empty, left 5 behind: the queue held 6
     first = pl.ingress(bytes(echelon_pkt(deadline=500)), 1)
     assert first is not None
