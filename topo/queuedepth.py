@@ -136,8 +136,8 @@ def plot_queue_depths(results: dict[str, Any], path: Path) -> Any:
         grid[0][0].text(0.5, 0.5, "no queue samples", ha="center", va="center")
     fig.suptitle(
         "Who waited where: each priority queue's depth at the bottleneck, per policy\n"
-        "solid: bottleneck port (strict priority, 7 served first); "
-        "dotted: the switch's own egress queue (P4 telemetry registers)",
+        "solid: the bottleneck port's queues (strict priority, 7 served first)\n"
+        "dotted: the switch's own egress queue feeding it (P4 telemetry registers)",
         fontsize=10,
     )
     fig.tight_layout()
