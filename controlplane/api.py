@@ -48,6 +48,7 @@ from controlplane.apimodels import (
     PolicyView,
     ProgressReply,
     ProgressView,
+    QueueResetView,
     Removed,
     StatsView,
     StatusView,
@@ -58,6 +59,7 @@ from controlplane.inflight import ReportBody
 from controlplane.limits import MAX_BODY_BYTES, LimitError, TooLargeError
 from controlplane.parsing import UnknownHostError
 from controlplane.planning import POLICIES
+from controlplane.queues import reset_max
 from controlplane.registry import (
     DuplicateJobError,
     IdsExhaustedError,
@@ -320,15 +322,28 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
     @app.get(
         "/stats",
         dependencies=deps,
-        summary="Per-echelon counters and unprioritized packets by reason",
+        summary="Per-echelon counters, unprioritized packets by reason, live queues",
         response_model=StatsView,
         response_model_exclude_unset=True,
         responses=_err(401),
     )
     def stats() -> Any:
-        """Packets/bytes per registered group summed over the switches; a switch
-        that could not be read appears in ``switches`` with its ``error``."""
+        """Packets/bytes per registered group summed over the switches; per switch,
+        each priority queue that held a packet: depth, maximum depth, last sojourn
+        (``queues``). A switch that could not be read appears with its ``error``."""
         return ctl().stats()
+
+    @app.post(
+        "/stats/queues/reset",
+        dependencies=deps,
+        summary="Zero the maximum queue depths on every switch",
+        response_model=QueueResetView,
+        responses=_err(401),
+    )
+    def reset_queue_max() -> Any:
+        """The maximum depths restart from the next packet out of each queue; a switch
+        that could not be reset is listed in ``errors``."""
+        return reset_max({name: a.switch for name, a in ctl().agents.items()})
 
     @app.get(
         "/status",

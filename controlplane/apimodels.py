@@ -141,11 +141,30 @@ class StatsGroup(Response):
     bytes: int
 
 
+class QueueStat(Response):
+    """One priority queue of one egress port, as the switch's egress last recorded it."""
+
+    port: int
+    priority: int
+    depth: int = Field(description="packets the last departing packet left behind")
+    max_depth: int = Field(description="most packets held at once since the last reset")
+    sojourn_us: int = Field(description="time the last departing packet spent queued")
+
+
 class SwitchStats(Response):
-    """One switch's part of ``/stats``: its counters, or why it gave none."""
+    """One switch's part of ``/stats``: its counters and queues, or why it gave none."""
 
     unprioritized: dict[str, Counter] | None = None
+    queues: list[QueueStat] | None = None
+    queues_error: str | None = None
     error: str | None = None
+
+
+class QueueResetView(Response):
+    """``POST /stats/queues/reset``: the switches whose maximum depths were zeroed."""
+
+    reset: list[str]
+    errors: dict[str, str]
 
 
 class StatsView(Response):

@@ -35,7 +35,8 @@ your own job against a running controller (see README "Your own job"):
   echelon show my-job.yaml --topo topo/star.yaml   # check it, see its levels alone
   echelonctl register --dry-run my-job.yaml        # its levels beside the jobs registered
   echelonctl register my-job.yaml                  # install its priorities
-  echelonctl stats --job my-job --watch 1          # its live counters (Ctrl-C stops)
+  echelonctl stats --job my-job --watch 1          # its live counters and queues (Ctrl-C stops)
+  echelonctl stats --reset-max                     # maximum queue depths from now on
 """
 
 
@@ -81,12 +82,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     s.add_argument("job")
     d = sub.add_parser("remove", help="remove a job")
     d.add_argument("job")
-    st = sub.add_parser("stats", help="per-echelon counters and unprioritized packets by reason")
+    st = sub.add_parser(
+        "stats",
+        help="per-echelon counters, unprioritized packets by reason, each priority queue's "
+        "depth / max depth / last sojourn per switch port",
+    )
     st.add_argument("--job", help="only this job's groups")
     st.add_argument(
         "--watch", type=float, metavar="SECONDS", help="repeat every SECONDS with rates (Ctrl-C)"
     )
     st.add_argument("--count", type=int, default=0, help="with --watch: stop after N samples")
+    st.add_argument("--reset-max", action="store_true", help="zero the maximum queue depths first")
     sub.add_parser("status", help="switches, pipeline, entry counts")
     pol = sub.add_parser(
         "policy", help="show or set the policy (a name from the list, or package.module:Class)"
@@ -211,6 +217,16 @@ def stats_errors(data: StatsView) -> list[str]:
     ]
 
 
+def queue_warnings(data: StatsView) -> list[str]:
+    """One line per switch whose queue registers could not be read (its counters could:
+    a warning, not an error; e.g. a switch without a Thrift runtime port)."""
+    return [
+        f"switch {name}: queue depths unavailable: {s.queues_error}"
+        for name, s in data.switches.items()
+        if s.queues_error is not None
+    ]
+
+
 def render_stats(
     data: StatsView,
     job: str | None = None,
@@ -245,7 +261,24 @@ def render_stats(
     ]
     if len(per) > 1:
         out.append(table(per, ["SWITCH", *(f"{k} PKTS" for k in data.unprioritized)]))
+    queues = render_queues(data)
+    if queues:
+        out.append(queues)
     return "\n\n".join(out)
+
+
+def render_queues(data: StatsView) -> str:
+    """Each switch's priority queues that held a packet: the depth the last departing
+    packet left, the most held since the last reset, the last packet's wait."""
+    rows = [
+        [name, q.port, q.priority, q.depth, q.max_depth, q.sojourn_us]
+        for name, s in data.switches.items()
+        for q in s.queues or []
+    ]
+    if not rows:
+        return ""
+    head = ["QUEUES: SWITCH", "PORT", "PRIO", "DEPTH", "MAX DEPTH", "LAST SOJOURN µS"]
+    return table(rows, head)
 
 
 def render_status(data: StatusView) -> str:
@@ -318,6 +351,10 @@ def stats(args: argparse.Namespace, api: ApiClient) -> int:
     """``stats`` once, or every ``--watch`` seconds with per-group rates."""
     if args.watch is not None and not args.watch > 0:
         raise CliError(f"--watch: must be a positive number of seconds, got {args.watch}")
+    if args.reset_max:
+        reset = api.reset_queue_max()
+        for name, why in reset.errors.items():
+            print(f"error: switch {name}: maximum depths not reset: {why}", file=sys.stderr)
     before: StatsView | None = None
     t_before = 0.0
     samples = 0
@@ -342,6 +379,8 @@ def stats(args: argparse.Namespace, api: ApiClient) -> int:
             print(shown + ("\n" if args.watch is not None else ""), flush=True)
         for e in errors:
             print(f"error: {e}", file=sys.stderr, flush=True)
+        for w in queue_warnings(data) if samples == 0 else ():
+            print(f"warning: {w}", file=sys.stderr, flush=True)
         status = 2 if errors else 0
         samples += 1
         if args.watch is None or (args.count and samples >= args.count):

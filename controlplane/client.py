@@ -24,6 +24,7 @@ from controlplane.apimodels import (
     PolicyView,
     ProgressReply,
     ProgressView,
+    QueueResetView,
     Removed,
     StatsView,
     StatusView,
@@ -152,6 +153,9 @@ class ApiClient:
 
     def stats(self) -> StatsView:
         return self._typed(StatsView, self.call("GET", "/stats"))
+
+    def reset_queue_max(self) -> QueueResetView:
+        return self._typed(QueueResetView, self.call("POST", "/stats/queues/reset"))
 
     def status(self) -> StatusView:
         return self._typed(StatusView, self.call("GET", "/status"))

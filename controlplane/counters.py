@@ -1,5 +1,6 @@
-"""What ``GET /stats`` reports: the switches' echelon counters per registered group and
-the unprioritized packets by reason, read from every in-sync switch. Kept apart from
+"""What ``GET /stats`` reports: the switches' echelon counters per registered group,
+the unprioritized packets by reason and each switch's live queues
+(:mod:`controlplane.queues`), read from every in-sync switch. Kept apart from
 :mod:`controlplane.controller`: it only reads, with no lock held."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from controlplane.entries import GroupPlan
+from controlplane.queues import read_queues
 from controlplane.switchsync import SwitchSync
 from echelon.constants import UNPRIO_COUNT, UNPRIO_NAMES
 
@@ -33,6 +35,10 @@ def read_stats(agents: Mapping[str, SwitchSync], plans: Sequence[GroupPlan]) -> 
             per_switch[name] = {"error": str(exc)}
             continue
         per_switch[name] = {"unprioritized": _unprio_view(spc)}
+        try:
+            per_switch[name]["queues"] = read_queues(a.switch)
+        except Exception as exc:  # counters without queues beat no answer
+            per_switch[name]["queues_error"] = str(exc)
         for p in plans:
             pk, by = ech.get(p.class_id, (0, 0))
             t = totals.setdefault(p.class_id, [0, 0])

@@ -62,6 +62,15 @@ UNPRIO_NAMES: Final = (
 CLASS_ID_BITS: Final = 10
 ECHELON_CLASSES: Final = 1 << CLASS_ID_BITS
 
+#: Queue telemetry registers of the egress (p4src/include/ingress.p4): one cell per
+#: (egress port, priority) at ``port * NUM_PRIORITIES + priority``, ports below
+#: ``QUEUE_TELEMETRY_PORTS``. Depths in packets, sojourn in microseconds.
+QUEUE_TELEMETRY_PORTS: Final = 64
+QUEUE_TELEMETRY_CELLS: Final = QUEUE_TELEMETRY_PORTS * NUM_PRIORITIES
+REG_QUEUE_DEPTH: Final = "EchelonEgress.queue_depth"
+REG_QUEUE_DEPTH_MAX: Final = "EchelonEgress.queue_depth_max"
+REG_QUEUE_SOJOURN: Final = "EchelonEgress.queue_sojourn_us"
+
 
 def dscp_for_priority(prio: int) -> int:
     """DSCP the switch writes for a priority level: class selector CS<prio> (prio << 3)."""

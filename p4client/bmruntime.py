@@ -145,6 +145,9 @@ class RuntimeClient:
         except std.InvalidCounterOperation as exc:
             code = std.CounterOperationErrorCode._VALUES_TO_NAMES.get(exc.code, str(exc.code))
             raise RuntimeApiError(operation, code, f"counter operation refused {args}") from None
+        except std.InvalidRegisterOperation as exc:
+            code = std.RegisterOperationErrorCode._VALUES_TO_NAMES.get(exc.code, str(exc.code))
+            raise RuntimeApiError(operation, code, f"register operation refused {args}") from None
         except TApplicationException as exc:
             raise RuntimeApiError(operation, "APPLICATION", str(exc.message)) from None
         except (TException, OSError) as exc:
@@ -240,6 +243,23 @@ class RuntimeClient:
     def reset_counter(self, name: str) -> None:
         """Zero every index of ``name`` (``counter_reset``)."""
         self._call("counter_reset", self._std.bm_counter_reset_all, CXT, name)
+
+    def read_register(self, name: str, index: int) -> int:
+        """Cell ``name[index]`` (``register_read NAME INDEX``)."""
+        return int(self._call("register_read", self._std.bm_register_read, CXT, name, index))
+
+    def read_register_all(self, name: str) -> list[int]:
+        """Every cell of ``name`` in one call (``register_read NAME``)."""
+        cells = self._call("register_read", self._std.bm_register_read_all, CXT, name)
+        return [int(c) for c in cells]
+
+    def write_register(self, name: str, index: int, value: int) -> None:
+        """Set ``name[index]`` (``register_write``)."""
+        self._call("register_write", self._std.bm_register_write, CXT, name, index, value)
+
+    def reset_register(self, name: str) -> None:
+        """Zero every cell of ``name`` (``register_reset``)."""
+        self._call("register_reset", self._std.bm_register_reset, CXT, name)
 
     def num_entries(self, table: str) -> int:
         return int(self._call("table_num_entries", self._std.bm_mt_get_num_entries, CXT, table))

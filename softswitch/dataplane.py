@@ -2,8 +2,11 @@
 
 One thread owns the hot path. It waits in ``epoll`` on the port sockets (and a
 wake-up pipe), with a timeout set to the next queued departure. On a wake-up it
-drains up to ``BATCH`` frames per readable port through the pipeline into the
-queues, then transmits every due packet, highest priority first. Reading a
+drains up to ``BATCH`` frames per readable port through the ingress pipeline
+into the queues, then runs every due packet, highest priority first, through
+the egress pipeline (with the queueing metadata of the queue it waited in, as
+simple_switch's egress thread) and transmits it. A queued packet keeps the
+pipeline that ran its ingress, so a new config never sees an old state vector. Reading a
 batch before serving means a burst that queued up in the kernel (e.g. while the
 switch was SIGSTOPped) is ordered by priority, like simple_switch, whose ingress
 and egress run in separate threads.
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from echelon.pcap import PcapWriter, pcap_names
-from softswitch.bm.pipeline import Pipeline
+from softswitch.bm.pipeline import PacketState, Pipeline
 from softswitch.errors import UsageError
 from softswitch.queueing import PriorityRateQueues
 
@@ -49,6 +52,10 @@ BATCH = 64
 RCVBUF = 4 << 20
 #: Log level below DEBUG for packet dumps (``-L trace``).
 TRACE = 5
+
+
+#: A queued packet: the pipeline that ran its ingress and its state.
+Queued = tuple[Pipeline, PacketState]
 
 
 @dataclass
@@ -110,7 +117,7 @@ class DataPlane:
     def __init__(
         self,
         ports: dict[int, str],
-        queues: PriorityRateQueues[bytearray],
+        queues: PriorityRateQueues[Queued],
         pcap_dir: str | None = None,
     ) -> None:
         self.queues = queues
@@ -233,8 +240,9 @@ class DataPlane:
             if pipeline is None:
                 stats.no_pipeline += 1
                 continue
+            now = time.monotonic()
             try:
-                result = pipeline.process(data, port)
+                result = pipeline.ingress(data, port, int((now - self.start_time) * 1e6))
             except Exception:
                 stats.errors += 1
                 log.exception("port %d: pipeline failed on a %d-byte frame", port, len(data))
@@ -244,13 +252,13 @@ class DataPlane:
                 if trace:
                     log.debug("port %d: %d bytes dropped by the pipeline", port, len(data))
                 continue
-            egress, prio, frame = result
+            egress, prio, state = result
             if egress not in self.socks:
                 stats.no_such_port += 1
                 if trace:
                     log.debug("port %d: egress port %d does not exist, dropped", port, egress)
                 continue
-            if not queues.push(egress, prio, frame, time.monotonic()):
+            if not queues.push(egress, prio, (pipeline, state), now):
                 stats.queue_drop += 1
                 if prio >= queues.nb_queues:
                     n = queues.stats.dropped_priority
@@ -264,11 +272,25 @@ class DataPlane:
                 elif trace:
                     log.debug("queue %d/%d full, dropped", egress, prio)
             elif trace:
-                log.debug("port %d -> %d prio %d, %d bytes", port, egress, prio, len(frame))
+                log.debug("port %d -> %d prio %d, %d bytes", port, egress, prio, len(data))
         return True
 
     def _transmit(self, now: float) -> None:
-        for port, _prio, frame in self.queues.pop_due(now):
+        """Egress and send every due packet; times in µs since the switch started."""
+        start = self.start_time
+        now_us = int((now - start) * 1e6)
+        for port, _prio, (pipeline, state), enq, enq_depth, deq_depth in self.queues.pop_due(now):
+            try:
+                frame = pipeline.egress(
+                    state, port, int((enq - start) * 1e6), enq_depth, now_us, deq_depth
+                )
+            except Exception:
+                self.stats.errors += 1
+                log.exception("port %d: egress pipeline failed", port)
+                continue
+            if frame is None:
+                self.stats.pipeline_drop += 1
+                continue
             try:
                 self.socks[port].send(frame)
                 self.stats.tx += 1

@@ -164,12 +164,12 @@ def load_p4info(path: str) -> p4info_pb2.P4Info:
 
 def run(opts: Options, stop: threading.Event) -> None:
     """Start everything, serve until ``stop`` is set, then shut down in reverse order."""
-    from softswitch.dataplane import DataPlane
+    from softswitch.dataplane import DataPlane, Queued
     from softswitch.p4rt_server import P4RuntimeService, make_server
     from softswitch.queueing import PriorityRateQueues
     from softswitch.runtime import RuntimeServer
 
-    queues: PriorityRateQueues[bytearray] = PriorityRateQueues(opts.priority_queues)
+    queues: PriorityRateQueues[Queued] = PriorityRateQueues(opts.priority_queues)
     dataplane = DataPlane(opts.ports, queues, opts.pcap)
     runtime: RuntimeServer | None = None
     server = None
@@ -202,6 +202,8 @@ def run(opts: Options, stop: threading.Event) -> None:
             ports=opts.ports,
             device_id=opts.device_id,
         )
+        # get_time_elapsed_us and the timestamps packets carry count from the same start
+        runtime.handler.started = dataplane.start_time
         # Startup objects (protos, grpc, modules) live forever: keep them out of the
         # collector's full passes, which otherwise stall the packet thread.
         gc.collect()

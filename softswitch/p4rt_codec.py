@@ -19,8 +19,9 @@ otherwise is a canonical copy built.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from finsy.proto import p4i as p4info_pb2
 from finsy.proto import p4r
@@ -39,6 +40,8 @@ from softswitch.tables import (
     FieldMatch,
     MatchKey,
 )
+
+T = TypeVar("T")
 
 _ONEOF = {EXACT: "exact", LPM: "lpm", RANGE: "range", TERNARY: "ternary", OPTIONAL: "optional"}
 _MAX_PRIORITY = (1 << 31) - 1
@@ -390,11 +393,33 @@ def table_info(pl: Pipeline, table_id: int) -> TableInfo:
     return info
 
 
-def counter_info(pl: Pipeline, counter_id: int) -> CounterInfo:
-    info = pl.counters.get(counter_id)
+def by_id(infos: Mapping[int, T], field: str, object_id: int) -> T:
+    """The object P4Info id ``object_id`` names, or INVALID_ARGUMENT naming ``field``."""
+    info = infos.get(object_id)
     if info is None:
-        raise InvalidArgument("counter_id", f"unknown counter id {counter_id}")
+        raise InvalidArgument(field, f"unknown {field.removesuffix('_id')} id {object_id}")
     return info
+
+
+def cell_ranges(
+    infos: Iterable[T], name: Callable[[T], str], size: Callable[[T], int], index: int | None
+) -> list[tuple[T, range]]:
+    """Per counter or register, the cells an entry names as a range: ``index``, checked
+    against the size, or (None, an unset index) all of them: a wildcard builds nothing."""
+    cells: list[tuple[T, range]] = []
+    for info in infos:
+        n = size(info)
+        if index is None:
+            cells.append((info, range(n)))
+        elif 0 <= index < n:
+            cells.append((info, range(index, index + 1)))
+        else:
+            raise InvalidArgument(f"{name(info)}.index", f"{index} not in 0..{n - 1}")
+    return cells
+
+
+def counter_info(pl: Pipeline, counter_id: int) -> CounterInfo:
+    return by_id(pl.counters, "counter_id", counter_id)
 
 
 def default_entry(pl: Pipeline, info: TableInfo) -> p4r.TableEntry:
@@ -414,18 +439,10 @@ def default_entry(pl: Pipeline, info: TableInfo) -> p4r.TableEntry:
 
 def counter_cells(pl: Pipeline, ce: p4r.CounterEntry) -> list[tuple[CounterInfo, range]]:
     """The cells a counter entry names, as an index range per counter; id 0 and a
-    missing index are wildcards (a range, so a wildcard builds nothing per cell)."""
+    missing index are wildcards."""
     infos = list(pl.counters.values()) if ce.counter_id == 0 else [counter_info(pl, ce.counter_id)]
-    cells: list[tuple[CounterInfo, range]] = []
-    for ci in infos:
-        if ce.HasField("index"):
-            idx = ce.index.index
-            if not 0 <= idx < ci.counter.size:
-                raise InvalidArgument(f"{ci.name}.index", f"{idx} not in 0..{ci.counter.size - 1}")
-            cells.append((ci, range(idx, idx + 1)))
-        else:
-            cells.append((ci, range(ci.counter.size)))
-    return cells
+    index = ce.index.index if ce.HasField("index") else None
+    return cell_ranges(infos, lambda ci: ci.name, lambda ci: ci.counter.size, index)
 
 
 def counter_entry(ci: CounterInfo, index: int) -> p4r.CounterEntry:

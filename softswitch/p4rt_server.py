@@ -30,8 +30,9 @@ from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError
 
 from softswitch import p4rt_codec as codec
+from softswitch import p4rt_registers as registers
 from softswitch.arbitration import Arbiter, Stream
-from softswitch.bm.pipeline import CounterInfo, Pipeline, TableInfo
+from softswitch.bm.pipeline import Pipeline, TableInfo
 from softswitch.errors import (
     FailedPrecondition,
     InvalidArgument,
@@ -40,14 +41,13 @@ from softswitch.errors import (
     SwitchError,
     Unimplemented,
 )
-from softswitch.grpc_limits import READ_CHUNK_BYTES, WORKERS, ClientBounds, Limits
+from softswitch.grpc_limits import WORKERS, ClientBounds, Limits
+from softswitch.p4rt_read import CounterCells, Part, RegisterCells, chunks
 from softswitch.tables import Table
 
 log = logging.getLogger("softswitch.p4rt")
 
 API_VERSION = "1.4.1"
-#: Entities per ReadResponse at most (and at most READ_CHUNK_BYTES of them).
-READ_CHUNK = 1000
 _CFG = p4r.SetForwardingPipelineConfigRequest
 _GET = p4r.GetForwardingPipelineConfigRequest
 
@@ -274,6 +274,8 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
                 self._write_table(dec, kind, entity.table_entry, touched)
             elif which == "counter_entry":
                 self._write_counter(dec.pipeline, kind, entity.counter_entry)
+            elif which == "register_entry":
+                registers.write_register(dec.pipeline, kind, entity.register_entry)
             elif which is None:
                 raise InvalidArgument("update.entity", "empty entity")
             else:
@@ -345,14 +347,14 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
                             "counters one at a time",
                         )
                     # a repeated entity (1,000 identical wildcards) is walked once
-                    seen: dict[bytes, _Part] = {}
+                    seen: dict[bytes, Part] = {}
                     parts = []
                     for ent in request.entities:
                         key = ent.SerializeToString(deterministic=True)
                         if key not in seen:
                             seen[key] = self._snapshot(pl, ent)
                         parts.append(seen[key])
-                yield from _chunks(parts)
+                yield from chunks(parts)
         except SwitchError as err:
             _abort(context, err)
 
@@ -370,22 +372,26 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         if which == "counter_entry":
             # ranges, one per counter: nothing built per cell
             return sum(len(cells) for _, cells in codec.counter_cells(pl, ent.counter_entry))
+        if which == "register_entry":
+            return sum(len(c) for _, c in registers.register_cells(pl, ent.register_entry))
         return 0  # refused by _snapshot with its reason
 
-    def _snapshot(self, pl: Pipeline, ent: p4r.Entity) -> _Part:
+    def _snapshot(self, pl: Pipeline, ent: p4r.Entity) -> Part:
         """What ``ent`` reads, as references (caller holds the lock)."""
         which = ent.WhichOneof("entity")
         if which == "table_entry":
             return self._read_tables(pl, ent.table_entry)
         if which == "counter_entry":
-            return _CounterCells(codec.counter_cells(pl, ent.counter_entry))
+            return CounterCells(codec.counter_cells(pl, ent.counter_entry))
+        if which == "register_entry":
+            return RegisterCells(registers.register_cells(pl, ent.register_entry))
         if which is None:
             raise InvalidArgument("entity", "empty entity")
         raise InvalidArgument(f"entity.{which}", "the program has no such object")
 
     def _read(self, pl: Pipeline, ent: p4r.Entity) -> list[p4r.Entity]:
         """Every entity ``ent`` reads, built (the Thrift runtime's small reads)."""
-        return [e for chunk in _chunks([self._snapshot(pl, ent)]) for e in chunk.entities]
+        return [e for chunk in chunks([self._snapshot(pl, ent)]) for e in chunk.entities]
 
     def _read_tables(self, pl: Pipeline, te: p4r.TableEntry) -> list[p4r.TableEntry]:
         """The matching entries as stored (the canonical entries reads return)."""
@@ -498,43 +504,6 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
 def _tables(pl: Pipeline, te: p4r.TableEntry) -> list[TableInfo]:
     """The tables a read names (``table_id`` 0: all of them)."""
     return list(pl.tables.values()) if te.table_id == 0 else [codec.table_info(pl, te.table_id)]
-
-
-class _CounterCells(list[tuple[CounterInfo, range]]):
-    """Counter cells to read, as ranges per counter (a wildcard is one range, not
-    1,024 tuples); their values are read when the chunk is built."""
-
-
-_Part = list[p4r.TableEntry] | _CounterCells
-
-
-def _entities(part: _Part) -> Iterator[p4r.Entity]:
-    if isinstance(part, _CounterCells):
-        for ci, cells in part:
-            for i in cells:
-                yield p4r.Entity(counter_entry=codec.counter_entry(ci, i))
-    else:
-        for te in part:
-            yield p4r.Entity(table_entry=te)
-
-
-def _chunks(parts: list[_Part]) -> Iterator[p4r.ReadResponse]:
-    """ReadResponses of at most READ_CHUNK entities and READ_CHUNK_BYTES each, built
-    one at a time as gRPC sends them (at least one response, maybe empty)."""
-    resp = p4r.ReadResponse()
-    size = 0
-    sent = False
-    for part in parts:
-        for ent in _entities(part):
-            n = ent.ByteSize()
-            if resp.entities and (len(resp.entities) >= READ_CHUNK or size + n > READ_CHUNK_BYTES):
-                yield resp
-                sent = True
-                resp, size = p4r.ReadResponse(), 0
-            resp.entities.append(ent)
-            size += n
-    if resp.entities or not sent:
-        yield resp
 
 
 def make_server(service: P4RuntimeService, address: str) -> tuple[grpc.Server, int]:

@@ -12,6 +12,13 @@ among queues whose head is due, the highest priority first (7 before 0). There
 is no port shaper: packets of different queues are only ordered by this rule.
 A packet whose priority is >= nb_queues is dropped, as simple_switch does.
 
+The queue also keeps what simple_switch's queueing metadata reports, for the
+egress pipeline that runs after it: the enqueue time and the depth (packets in
+that port's queue *of that priority*) the packet found at enqueue, and the depth
+it leaves behind at dequeue -- ``enq_timestamp``, ``enq_qdepth``, ``deq_qdepth``
+(``egress_buffers.size(port, priority)`` before the push and after the pop in
+simple_switch 1.15's ``enqueue`` and ``egress_thread``).
+
 The clock is injected (``now`` arguments) so the rules can be tested exactly
 with a fake clock; the data plane passes ``time.monotonic()``.
 """
@@ -36,7 +43,13 @@ class _Queue(Generic[T]):
     delay: float  # seconds between departures; 0 = unlimited
     rate: float
     last: float = float("-inf")
-    items: deque[tuple[float, T]] = field(default_factory=deque)
+    #: (departure, item, enqueue time, depth found at enqueue)
+    items: deque[tuple[float, T, float, int]] = field(default_factory=deque)
+
+
+#: What :meth:`PriorityRateQueues.pop_due` hands the egress side per packet:
+#: (port, priority, item, enqueue time, depth at enqueue, depth left at dequeue).
+Departure = tuple[int, int, T, float, int, int]
 
 
 @dataclass
@@ -90,21 +103,22 @@ class PriorityRateQueues(Generic[T]):
         nxt = q.last + q.delay
         departure = now if now > nxt else nxt
         q.last = departure
-        q.items.append((departure, item))
+        q.items.append((departure, item, now, len(q.items)))
         self.backlog += 1
         self.stats.enqueued += 1
         return True
 
-    def pop_due(self, now: float) -> list[tuple[int, int, T]]:
-        """Every packet due at ``now``, per port highest priority first: (port, prio, item)."""
-        out: list[tuple[int, int, T]] = []
+    def pop_due(self, now: float) -> list[Departure[T]]:
+        """Every packet due at ``now``, per port highest priority first (see ``Departure``)."""
+        out: list[Departure[T]] = []
         if not self.backlog:
             return out
         for port, queues in self.ports.items():
             for prio in range(self.nb_queues - 1, -1, -1):
                 items = queues[prio].items
                 while items and items[0][0] <= now:
-                    out.append((port, prio, items.popleft()[1]))
+                    _due, item, enq_time, enq_depth = items.popleft()
+                    out.append((port, prio, item, enq_time, enq_depth, len(items)))
         self.backlog -= len(out)
         self.stats.dequeued += len(out)
         return out

@@ -43,7 +43,9 @@ from thrift.TMultiplexedProcessor import TMultiplexedProcessor
 from thrift.transport import TSocket, TTransport
 
 from p4client.thrift_decl import PRIORITY_CALLS, I32Result
-from softswitch.errors import SwitchError, UsageError
+from softswitch.bm.pipeline import RegisterInfo
+from softswitch.errors import NotFound, SwitchError, UsageError
+from softswitch.p4rt_registers import register_by_name
 from softswitch.p4rt_server import P4RuntimeService
 from softswitch.queueing import PriorityRateQueues
 
@@ -78,7 +80,7 @@ class RuntimeHandler:
 
     def __init__(
         self,
-        queues: PriorityRateQueues[bytearray],
+        queues: PriorityRateQueues[Any],
         lock: threading.Lock,
         service: P4RuntimeService | None,
         ports: dict[int, str] | None = None,
@@ -290,6 +292,54 @@ class RuntimeHandler:
     ) -> None:
         self._counter_write(self._counter(counter_name, index), value.packets, value.bytes)
 
+    # ------------------------------------------------------------ standard: registers
+    def _register(self, name: str, index: int | None = None) -> RegisterInfo:
+        """Register ``name`` (full name or alias), its ``index`` checked as BMv2 does."""
+        pl = self.service.pipeline if self.service is not None else None
+        try:
+            if pl is None:
+                raise NotFound("register", "no pipeline")
+            info = register_by_name(pl, name)
+        except NotFound:
+            raise std.InvalidRegisterOperation(
+                std.RegisterOperationErrorCode.INVALID_REGISTER_NAME
+            ) from None
+        if index is not None and not 0 <= index < info.register.size:
+            raise std.InvalidRegisterOperation(std.RegisterOperationErrorCode.INVALID_INDEX)
+        return info
+
+    def bm_register_read(self, cxt_id: int, register_array_name: str, idx: int) -> int:
+        return _i64(self._register(register_array_name, idx).register.cells[idx])
+
+    def bm_register_read_all(self, cxt_id: int, register_array_name: str) -> list[int]:
+        return [_i64(c) for c in self._register(register_array_name).register.cells]
+
+    def bm_register_write(
+        self, cxt_id: int, register_array_name: str, index: int, value: int
+    ) -> None:
+        reg = self._register(register_array_name, index).register
+        reg.cells[index] = value & reg.mask
+
+    def bm_register_write_range(
+        self, cxt_id: int, register_array_name: str, start_index: int, end_index: int, value: int
+    ) -> None:
+        """Cells ``start_index <= i < end_index`` (BMv2's ``Context::register_write_range``)."""
+        reg = self._register(register_array_name).register
+        if not 0 <= start_index <= end_index <= reg.size:
+            raise std.InvalidRegisterOperation(std.RegisterOperationErrorCode.INVALID_INDEX)
+        for i in range(start_index, end_index):
+            reg.cells[i] = value & reg.mask
+
+    def bm_register_reset(self, cxt_id: int, register_array_name: str) -> None:
+        reg = self._register(register_array_name).register
+        for i in range(reg.size):
+            reg.cells[i] = 0
+
+
+def _i64(cell: int) -> int:
+    """A cell as Thrift's ``BmRegisterValue`` (i64) carries it: BMv2 reads it as int64_t."""
+    return cell - (1 << 64) if cell >> 63 else cell
+
 
 class _SimpleSwitchProcessor(SimpleSwitch.Processor):  # type: ignore[misc]
     """PyPI's processor plus the per-priority queue calls its bindings lack."""
@@ -368,7 +418,7 @@ class RuntimeServer:
     def __init__(
         self,
         port: int,
-        queues: PriorityRateQueues[bytearray],
+        queues: PriorityRateQueues[Any],
         lock: threading.Lock,
         service: P4RuntimeService | None = None,
         host: str = "127.0.0.1",

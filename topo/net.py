@@ -35,6 +35,7 @@ import logging
 import subprocess
 from collections.abc import Iterator, Mapping
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,19 @@ class NetError(EchelonError):
 def ns_cmd(node: Node) -> list[str]:
     """Prefix that runs a command inside ``node``'s network namespace."""
     return ["mnexec", "-a", str(node.pid)]
+
+
+@dataclass(frozen=True)
+class ShapedPort:
+    """A bottleneck direction: switch ``switch`` sends out of ``port`` towards ``toward``
+    through the strict-priority shaper on ``iface`` (in the wire namespace ``ns``)."""
+
+    switch: str
+    port: int
+    toward: str
+    iface: str
+    ns: tuple[str, ...]
+    mode: str
 
 
 class P4Switch(Switch):  # type: ignore[misc]
@@ -153,6 +167,8 @@ class EchelonNet:
         self.mn: Mininet | None = None
         self.root_intfs: list[str] = []
         self.shaper_mode: str | None = None
+        #: every shaped direction: the switch port feeding it and the shaper's interface
+        self.shaped: list[ShapedPort] = []
         self._wires: list[tuple[Node, Link]] = []
 
     # ------------------------------------------------------------ naming
@@ -281,6 +297,10 @@ class EchelonNet:
                                "dev", out_if, "nud", "permanent"])  # fmt: skip
             rate = lk.bw_mbit or 1000.0
             self.shaper_mode = tc.apply_bottleneck(tc.Bottleneck(out_if, rate), ns=ns)
+            toward = ends[out_if][0]
+            self.shaped.append(
+                ShapedPort(sender, sport, toward, out_if, tuple(ns), self.shaper_mode)
+            )
         for argv in neighbours:
             tc.run_tc(argv, ns=ns)
 

@@ -15,7 +15,9 @@ daemon on it, registers the demo jobs -- paradigm job descriptions, scaled by
 reads back each group's echelon ID, plays the jobs' plans on the hosts once per
 policy (switching the controller's policy between runs; closed loop by default:
 the agents run the compute tasks, see :mod:`hostagent.closedloop`) and writes
-``demo-results.json``, ``demo-finish-times.png``, the logs and a comparison table into
+``demo-results.json``, ``demo-finish-times.png``, ``demo-queue-depths.png`` (each
+priority queue's depth over time at the bottleneck, per policy: :mod:`topo.queuedepth`),
+the logs and a comparison table into
 a fresh ``<out-dir>/<timestamp>/`` (``<out-dir>/latest`` points at it). Jobs whose run
 would take longer than ``--budget`` seconds per policy at their bottleneck are scaled
 down further, and the run says by how much; the agents' timeouts come from the same
@@ -55,7 +57,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -71,6 +73,7 @@ from topo.controller_process import ControllerProcess
 from topo.interactive import CLI_MODES, Ticker, open_cli, resolve_cli, run_with_cli
 from topo.net import EchelonNet
 from topo.portview import PortView
+from topo.queuedepth import QueueSampler, plot_queue_depths
 from topo.report import plot_finish_times, table, verdict
 
 log = logging.getLogger("topo.run")
@@ -340,7 +343,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 t0 = time.monotonic()
                 before = view.poll() if view else {}
                 ticking = view is not None and cli != "during"
-                with Ticker(view, args.port_view if ticking else 0) if view else nullcontext():
+                thrift = {sw.name: sw.thrift_port for sw in net.switches()}
+                samplers = [QueueSampler(sp, thrift[sp.switch]) for sp in net.shaped]
+                with (
+                    Ticker(view, args.port_view if ticking else 0) if view else nullcontext(),
+                    ExitStack() as sampling,
+                ):
+                    for sampler in samplers:
+                        sampling.enter_context(sampler)
 
                     def play_once(policy: str = policy, reports: str | None = reports) -> Any:
                         ctl.set_policy(base_policy(policy))  # fresh plans
@@ -352,6 +362,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
                     report = play_with_retries(play_once, policy, args.retries)
                 report["wall_s"] = time.monotonic() - t0
+                report["queue_depths"] = [sampler.as_json() for sampler in samplers]
                 report["controller_policy"] = ctl.get("/policy")["policy"]  # what it played
                 if online:  # re-plans, updates, reaction times during this run
                     report["online"] = ctl.get("/progress").get("online")
@@ -379,7 +390,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for line in crosscheck.summary(results, out / "demo-results.json"):
             print(line)
         plot_finish_times(results, out / "demo-finish-times.png")
-        print(f"*** wrote {out / 'demo-results.json'} and {out / 'demo-finish-times.png'} "
+        plot_queue_depths(results, out / "demo-queue-depths.png")
+        print(f"*** wrote {out / 'demo-results.json'}, {out / 'demo-finish-times.png'} and "
+              f"{out / 'demo-queue-depths.png'} "
               f"({Path(args.out_dir) / 'latest'} points at {out.name})")  # fmt: skip
         if results["incomplete"]:
             print(f"*** incomplete results for {', '.join(results['incomplete'])}: see the "

@@ -252,3 +252,31 @@ def class_stats(iface: str, ns: Sequence[str] = ()) -> dict[str, tuple[int, int]
             stats[current] = (int(words[1]), int(words[3]))
             current = None
     return stats
+
+
+def leaf_priority(handle: str, mode: Mode) -> int | None:
+    """The switch priority a leaf pfifo of :func:`commands` holds, from its handle
+    (``htb``: ``20+p:``; ``prio-tbf``: ``30+band:``, band 0 = priority 7); None if not one."""
+    try:
+        major = int(handle.rstrip(":"))
+    except ValueError:
+        return None
+    if mode == "htb" and 20 <= major < 20 + NUM_PRIORITIES:
+        return major - 20
+    if mode == "prio-tbf" and 30 <= major < 30 + NUM_PRIORITIES:
+        return NUM_PRIORITIES - 1 - (major - 30)
+    return None
+
+
+def backlog_by_priority(text: str, mode: Mode) -> dict[int, int]:
+    """``{switch priority: packets queued}`` from ``tc -s qdisc show`` of a shaped port."""
+    out: dict[int, int] = {}
+    prio: int | None = None
+    for line in text.splitlines():
+        words = line.split()
+        if words[:1] == ["qdisc"] and len(words) > 2:
+            prio = leaf_priority(words[2], mode)
+        elif words[:1] == ["backlog"] and prio is not None and len(words) > 2:
+            out[prio] = int(words[2].rstrip("p"))
+            prio = None
+    return out

@@ -35,6 +35,14 @@ const bit<32> UNPRIO_DROP_IPV4_VERSION  = 7;  /* IPv4 version field != 4: droppe
 const bit<32> UNPRIO_DROP_IPV4_CHECKSUM = 8;  /* incoming IPv4 header checksum wrong: dropped */
 #define UNPRIO_COUNT 16
 
+/* Queue telemetry (egress): one cell per (egress port, priority) in each of
+ * three registers, at index port * NUM_PRIORITIES + priority. Ports
+ * 0..QUEUE_TELEMETRY_PORTS-1 are recorded; a packet to a higher port is
+ * forwarded but not recorded. Cost: 3 registers x 512 cells x 32 bits = 6 KiB. */
+#define NUM_PRIORITIES          8      /* 1 << width of metadata_t.prio */
+#define QUEUE_TELEMETRY_PORTS   64
+#define QUEUE_TELEMETRY_CELLS   512    /* QUEUE_TELEMETRY_PORTS * NUM_PRIORITIES */
+
 /* Sizes: the controller reads them from the P4Info to detect a full table. */
 /* Per-echelon counter slots: class_id_t (headers.p4) is exactly this wide, so
  * a class_id can never index past the echelon_pkts counter. */

@@ -62,6 +62,7 @@ struct headers_t {
 struct metadata_t {
     class_id_t class_id; /* per-echelon counter slot, set by echelon_classify */
     bit<3>     prio;     /* the decision; copied to standard_metadata.priority */
+    bit<32>    queue_cell; /* egress: this packet's queue in the telemetry registers */
 }
 
 error {

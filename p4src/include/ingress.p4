@@ -144,15 +144,56 @@ control EchelonIngress(inout headers_t hdr,
             }
             standard_metadata.priority = meta.prio;
             hdr.ipv4.dscp = ((bit<6>) meta.prio) << 3;
+            /* The queue this packet will wait in, for the egress telemetry (computed
+             * here once: egress_spec is the egress_port of a unicast packet). */
+            meta.queue_cell = ((bit<32>) standard_metadata.egress_spec) * NUM_PRIORITIES
+                              + (bit<32>) meta.prio;
         }
     }
 }
 
-/* Nothing to do after the queues: the decision was made at ingress. */
+/* Egress: queue telemetry. The forwarding decision was made at ingress; here
+ * each packet leaving a priority queue records what that queue looked like,
+ * from the switch's queueing metadata (v1model: depths in packets of the
+ * packet's own priority queue, sojourn in microseconds).
+ *
+ * The queue is named by (egress port, priority). v1model has no queue id in
+ * standard_metadata, so the priority is meta.prio, the value ingress copied
+ * to standard_metadata.priority (and so the queue the packet waited in);
+ * ingress computes the cell, meta.queue_cell, when it makes that decision.
+ *
+ * Invariants, per cell port * NUM_PRIORITIES + prio (the controller reads them):
+ *  - queue_depth holds the depth the last departing packet left behind
+ *    (deq_qdepth): 0 once the queue has drained, whatever it held before;
+ *  - queue_depth_max never decreases except when the controller resets it,
+ *    and is at least 1 once any packet left that queue: it is the most packets
+ *    the queue held just before one of its departures (deq_qdepth + 1). That
+ *    is the queue's peak: a queue grows only at enqueues and every peak ends
+ *    with a departure, so the first packet out after a burst records it;
+ *  - queue_sojourn_us holds the last departing packet's time in the queue.
+ * Cost per packet: one comparison and one action (3 register writes, 1 read). */
 control EchelonEgress(inout headers_t hdr,
                       inout metadata_t meta,
                       inout standard_metadata_t standard_metadata) {
-    apply { }
+
+    register<bit<32>, bit<32>>(QUEUE_TELEMETRY_CELLS) queue_depth;
+    register<bit<32>, bit<32>>(QUEUE_TELEMETRY_CELLS) queue_depth_max;
+    register<bit<32>, bit<32>>(QUEUE_TELEMETRY_CELLS) queue_sojourn_us;
+
+    action record_queue() {
+        bit<32> held = ((bit<32>) standard_metadata.deq_qdepth) + 1;
+        bit<32> most;
+        queue_depth_max.read(most, meta.queue_cell);
+        queue_depth_max.write(meta.queue_cell, held > most ? held : most);
+        queue_depth.write(meta.queue_cell, (bit<32>) standard_metadata.deq_qdepth);
+        queue_sojourn_us.write(meta.queue_cell, standard_metadata.deq_timedelta);
+    }
+
+    apply {
+        if (standard_metadata.egress_port < QUEUE_TELEMETRY_PORTS) {
+            record_queue();
+        }
+    }
 }
 
 #endif

@@ -191,7 +191,12 @@ def _binary(
         return _const(int(fn(lc, rc)))
     # A field against a constant: the shape of almost every condition and mask.
     if rc is not None and ln.get("type") == "field":
-        slot = lay.field(ln["value"])[0]
+        slot, width = lay.field(ln["value"])
+        full = (1 << width) - 1
+        if fn is operator.and_ and rc & full == full:
+            # p4c's casts (``(bit<32>) f`` is ``f & 0xffffffff``): a field holds only
+            # its width's bits, so masking with all of them is the field itself
+            return lambda v, a: v[slot]
         if fn is operator.eq:
             return lambda v, a: 1 if v[slot] == rc else 0
         if fn is operator.ne:

@@ -15,9 +15,9 @@ instead of packing its fields again, and checksum verification of a raw
 header reads the frame bytes: same result, a fraction of the work.
 
 Anything this layer cannot represent faithfully is refused here, naming it:
-signed or variable-length fields, header unions, and the standard_metadata
-fields whose simple_switch value depends on queueing and clocks (the soft
-switch runs egress before its queues, so it could not give the same values).
+signed or variable-length fields, header unions. The queueing and timestamp
+fields of standard_metadata are ordinary slots the data plane fills (see
+``Pipeline.ingress``/``Pipeline.egress``).
 """
 
 from __future__ import annotations
@@ -27,17 +27,6 @@ from typing import Any
 
 from softswitch.errors import InvalidArgument
 
-#: standard_metadata fields whose simple_switch meaning the soft switch cannot reproduce.
-UNSUPPORTED_STD = frozenset(
-    {
-        "enq_timestamp",
-        "enq_qdepth",
-        "deq_timedelta",
-        "deq_qdepth",
-        "ingress_global_timestamp",
-        "egress_global_timestamp",
-    }
-)
 #: standard_metadata fields a program may read but not write (multicast, cloning).
 READ_ONLY_STD = frozenset({"mcast_grp", "egress_rid", "instance_type"})
 
@@ -97,17 +86,11 @@ class Layout:
             if write:
                 raise InvalidArgument(f"{hname}.$valid$", "assigning validity directly")
             return h.valid, 1
-        if hname == "standard_metadata":
-            if fname in UNSUPPORTED_STD:
-                raise InvalidArgument(
-                    f"standard_metadata.{fname}",
-                    "queueing/timestamp metadata is not supported by the soft switch",
-                )
-            if write and fname in READ_ONLY_STD:
-                raise InvalidArgument(
-                    f"standard_metadata.{fname}",
-                    "multicast/cloning is not supported by the soft switch",
-                )
+        if hname == "standard_metadata" and write and fname in READ_ONLY_STD:
+            raise InvalidArgument(
+                f"standard_metadata.{fname}",
+                "multicast/cloning is not supported by the soft switch",
+            )
         for name, slot, width in h.fields:
             if name == fname:
                 return slot, width

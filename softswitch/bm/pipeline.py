@@ -10,11 +10,12 @@ exist in the JSON with the same key fields, widths and parameters. Anything
 the soft switch does not implement is refused here with INVALID_ARGUMENT
 naming it, never ignored.
 
-:meth:`Pipeline.process` is simple_switch's order for one packet: parser,
-verify checksums, ingress, drop check (``egress_spec == 511``), priority
-taken for the queue, egress with ``egress_port = egress_spec`` (the soft
-switch runs egress before queueing; programs that read queueing metadata are
-refused), drop check, update checksums, deparser.
+simple_switch's order for one packet is split where its queues are:
+:meth:`Pipeline.ingress` (parser, verify checksums, ingress, drop check
+``egress_spec == 511``, priority taken for the queue) runs on arrival;
+:meth:`Pipeline.egress` (queueing metadata, egress, drop check, update
+checksums, deparser) runs when the packet leaves its priority queue, so the
+egress control sees the queue it waited in, as on BMv2.
 """
 
 from __future__ import annotations
@@ -54,6 +55,14 @@ _UNSUPPORTED = (
 )
 
 
+#: A packet between ingress and egress: state vector, frame, parser end offset.
+PacketState = tuple[list[int], bytes, int]
+#: What :meth:`Pipeline.ingress` returns for a packet it did not drop.
+Ingressed = tuple[int, int, PacketState]
+#: v1model's 48-bit global timestamps.
+_TS_MASK = (1 << 48) - 1
+
+
 @dataclass(frozen=True)
 class ActionInfo:
     """An action as P4Info numbers it: param id -> (position in the JSON's runtime_data, width)."""
@@ -85,6 +94,17 @@ class CounterInfo:
     id: int
     name: str
     counter: Counter
+
+
+@dataclass(frozen=True)
+class RegisterInfo:
+    """A P4Info register bound to the JSON's register array (P4Runtime and Thrift reads)."""
+
+    id: int
+    name: str
+    alias: str
+    bitwidth: int
+    register: Register
 
 
 def load_json(device_config: bytes) -> dict[str, Any]:
@@ -153,14 +173,18 @@ class Pipeline:
         self._s_spec = lay.std("egress_spec")
         self._s_eport = lay.std("egress_port")
         self._s_prio = lay.std("priority")
+        self._s_igts = lay.std("ingress_global_timestamp")
+        self._s_egts = lay.std("egress_global_timestamp")
+        self._s_enq_ts = lay.std("enq_timestamp")
+        self._s_enq_depth = lay.std("enq_qdepth")
+        self._s_deq_delta = lay.std("deq_timedelta")
+        self._s_deq_depth = lay.std("deq_qdepth")
         self.actions = self._bind_actions(p4info, j)
         self.tables = self._bind_tables(p4info)
         self.counters = self._bind_counters(p4info, ext)
         self.counter_by_name = {ci.name: ci for ci in self.counters.values()}
         self.registers: dict[str, Register] = ext.registers
-        for r in p4info.registers:
-            if r.preamble.name not in ext.registers:
-                raise InvalidArgument(r.preamble.name, "P4Info register is not in the BMv2 JSON")
+        self.register_infos = self._bind_registers(p4info, ext)
 
     # ------------------------------------------------------------------ binding
     def _bind_actions(self, p4info: p4info_pb2.P4Info, j: dict[str, Any]) -> dict[int, ActionInfo]:
@@ -273,6 +297,22 @@ class Pipeline:
             counters[c.preamble.id] = CounterInfo(c.preamble.id, c.preamble.name, counter)
         return counters
 
+    def _bind_registers(self, p4info: p4info_pb2.P4Info, ext: Externs) -> dict[int, RegisterInfo]:
+        infos: dict[int, RegisterInfo] = {}
+        for r in p4info.registers:
+            name = r.preamble.name
+            reg = ext.registers.get(name)
+            if reg is None:
+                raise InvalidArgument(name, "P4Info register is not in the BMv2 JSON")
+            width = r.type_spec.bitstring.bit.bitwidth
+            if r.size != reg.size or width != reg.mask.bit_length():
+                raise InvalidArgument(
+                    f"{name}.size",
+                    f"P4Info {r.size} x {width} bits, JSON {reg.size} x {reg.mask.bit_length()}",
+                )
+            infos[r.preamble.id] = RegisterInfo(r.preamble.id, name, r.preamble.alias, width, reg)
+        return infos
+
     def action_fn(self, info: TableInfo, name: str) -> ActionFn:
         """The compiled action ``name`` as table ``info`` runs it."""
         return info.runtime.action_fn(name)
@@ -281,22 +321,61 @@ class Pipeline:
         return info.runtime.default_args
 
     # ------------------------------------------------------------------ packets
-    def process(self, data: bytes, ingress_port: int) -> tuple[int, int, bytearray] | None:
-        """(egress port, priority, bytes) for a forwarded frame, None if dropped."""
+    def ingress(self, data: bytes, ingress_port: int, now_us: int = 0) -> Ingressed | None:
+        """Parser, verify checksums, ingress: (egress port, priority, state), None if dropped.
+
+        ``now_us`` (µs since the switch started) is ``ingress_global_timestamp``."""
         v = self._initial.copy()
         v[self._s_port] = ingress_port
         v[self._s_len] = len(data)
+        v[self._s_igts] = now_us & _TS_MASK
         pos = self._parser.parse(v, data)
         self._checksums.run_verify(v, data)
         self._controls.ingress(v)
         spec = v[self._s_spec]
         if spec == DROP_PORT:
             return None
-        prio = v[self._s_prio]
-        v[self._s_eport] = spec
+        return spec, v[self._s_prio], (v, data, pos)
+
+    def egress(
+        self,
+        state: PacketState,
+        port: int,
+        enq_us: int = 0,
+        enq_depth: int = 0,
+        deq_us: int = 0,
+        deq_depth: int = 0,
+    ) -> bytearray | None:
+        """Egress of a dequeued packet, then update checksums and deparse; None if dropped.
+
+        Sets what simple_switch's ``enqueue``/``egress_thread`` set: the queueing
+        metadata (``enq_timestamp``, ``enq_qdepth``, ``deq_timedelta``,
+        ``deq_qdepth``; µs and packets of the packet's own priority queue),
+        ``egress_global_timestamp``, ``egress_port``, and ``egress_spec`` reset to
+        ``drop_port + 1`` (0 in 9 bits) so only an egress ``mark_to_drop`` drops."""
+        v, data, pos = state
+        v[self._s_enq_ts] = enq_us & 0xFFFFFFFF
+        v[self._s_enq_depth] = enq_depth & 0x7FFFF
+        v[self._s_deq_delta] = (deq_us - enq_us) & 0xFFFFFFFF
+        v[self._s_deq_depth] = deq_depth & 0x7FFFF
+        v[self._s_egts] = deq_us & _TS_MASK
+        v[self._s_eport] = port
+        v[self._s_spec] = (DROP_PORT + 1) & 0x1FF
         v[0] = 0
         self._controls.egress(v)
         if v[self._s_spec] == DROP_PORT:
             return None
         self._checksums.run_update(v, data)
-        return spec, prio, self._deparser.deparse(v, data, pos)
+        return self._deparser.deparse(v, data, pos)
+
+    def process(self, data: bytes, ingress_port: int) -> tuple[int, int, bytearray] | None:
+        """(egress port, priority, bytes) of a frame through an idle queue; None if dropped.
+
+        Ingress then egress at once, with the queueing metadata of an empty queue:
+        what tests and the per-packet cost benchmark run without a data plane."""
+        result = self.ingress(data, ingress_port)
+        if result is None:
+            return None
+        spec, prio, state = result
+        frame = self.egress(state, spec)
+        return None if frame is None else (spec, prio, frame)

@@ -8,6 +8,7 @@ servicer (validation, arbitration, per-update errors) the switch process runs.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from echelon.topology import load
 from p4client.p4info import P4Info
 from softswitch.bm.pipeline import Pipeline
 from softswitch.p4rt_server import P4RuntimeService, make_server
+from softswitch.queueing import PriorityRateQueues
+from softswitch.runtime import RuntimeServer
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, write_topo
 
 
@@ -40,13 +43,20 @@ class CountingService(P4RuntimeService):
 
 
 class InProcessSwitch:
-    """A :class:`CountingService` served on ``127.0.0.1:<free port>``; ``stop()`` ends
-    every stream, as a switch going away does."""
+    """A :class:`CountingService` served on ``127.0.0.1:<free port>``, and BMv2's Thrift
+    runtime services on another (``thrift_port``: register reads for the queue view);
+    ``stop()`` ends every stream, as a switch going away does."""
 
     def __init__(self) -> None:
         self.service = CountingService()
         self.server, self.port = make_server(self.service, "127.0.0.1:0")
         self.server.start()
+        self.runtime = RuntimeServer(0, PriorityRateQueues(8), threading.Lock(), self.service)
+        self.runtime.start()
+
+    @property
+    def thrift_port(self) -> int:
+        return self.runtime.port
 
     @property
     def addr(self) -> str:
@@ -58,13 +68,14 @@ class InProcessSwitch:
 
     def stop(self) -> None:
         self.server.stop(grace=0).wait(5)
+        self.runtime.stop()
 
 
 @contextlib.contextmanager
 def running_controller(tmp_path: Path) -> Iterator[Controller]:
     """A started controller on one in-process switch, in sync; both stopped on exit."""
     srv = InProcessSwitch()
-    topo = load(write_topo(tmp_path / "t.yaml", [srv.addr]))
+    topo = load(write_topo(tmp_path / "t.yaml", [srv.addr], [srv.thrift_port]))
     c = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"), DEVICE_CONFIG)
     c.start()
     try:

@@ -18,7 +18,14 @@ from controlplane.api import make_app
 from controlplane.apimodels import StatsView
 from controlplane.controller import Controller
 from controlplane.registry import Registry
+from echelon.constants import (
+    NUM_PRIORITIES,
+    REG_QUEUE_DEPTH,
+    REG_QUEUE_DEPTH_MAX,
+    REG_QUEUE_SOJOURN,
+)
 from echelon.topology import load
+from p4client.bmruntime import RuntimeClient
 from p4client.p4info import P4Info
 from targets.process import free_port, wait_until
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
@@ -42,7 +49,7 @@ class Live:
 @pytest.fixture
 def live(tmp_path: Path) -> Iterator[Live]:
     srv = InProcessSwitch()
-    topo = load(write_topo(tmp_path / "t.yaml", [srv.addr]))
+    topo = load(write_topo(tmp_path / "t.yaml", [srv.addr], [srv.thrift_port]))
     ctl = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"), DEVICE_CONFIG)
     ctl.start()
     try:
@@ -141,6 +148,49 @@ def test_per_job_live_counters(live: Live, capsys: pytest.CaptureFixture[str]) -
     assert rc == 2 and "'nope' is not registered" in err and "'a'" in err
     rc, _, err = live.cli(capsys, "stats", "--watch", "0")
     assert rc == 2 and "--watch" in err
+
+
+def test_stats_shows_each_priority_queue_and_resets_the_maximum(
+    live: Live, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The queue view is what the switch's telemetry registers hold (written here as the
+    egress would: port 4, priority 6 -> cell 4 * 8 + 6), read over its Thrift port."""
+    assert live.srv is not None
+    cell = 4 * NUM_PRIORITIES + 6
+    with RuntimeClient(live.srv.thrift_port) as rt:
+        rt.write_register(REG_QUEUE_DEPTH, cell, 3)
+        rt.write_register(REG_QUEUE_DEPTH_MAX, cell, 9)
+        rt.write_register(REG_QUEUE_SOJOURN, cell, 12_500)
+    rc, out, err = live.cli(capsys, "stats")
+    assert rc == 0 and not err
+    (row,) = [line.split() for line in out.splitlines() if line.startswith("s1 ")]
+    assert row == ["s1", "4", "6", "3", "9", "12,500"]
+    queues = live.ctl.stats()["switches"]["s1"]["queues"]
+    assert queues == [{"port": 4, "priority": 6, "depth": 3, "max_depth": 9, "sojourn_us": 12_500}]
+    rc, out, err = live.cli(capsys, "stats", "--reset-max")
+    assert rc == 0 and not err
+    (row,) = [line.split() for line in out.splitlines() if line.startswith("s1 ")]
+    assert row == ["s1", "4", "6", "3", "0", "12,500"]  # depth and sojourn stay
+
+
+def test_stats_warns_when_queues_are_unreadable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A switch whose Thrift port does not answer: counters shown, queues a warning."""
+    srv = InProcessSwitch()
+    topo = load(write_topo(tmp_path / "t.yaml", [srv.addr]))  # a closed Thrift port
+    ctl = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"), DEVICE_CONFIG)
+    ctl.start()
+    try:
+        assert ctl.wait_in_sync(10.0)
+        with serving(make_app(ctl)) as url:
+            rc = cli.main(["--api", url, "stats"])
+        out, err = capsys.readouterr()
+        assert rc == 0 and "PACKETS" in out
+        assert err.startswith("warning: switch s1: queue depths unavailable"), err
+    finally:
+        ctl.stop()
+        srv.stop()
 
 
 def test_register_prints_unit_warnings(

@@ -80,6 +80,15 @@ def test_counters_and_class_slots(p4info: p4info_pb2.P4Info) -> None:
     assert len(C.UNPRIO_NAMES) <= C.UNPRIO_COUNT
 
 
+def test_queue_telemetry_registers(p4info: p4info_pb2.P4Info) -> None:
+    """Three registers, a 32-bit cell per (port, priority): what controlplane/queues.py reads."""
+    got = {r.preamble.name: (r.size, r.type_spec.bitstring.bit.bitwidth) for r in p4info.registers}
+    assert got == {
+        name: (C.QUEUE_TELEMETRY_CELLS, 32)
+        for name in (C.REG_QUEUE_DEPTH, C.REG_QUEUE_DEPTH_MAX, C.REG_QUEUE_SOJOURN)
+    }
+
+
 def test_parser_constants_match_python(program: dict[str, Any]) -> None:
     udp = _state(program, "parse_udp")
     assert int(udp["transitions"][0]["value"], 16) == C.ECHELON_UDP_PORT

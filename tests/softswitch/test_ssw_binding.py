@@ -150,18 +150,6 @@ def _signed(j: dict[str, Any]) -> None:
     j["header_types"][2]["fields"][0][2] = True
 
 
-def _qdepth(j: dict[str, Any]) -> None:
-    cond = j["pipelines"][0]["conditionals"][0]
-    cond["expression"] = {
-        "type": "expression",
-        "value": {
-            "op": "==",
-            "left": {"type": "field", "value": ["standard_metadata", "enq_qdepth"]},
-            "right": {"type": "hexstr", "value": "0x0"},
-        },
-    }
-
-
 def _crc32(j: dict[str, Any]) -> None:
     j["calculations"][0]["algo"] = "crc32"
 
@@ -189,7 +177,6 @@ def _direct_counter(j: dict[str, Any]) -> None:
         (_clone, "clone_ingress_pkt_to_egress"),
         (_meter, "meter_arrays"),
         (_signed, "signed"),
-        (_qdepth, "standard_metadata.enq_qdepth"),
         (_crc32, "crc32"),
         (_operator, "two_comp_mod"),
         (_union, "header unions"),

@@ -125,7 +125,7 @@ def test_read_wildcards(primed: Client, names: Names) -> None:
         primed.read(p4r.TableEntry(table_id=77))
     assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     with pytest.raises(grpc.RpcError) as exc:
-        primed.read(p4r.Entity(register_entry=p4r.RegisterEntry()))
+        primed.read(p4r.Entity(register_entry=p4r.RegisterEntry(register_id=77)))
     assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 

@@ -205,6 +205,34 @@ def test_simple_switch_cli_drives_it(rig: Rig, binary: str, tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("binary", CLIS)
+def test_register_commands_as_bmv2(rig: Rig, binary: str, tmp_path: Path) -> None:
+    """simple_switch_CLI's ``register_write``, ``register_read`` (one cell, all) and
+    ``register_reset`` on the program's cells; names and indices checked as BMv2 does."""
+    program(rig, bmv2_json(tmp_path).read_bytes())
+    name = "EchelonEgress.queue_depth_max"
+    out = cli(
+        binary,
+        rig.thrift,
+        f"register_write {name} 9 4294967297\nregister_write {name} 2 5\n"
+        f"register_write {name} 3 5\nregister_read {name} 9\n",
+    )
+    assert f"{name}[9]= 1" in out  # truncated to the register's 32 bits, as BMv2 does
+    cells = rig.service.pipeline.registers[name].cells if rig.service.pipeline else []
+    assert cells[:5] == [0, 0, 5, 5, 0] and cells[9] == 1
+    with RuntimeClient(rig.thrift) as rt:
+        assert rt.read_register(name, 3) == 5
+        assert rt.read_register_all(name)[:10] == cells[:10]
+        rt.write_register(name, 511, 8)
+        assert cells[511] == 8
+        for bad, code in (("no.such", "INVALID_REGISTER_NAME"), (name, "INVALID_INDEX")):
+            with pytest.raises(RuntimeApiError) as exc:
+                rt.read_register(bad, 512)
+            assert exc.value.code == code
+        rt.reset_register(name)
+    assert not any(cells)
+
+
+@pytest.mark.parametrize("binary", CLIS)
 def test_show_ports_and_switch_info_answer_as_bmv2(rig: Rig, binary: str) -> None:
     """simple_switch_CLI's management commands: each data port with its interface and the
     kernel's state (``lo`` is up, a missing interface down), and the device's identity."""
