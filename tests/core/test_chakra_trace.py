@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from echelon.chakra.trace import NodeType, TraceError, decode, read_trace
+from sim.eval.chakra import TRACE
 from tests.core.chakra_traces import COLL, COMP, RECV, SEND, encode, node, write
 
-SHIPPED = Path("/work/shared/traces/chakra")
-DDP = SHIPPED / "pytorch-ddp-rank0.et"
+DDP = TRACE
+SHIPPED = DDP.parent
 needs_traces = pytest.mark.skipif(not DDP.exists(), reason="shared Chakra traces not present")
 
 
