@@ -11,12 +11,8 @@ import yaml
 
 from controlplane.controller import Controller
 from controlplane.entries import T_CLASSIFY, T_DEADLINE, T_IDS
-from controlplane.registry import Registry
 from echelon.cli import main
-from echelon.topology import load
-from p4client.p4info import P4Info
-from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, write_topo
-from tests.controlplane.inproc import InProcessSwitch
+from tests.controlplane.inproc import InProcessSwitch, controller_and_switches
 from tests.controlplane.test_controller_inproc import by_table, read_back
 from tests.core.test_chakra_convert import _ddp_like
 from tests.core.test_chakra_trace import DDP
@@ -26,17 +22,8 @@ HOSTS = "h1,h2,h3,h4"
 
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[tuple[Controller, list[InProcessSwitch]]]:
-    servers = [InProcessSwitch(), InProcessSwitch()]
-    topo = load(write_topo(tmp_path / "t.yaml", [s.addr for s in servers]))
-    ctl = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"), DEVICE_CONFIG)
-    ctl.start()
-    try:
-        assert ctl.wait_in_sync(10.0)
-        yield ctl, servers
-    finally:
-        ctl.stop()
-        for s in servers:
-            s.stop()
+    with controller_and_switches(tmp_path, 2) as pair:
+        yield pair
 
 
 def _job_file(trace: Path, out: Path) -> dict[str, object]:
