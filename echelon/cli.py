@@ -7,7 +7,8 @@
     echelon job --model gpt2-xl|gpt3-2.7b|resnet50|CONFIG.json --tp N --pp N --dp N
                 --hosts h1,h2,... [--paradigm P] [--micro-batches M] [--batch B]
                 [--name JOB] [-o FILE]      # write a job description from a model
-    echelon job --chakra TRACE.et|RANK_DIR --hosts h1,h2,... [--name JOB] [-o FILE]
+    echelon job --chakra TRACE.et|RANK_DIR --hosts h1,h2,... [--group-by consumer|op]
+                [--name JOB] [-o FILE]
                                     # ... or from a Chakra execution trace (docs/chakra.md)
     echelon list                    # paradigms and policies
 
@@ -139,7 +140,7 @@ def job_text(args: argparse.Namespace) -> str:
     if bool(args.model) == bool(args.chakra):
         raise SpecError("--model", "give either --model or --chakra")
     if args.chakra:
-        data = job_from_path(args.chakra, hosts, args.name or "")
+        data = job_from_path(args.chakra, hosts, args.name or "", args.group_by)
         load_job(data)  # a converter bug must not reach a file
         return f"# echelon job --chakra {args.chakra} (docs/chakra.md)\n" + yaml.safe_dump(
             data, sort_keys=False, default_flow_style=None, width=100
@@ -249,6 +250,12 @@ def _parser() -> argparse.ArgumentParser:
         "--chakra",
         help="a Chakra execution trace: one rank's .et file (SPMD on every host) or a "
         "directory of <name>.<rank>.et files, one host per rank",
+    )
+    j.add_argument(
+        "--group-by",
+        choices=("consumer", "op"),
+        default="consumer",
+        help="--chakra: one EchelonFlow per consuming computation (default) or per operation",
     )
     j.add_argument("--hosts", required=True, help="comma-separated hosts, one worker each")
     j.add_argument("--tp", type=int, default=1, help="tensor-parallel degree")

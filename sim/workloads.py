@@ -103,7 +103,12 @@ class TraceJob:
 
 
 def chakra_job(
-    path: str, hosts: Sequence[str], spmd_hosts: int = 4, iterations: int = 3, arrival: float = 0.0
+    path: str,
+    hosts: Sequence[str],
+    spmd_hosts: int = 4,
+    iterations: int = 3,
+    arrival: float = 0.0,
+    group_by: str = "consumer",
 ) -> TraceJob:
     """The job of a Chakra execution trace (:mod:`echelon.chakra.convert`) on the first
     hosts: one per rank of a rank directory, ``spmd_hosts`` for a one-rank (SPMD) trace."""
@@ -114,7 +119,7 @@ def chakra_job(
     n = len(trace.ranks) if len(trace.ranks) > 1 else spmd_hosts
     if n > len(hosts):
         raise SpecError("chakra", f"the trace needs {n} hosts, the network has {len(hosts)}")
-    return TraceJob(job_from_trace(trace, list(hosts)[:n]), arrival, iterations)
+    return TraceJob(job_from_trace(trace, list(hosts)[:n], group_by=group_by), arrival, iterations)
 
 
 def job_demand(description: Mapping[str, Any]) -> tuple[float, float]:

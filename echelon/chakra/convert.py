@@ -21,7 +21,8 @@ The mapping, per rank (docs/chakra.md has the worked example):
 * **Steps.** The stream is cut at every release and every wait into steps
   (``compute_s`` = the sum of their kernels' ``duration_micros``); ``after`` and
   ``before`` of each operation name steps.
-* **Groups.** Operations consumed by one computation form one EchelonFlow: the
+* **Groups** (``group_by="consumer"``, the default; ``"op"``: one per operation).
+  Operations consumed by one computation form one EchelonFlow: the
   *phase* of a step is the number of releases before it on its rank, and the
   operations whose first waiting step lies in the same phase (the same stretch
   of compute between two releases) share a group. Operations nobody waits for
@@ -302,8 +303,17 @@ def _p2p(ranks: list[_Rank], base: list[int]) -> list[tuple[tuple[int, int], dic
     return out
 
 
-def job_from_trace(trace: Trace, hosts: Sequence[str], name: str = "") -> dict[str, Any]:
+#: How operations form groups: by the computation that consumes them (the module doc),
+#: or one group per operation (a Coflow per collective, as ``dp_allreduce`` models buckets).
+GROUPINGS = ("consumer", "op")
+
+
+def job_from_trace(
+    trace: Trace, hosts: Sequence[str], name: str = "", group_by: str = "consumer"
+) -> dict[str, Any]:
     """The ``dag`` job description of ``trace`` on ``hosts`` (module doc for the mapping)."""
+    if group_by not in GROUPINGS:
+        raise SpecError("--group-by", f"must be one of {list(GROUPINGS)}, got {group_by!r}")
     hosts = list(hosts)
     if len(trace.ranks) > 1 and len(hosts) != len(trace.ranks):
         raise SpecError(
@@ -322,10 +332,12 @@ def job_from_trace(trace: Trace, hosts: Sequence[str], name: str = "") -> dict[s
         raise TraceError(
             trace.ranks[0].where(), "no communication with a comm_size: nothing to schedule"
         )
+    if group_by == "op":
+        ops = [((2, i), c) for i, (_, c) in enumerate(ops)]
     names: dict[tuple[int, int], str] = {}
     for i, key in enumerate(sorted({k for k, _ in ops})):
         kinds = sorted({_KIND.get(c["op"], c["op"].replace("_", "")) for k, c in ops if k == key})
-        names[key] = f"{'+'.join(kinds)}/{i}" + ("" if key[0] == 0 else "-unwaited")
+        names[key] = f"{'+'.join(kinds)}/{i}" + ("-unwaited" if key[0] == 1 else "")
     comms = [{"group": names[k], **c} for k, c in ops]
     source = Path(trace.source).name
     version = str(trace.ranks[0].metadata.get("schema", trace.ranks[0].version) or "?")
@@ -350,6 +362,8 @@ def _job_name(source: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "-" for c in stem) or "trace"
 
 
-def job_from_path(path: str | Path, hosts: Sequence[str], name: str = "") -> dict[str, Any]:
+def job_from_path(
+    path: str | Path, hosts: Sequence[str], name: str = "", group_by: str = "consumer"
+) -> dict[str, Any]:
     """Read a trace file or directory and convert it (:func:`job_from_trace`)."""
-    return job_from_trace(read_trace(path), hosts, name)
+    return job_from_trace(read_trace(path), hosts, name, group_by)

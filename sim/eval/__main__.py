@@ -344,7 +344,7 @@ def build(
     )
     if chakra.TRACE.exists():  # the shared traces; docs/chakra.md
         w("## 11. A real training job: the Chakra DDP trace among modelled jobs\n")
-        w(chakra.section(chakra.run()))
+        w(chakra.section(chakra.run_all()))
     step(6, f"writing {doc}")
     doc.parent.mkdir(parents=True, exist_ok=True)
     if rows_path is not None:

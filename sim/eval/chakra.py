@@ -4,9 +4,11 @@ The job of the shipped PyTorch DDP trace (``echelon job --chakra``, SPMD on four
 hosts: 1,209 kernels in 13 steps, five bucket all-reduces of 8-31 MB that form one
 EchelonFlow consumed by DDP's copy-back, docs/chakra.md) runs next to two modelled
 jobs that share its host links: a GPipe pipeline and an FSDP job (GPT-2 XL, from
-:mod:`sim.workloads`' templates). Every policy plays the same closed batch; the
-table gives each job's mean and p99 iteration time, and the last lines what
-EchelonFlow changes for the real job against the best baseline.
+:mod:`sim.workloads`' templates). Every policy plays the same closed batch, at two
+host-link speeds and with the trace's operations grouped both ways
+(``--group-by consumer``: one EchelonFlow for the five buckets; ``op``: one Coflow per
+collective); each table gives each job's mean and p99 iteration time, the lines under
+it what EchelonFlow changes for the real job.
 
 ``python -m sim.eval.chakra [--doc FILE]`` prints (or writes) just this section in a
 few seconds; ``python -m sim.eval`` puts it into docs/evaluation.md.
@@ -19,7 +21,6 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -47,29 +48,37 @@ PLACEMENT = {
     "pipeline": ["h2", "h3", "h4", "h5"],
     "fsdp": ["h1", "h3", "h5", "h6"],
 }
-GBIT = 10.0
+GBITS = (10.0, 25.0)
+GROUPINGS = ("consumer", "op")
 ITERATIONS = 5
 
+Results = dict[str, dict[str, dict[str, float]]]  # policy -> job -> mean/p99/ideal (s)
 
-def _specs(trace: Path) -> list[JobSpec]:
-    real = chakra_job(str(trace), PLACEMENT["ddp"], 4, ITERATIONS).description
+
+def _specs(trace: Path, group_by: str) -> list[JobSpec]:
+    real = chakra_job(str(trace), PLACEMENT["ddp"], 4, ITERATIONS, group_by=group_by)
     pipe = describe(
         "pipeline", Template("gpipe", "gpt2-xl", 4, micro_batches=8), PLACEMENT["pipeline"]
     )
     fsdp = describe("fsdp", Template("fsdp", "gpt2-xl", 4, unit=4), PLACEMENT["fsdp"])
-    return [load_job({**d, "job": name})
-            for name, d in (("ddp", real), ("pipeline", pipe), ("fsdp", fsdp))]  # fmt: skip
+    descs = (("ddp", real.description), ("pipeline", pipe), ("fsdp", fsdp))
+    return [load_job({**d, "job": name}) for name, d in descs]
 
 
-def run(trace: Path = TRACE, policies: Sequence[str] = POLICIES) -> dict[str, dict[str, Any]]:
+def run(
+    trace: Path = TRACE,
+    policies: Sequence[str] = POLICIES,
+    gbit: float = GBITS[0],
+    group_by: str = "consumer",
+) -> Results:
     """Per policy and job: iteration mean and p99 (s), and the ideal iteration."""
-    specs = _specs(trace)
+    specs = _specs(trace, group_by)
     runs = [JobRun(spec, 0.0, ITERATIONS) for spec in specs]
-    net = big_switch([f"h{i}" for i in range(8)], GBIT * 1e9 / 8)
-    out: dict[str, dict[str, Any]] = {}
+    net = big_switch([f"h{i}" for i in range(8)], gbit * 1e9 / 8)
+    out: Results = {}
     for pol in policies:
         res = Simulator(net, runs, SimConfig(policy=pol, levels=8)).run()
-        per: dict[str, Any] = {}
+        per: dict[str, dict[str, float]] = {}
         for spec in specs:
             d = np.array([i.duration for i in res.iterations if i.job == spec.job_id])
             per[spec.job_id] = {
@@ -81,19 +90,41 @@ def run(trace: Path = TRACE, policies: Sequence[str] = POLICIES) -> dict[str, di
     return out
 
 
-def section(results: dict[str, dict[str, Any]]) -> str:
-    """The markdown section (no heading number: the report assembly adds it)."""
+def run_all(trace: Path = TRACE) -> dict[tuple[float, str], Results]:
+    """Every (host-link speed, grouping) of the section."""
+    return {(g, by): run(trace, POLICIES, g, by) for g in GBITS for by in GROUPINGS}
+
+
+INTRO = (
+    "The job of a real PyTorch DDP training step (the Chakra trace `pytorch-ddp-rank0.et`, "
+    "`echelon job --chakra`, docs/chakra.md) on hosts h0-h3, next to a GPipe pipeline "
+    "(GPT-2 XL, 8 micro-batches, h2-h5) and an FSDP job (GPT-2 XL, h1, h3, h5, h6) that "
+    "share its host links; a big switch, 8 queues, a closed batch of "
+    f"{ITERATIONS} iterations per job, every policy. The trace's operations are grouped "
+    "by the computation that consumes them (`--group-by consumer`, the default: the five "
+    "bucket all-reduces are one EchelonFlow, `T_ref` at the end of backward, staggered by "
+    "DDP's copy-back) or one group per operation (`--group-by op`: a Coflow per bucket, as "
+    "`dp_allreduce` models DDP). Iteration time in ms, mean / p99 (of 5 iterations: the "
+    "max).\n"
+)
+
+
+def section(results: dict[tuple[float, str], Results]) -> str:
+    """The markdown section body (the report assembly adds the numbered heading)."""
+    out = [INTRO]
+    for (gbit, by), res in results.items():
+        out.append(f"### {gbit:g} Gbit/s host links, `--group-by {by}`\n")
+        out.append(_table(res))
+    return "\n".join(out)
+
+
+def _table(results: Results) -> str:
     jobs = list(next(iter(results.values())))
     ideal = next(iter(results.values()))
     lines = [
-        "The job of a real PyTorch DDP training step (the Chakra trace "
-        "`pytorch-ddp-rank0.et`, `echelon job --chakra`, docs/chakra.md) on hosts h0-h3, "
-        "next to a GPipe pipeline (GPT-2 XL, 8 micro-batches, h2-h5) and an FSDP job "
-        "(GPT-2 XL, h1, h3, h5, h6) that share its host links; a big switch of "
-        f"{GBIT:g} Gbit/s host links, 8 queues, a closed batch of {ITERATIONS} iterations "
-        "per job. Ideal (contention-free) iterations: "
+        "Ideal iterations: "
         + ", ".join(f"{j} {ideal[j]['ideal'] * 1e3:.1f} ms" for j in jobs)
-        + ". Iteration time in ms, mean / p99:\n",
+        + ".\n",
         "| policy | " + " | ".join(jobs) + " |",
         "|---|" + "---|" * len(jobs),
     ]
@@ -105,21 +136,19 @@ def section(results: dict[str, dict[str, Any]]) -> str:
         e = results["echelon"]
         bm = min(base, key=lambda p: base[p]["ddp"]["mean"])
         bp = min(base, key=lambda p: base[p]["ddp"]["p99"])
-        lines.append(
-            "\nWhat EchelonFlow changes for the real job (`echelon`'s iteration time against "
-            "another policy's, negative is faster):\n"
-        )
+        lines.append("\nThe real job under `echelon` against (negative: faster):\n")
         for label, pol in (("per-flow fair sharing (TCP-like)", "fair"),
-                           ("the same groups as Coflows (`A = 0`)", "coflow"),
+                           ("the same groups as Coflows (`coflow`, `A = 0`)", "coflow"),
                            (f"the best baseline by mean (`{bm}`)", bm)):  # fmt: skip
             if pol in results:
                 lines.append(
-                    f"* vs {label}: mean {_pct(e['ddp']['mean'], results[pol]['ddp']['mean'])}, "
+                    f"* {label}: mean {_pct(e['ddp']['mean'], results[pol]['ddp']['mean'])}, "
                     f"p99 {_pct(e['ddp']['p99'], results[pol]['ddp']['p99'])}"
                 )
         lines.append(
-            f"* best baseline by p99 (`{bp}`): {_pct(e['ddp']['p99'], base[bp]['ddp']['p99'])}; "
-            "the modelled jobs' means against their best baseline: "
+            f"* the best baseline by p99 (`{bp}`): p99 "
+            f"{_pct(e['ddp']['p99'], base[bp]['ddp']['p99'])}; the modelled jobs' means "
+            "against their best baseline: "
             + ", ".join(
                 f"{j} {_pct(e[j]['mean'], min(r[j]['mean'] for r in base.values()))}"
                 for j in jobs
@@ -142,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         text = "## A real training job: the Chakra DDP trace among modelled jobs\n\n" + section(
-            run(Path(args.trace))
+            run_all(Path(args.trace))
         )
     except (EchelonError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
