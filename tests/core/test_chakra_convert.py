@@ -166,3 +166,13 @@ def test_echelon_job_chakra_writes_a_job_file_show_accepts(tmp_path: Path, capsy
     assert "pytorch-ddp-rank0/0/allreduce/1" in text and "ideal iteration 292.828 ms" in text
     assert main(["job", "--chakra", str(tmp_path / "none.et"), "--hosts", "h1,h2"]) == 2
     assert "none.et: cannot read" in capsys.readouterr().err
+
+
+def test_group_by_op_makes_one_coflow_per_operation(tmp_path: Path) -> None:
+    desc = job_from_path(_ddp_like(tmp_path), H4, group_by="op")
+    assert [c["group"] for c in desc["comms"]] == ["allreduce/0", "allreduce/1"]
+    efs = load_job(desc).plan().echelons
+    assert len(efs) == 2 and all(ef.is_coflow for ef in efs)
+    assert _bytes_per_pair(desc) == _bytes_per_pair(job_from_path(tmp_path / "ddp.et", H4))
+    with pytest.raises(Exception, match="--group-by: must be one of"):
+        job_from_path(tmp_path / "ddp.et", H4, group_by="bucket")
