@@ -104,7 +104,7 @@ INTRO = (
     "by the computation that consumes them (`--group-by consumer`, the default: the five "
     "bucket all-reduces are one EchelonFlow, `T_ref` at the end of backward, staggered by "
     "DDP's copy-back) or one group per operation (`--group-by op`: a Coflow per bucket, as "
-    "`dp_allreduce` models DDP). Iteration time in ms, mean / p99 (of 5 iterations: the "
+    "`dp_allreduce` models DDP). Iteration time in ms, mean / p99 (numpy percentile of 5 iterations: "
     "max).\n"
 )
 
