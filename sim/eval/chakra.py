@@ -104,8 +104,8 @@ INTRO = (
     "by the computation that consumes them (`--group-by consumer`, the default: the five "
     "bucket all-reduces are one EchelonFlow, `T_ref` at the end of backward, staggered by "
     "DDP's copy-back) or one group per operation (`--group-by op`: a Coflow per bucket, as "
-    "`dp_allreduce` models DDP). Iteration time in ms, mean / p99 (numpy percentile of 5 iterations: "
-    "max).\n"
+    "`dp_allreduce` models DDP). Iteration time in ms, mean / p99 (the 99th percentile "
+    "of 5 iterations, interpolated: close to the max).\n"
 )
 
 
