@@ -7,6 +7,9 @@
     echelon job --model gpt2-xl|gpt3-2.7b|resnet50|CONFIG.json --tp N --pp N --dp N
                 --hosts h1,h2,... [--paradigm P] [--micro-batches M] [--batch B]
                 [--name JOB] [-o FILE]      # write a job description from a model
+    echelon job --chakra TRACE.et|RANK_DIR --hosts h1,h2,... [--group-by consumer|op]
+                [--name JOB] [-o FILE]
+                                    # ... or from a Chakra execution trace (docs/chakra.md)
     echelon list                    # paradigms and policies
 
 Bad input prints ``error: <field>: <message>`` and exits with status 2; valid but
@@ -31,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from echelon.chakra.convert import job_from_path
 from echelon.errors import EchelonError, SpecError
 from echelon.jobgen import PARADIGMS as GEN_PARADIGMS
 from echelon.jobgen import job_for_parallelism
@@ -133,6 +137,14 @@ def job_text(args: argparse.Namespace) -> str:
     hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
     if not hosts:
         raise SpecError("--hosts", "give the hosts, comma-separated (e.g. h1,h2,h3,h4)")
+    if bool(args.model) == bool(args.chakra):
+        raise SpecError("--model", "give either --model or --chakra")
+    if args.chakra:
+        data = job_from_path(args.chakra, hosts, args.name or "", args.group_by)
+        load_job(data)  # a converter bug must not reach a file
+        return f"# echelon job --chakra {args.chakra} (docs/chakra.md)\n" + yaml.safe_dump(
+            data, sort_keys=False, default_flow_style=None, width=100
+        )
     data = job_for_parallelism(
         load_model(args.model),
         hosts,
@@ -227,11 +239,23 @@ def _parser() -> argparse.ArgumentParser:
     e = sub.add_parser("example", help="print an example job description")
     e.add_argument("paradigm", help=f"one of {sorted(PARADIGMS)}")
     sub.add_parser("list", help="list paradigms and policies")
-    j = sub.add_parser("job", help="write a job description from a model and its parallelism")
+    j = sub.add_parser(
+        "job", help="write a job description from a model and its parallelism, or a trace"
+    )
     j.add_argument(
         "--model",
-        required=True,
         help=f"{' | '.join(MODEL_NAMES)} | a Hugging Face config.json (read as JSON, no torch)",
+    )
+    j.add_argument(
+        "--chakra",
+        help="a Chakra execution trace: one rank's .et file (SPMD on every host) or a "
+        "directory of <name>.<rank>.et files, one host per rank",
+    )
+    j.add_argument(
+        "--group-by",
+        choices=("consumer", "op"),
+        default="consumer",
+        help="--chakra: one EchelonFlow per consuming computation (default) or per operation",
     )
     j.add_argument("--hosts", required=True, help="comma-separated hosts, one worker each")
     j.add_argument("--tp", type=int, default=1, help="tensor-parallel degree")

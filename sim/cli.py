@@ -113,6 +113,14 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="simulate one trace or mix with one policy")
     _add_common(run)
     run.add_argument("--trace", help="trace file (.json/.yaml/.csv) instead of --mix")
+    run.add_argument(
+        "--chakra",
+        help="a Chakra execution trace (.et file or rank directory; docs/chakra.md): its job "
+        "runs next to the mix's (--jobs 0: alone) on the first hosts of the network",
+    )
+    run.add_argument(
+        "--chakra-hosts", type=int, default=4, help="hosts of an SPMD (one-rank) Chakra trace"
+    )
     _add_coflow(run)
     run.add_argument("--policy", default="echelon")
     run.add_argument("--levels", default="ideal", help="'ideal' or K switch queues (e.g. 8)")
@@ -193,7 +201,7 @@ def _cmd_run(args: argparse.Namespace) -> None:
     from sim.core.engine import SimConfig, Simulator
     from sim.topology import hosts_of, make_network
     from sim.traces import load_trace
-    from sim.workloads import generate_mix
+    from sim.workloads import chakra_job, generate_mix
 
     net_spec = _network(args)
     if args.trace:
@@ -202,15 +210,19 @@ def _cmd_run(args: argparse.Namespace) -> None:
     net = make_network(net_spec)
     if not args.trace:
         bw = float(net_spec.get("gbit", 100)) * 1e9 / 8
-        jobs = generate_mix(
-            args.mix,
-            hosts_of(net),
-            bw,
-            args.jobs,
-            _load(args.load),
-            args.iterations,
-            int(args.seed),
-        )
+        jobs = []
+        if args.jobs or not args.chakra:
+            jobs = generate_mix(
+                args.mix,
+                hosts_of(net),
+                bw,
+                args.jobs,
+                _load(args.load),
+                args.iterations,
+                int(args.seed),
+            )
+    if args.chakra:
+        jobs.append(chakra_job(args.chakra, hosts_of(net), args.chakra_hosts, args.iterations))
     runs = [j.to_run(hosts_of(net)) for j in jobs]
     cfg = SimConfig(
         policy=args.policy,
@@ -227,7 +239,9 @@ def _cmd_run(args: argparse.Namespace) -> None:
         res = Simulator(net, runs, cfg, progress=progress).run()
     finally:
         bar.close()
-    if args.trace:
+    if args.chakra:
+        what = f"the Chakra trace {args.chakra} + {len(jobs) - 1} jobs of mix {args.mix}"
+    elif args.trace:
         what = f"{len(jobs)} jobs from {args.trace}"
     else:
         load = "closed batch" if _load(args.load) is None else f"offered load {args.load}"

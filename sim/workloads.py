@@ -102,6 +102,26 @@ class TraceJob:
         return JobRun(load_job(self.description, known_hosts), self.arrival, self.iterations)
 
 
+def chakra_job(
+    path: str,
+    hosts: Sequence[str],
+    spmd_hosts: int = 4,
+    iterations: int = 3,
+    arrival: float = 0.0,
+    group_by: str = "consumer",
+) -> TraceJob:
+    """The job of a Chakra execution trace (:mod:`echelon.chakra.convert`) on the first
+    hosts: one per rank of a rank directory, ``spmd_hosts`` for a one-rank (SPMD) trace."""
+    from echelon.chakra.convert import job_from_trace
+    from echelon.chakra.trace import read_trace
+
+    trace = read_trace(path)
+    n = len(trace.ranks) if len(trace.ranks) > 1 else spmd_hosts
+    if n > len(hosts):
+        raise SpecError("chakra", f"the trace needs {n} hosts, the network has {len(hosts)}")
+    return TraceJob(job_from_trace(trace, list(hosts)[:n], group_by=group_by), arrival, iterations)
+
+
 def job_demand(description: Mapping[str, Any]) -> tuple[float, float]:
     """(bytes per iteration, ideal iteration seconds) of a description."""
     from echelon.jobs import load_job

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from echelon.errors import SpecError
 from echelon.paradigms import (
+    dag,
     dp_allreduce,
     dp_ps,
     fsdp,
@@ -24,7 +25,7 @@ from echelon.paradigms.plan import PlanBuilder, ideal_timeline
 
 PARADIGMS: dict[str, Paradigm] = {
     m.PARADIGM.name: m.PARADIGM
-    for m in (dp_ps, dp_allreduce, gpipe, pipedream_1f1b, tensor, fsdp, moe, hybrid)
+    for m in (dp_ps, dp_allreduce, gpipe, pipedream_1f1b, tensor, fsdp, moe, hybrid, dag)
 }
 
 

@@ -14,6 +14,7 @@ whole collective; only the step-by-step pipelining is not modelled.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 
 from echelon.paradigms.plan import PlanBuilder
 
@@ -87,4 +88,43 @@ def all_to_all(
         for dst in hosts:
             if dst != src:
                 received[dst].append(b.flow(group, src, dst, pair_bytes, producers[src]))
+    return received
+
+
+def chain(
+    b: PlanBuilder,
+    group: str,
+    hosts: Sequence[str],
+    size: int,
+    producers: Mapping[str, str | None],
+) -> dict[str, list[int]]:
+    """``hosts[0] -> hosts[1] -> ... -> hosts[-1]``, ``size`` bytes per hop: a pipelined
+    broadcast from ``hosts[0]`` (NCCL's ring broadcast); reversed, a reduce to the last."""
+    received: dict[str, list[int]] = {h: [] for h in hosts}
+    if size <= 0:
+        return received
+    for src, dst in pairwise(hosts):
+        received[dst].append(b.flow(group, src, dst, size, producers[src]))
+    return received
+
+
+def star(
+    b: PlanBuilder,
+    group: str,
+    root: str,
+    hosts: Sequence[str],
+    pair_bytes: int,
+    producers: Mapping[str, str | None],
+    to_root: bool,
+) -> dict[str, list[int]]:
+    """One flow of ``pair_bytes`` between ``root`` and every other host: into the root
+    (gather) or out of it (scatter)."""
+    received: dict[str, list[int]] = {h: [] for h in hosts}
+    if pair_bytes <= 0:
+        return received
+    for h in hosts:
+        if h == root:
+            continue
+        src, dst = (h, root) if to_root else (root, h)
+        received[dst].append(b.flow(group, src, dst, pair_bytes, producers[src]))
     return received

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from echelon.errors import EchelonError
-from sim.eval import bandwidth, cases, experiments, figures, headline, report, seeds
+from sim.eval import bandwidth, cases, chakra, experiments, figures, headline, report, seeds
 from sim.eval.experiments import BASELINES, MIXES, NETWORK, POLICIES
 from sim.progressbar import stage, sweep_progress
 from sim.sweep import run_sweep
@@ -342,6 +342,9 @@ def build(
         f"{grid_s:.0f} s on {where}; "
         f"the whole report {time.perf_counter() - t_start:.0f} s.\n"
     )
+    if chakra.TRACE.exists():  # the shared traces; docs/chakra.md
+        w("## 11. A real training job: the Chakra DDP trace among modelled jobs\n")
+        w(chakra.section(chakra.run_all()))
     step(6, f"writing {doc}")
     doc.parent.mkdir(parents=True, exist_ok=True)
     if rows_path is not None:

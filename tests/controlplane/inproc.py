@@ -72,18 +72,31 @@ class InProcessSwitch:
 
 
 @contextlib.contextmanager
-def running_controller(tmp_path: Path) -> Iterator[Controller]:
-    """A started controller on one in-process switch, in sync; both stopped on exit."""
-    srv = InProcessSwitch()
-    topo = load(write_topo(tmp_path / "t.yaml", [srv.addr], [srv.thrift_port]))
+def controller_and_switches(
+    tmp_path: Path, n: int = 2
+) -> Iterator[tuple[Controller, list[InProcessSwitch]]]:
+    """A started controller on ``n`` in-process switches in a chain (``write_topo``), in
+    sync; all stopped on exit."""
+    servers = [InProcessSwitch() for _ in range(n)]
+    topo = load(
+        write_topo(tmp_path / "t.yaml", [s.addr for s in servers], [s.thrift_port for s in servers])
+    )
     c = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"), DEVICE_CONFIG)
     c.start()
     try:
         assert c.wait_in_sync(10.0)
-        yield c
+        yield c, servers
     finally:
         c.stop()
-        srv.stop()
+        for s in servers:
+            s.stop()
+
+
+@contextlib.contextmanager
+def running_controller(tmp_path: Path) -> Iterator[Controller]:
+    """A started controller on one in-process switch, in sync; both stopped on exit."""
+    with controller_and_switches(tmp_path, 1) as (c, _):
+        yield c
 
 
 @contextlib.contextmanager

@@ -19,14 +19,13 @@ from finsy.proto import p4i, p4r
 from controlplane.controller import Controller
 from controlplane.entries import T_CLASSIFY, T_DEADLINE, T_IDS, T_LPM, TableFullError
 from controlplane.parsing import UnknownHostError
-from controlplane.registry import DuplicateJobError, Registry
+from controlplane.registry import DuplicateJobError
 from echelon.errors import SpecError
-from echelon.topology import load
 from p4client.p4info import P4Info, TableEntry
 from p4client.p4rt import SwitchConnection
 from softswitch.bm.pipeline import Pipeline
-from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
-from tests.controlplane.inproc import InProcessSwitch
+from tests.controlplane.helpers import P4INFO, spec
+from tests.controlplane.inproc import InProcessSwitch, controller_and_switches
 from tests.controlplane.oracle import desired_entries, plan_groups
 
 
@@ -34,17 +33,8 @@ from tests.controlplane.oracle import desired_entries, plan_groups
 def env(
     tmp_path: Path,
 ) -> Iterator[tuple[Controller, list[InProcessSwitch]]]:
-    servers = [InProcessSwitch(), InProcessSwitch()]
-    topo = load(write_topo(tmp_path / "t.yaml", [s.addr for s in servers]))
-    ctl = Controller(topo, P4Info.load(P4INFO), Registry(tmp_path / "r.db"), DEVICE_CONFIG)
-    ctl.start()
-    try:
-        assert ctl.wait_in_sync(10.0)
-        yield ctl, servers
-    finally:
-        ctl.stop()
-        for s in servers:
-            s.stop()
+    with controller_and_switches(tmp_path, 2) as pair:
+        yield pair
 
 
 def shrink_table(server: InProcessSwitch, info: P4Info, table: str, size: int) -> None:

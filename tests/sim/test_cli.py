@@ -151,3 +151,20 @@ def test_trace_round_trip(tmp_path: Path) -> None:
     assert [(j.arrival, j.iterations, dict(j.description)) for j in back] == [
         (j.arrival, j.iterations, dict(j.description)) for j in jobs
     ]
+
+
+def test_run_a_chakra_trace_alone_and_beside_a_mix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.core.test_chakra_convert import _ddp_like
+
+    trace = str(_ddp_like(tmp_path))
+    assert main(["run", "--chakra", trace, "--jobs", "0", "--iterations", "2", "--json", "-q"]) == 0
+    alone = json.loads(capsys.readouterr().out)
+    assert alone["jobs_done"] == 1 and alone["iterations_done"] == 2
+    # 4 hosts, one job: the 71 µs ideal iteration plus the buckets' transfer time
+    assert alone["iter_mean"] >= 71e-6
+    assert main(["run", "--chakra", trace, *SMALL, "--json", "-q"]) == 0
+    assert json.loads(capsys.readouterr().out)["jobs_done"] == 3
+    assert main(["run", "--chakra", str(tmp_path / "none.et"), "--jobs", "0", "-q"]) == 2
+    assert "none.et: cannot read" in capsys.readouterr().err

@@ -1,0 +1,347 @@
+"""Reading Chakra execution traces: typed nodes, one rank per file, checked DAGs.
+
+A Chakra trace (MLCommons) is one file per rank: a stream of length-delimited
+protobuf messages (a varint length, then the message), first one
+``GlobalMetadata``, then one ``Node`` per operation. This module decodes it with
+:mod:`echelon.chakra.protobuf` into :class:`Node` records and checks what a
+scheduler relies on: known node types, dependencies on nodes that exist, no
+cycle, no duplicate ids. Every problem is a :class:`TraceError` (a
+:class:`~echelon.errors.SpecError`) whose field names the file, the node id and
+the node's field, e.g. ``ddp.et: node 17.data_deps: ...``: the CLIs print it on
+one line.
+
+What a node *means* for the network (collectives, point-to-point matching,
+CPU-side bookkeeping) is :mod:`echelon.chakra.convert`'s business; this module
+keeps every attribute so that nothing is lost on the way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from pathlib import Path
+
+from echelon.chakra.protobuf import (
+    AttrValue,
+    WireError,
+    attribute,
+    fields,
+    repeated_u64,
+    text,
+    varint,
+)
+from echelon.errors import SpecError
+
+
+class NodeType(IntEnum):
+    """``enum NodeType`` of et_def.proto."""
+
+    INVALID = 0
+    METADATA = 1
+    MEM_LOAD = 2
+    MEM_STORE = 3
+    COMP = 4
+    COMM_SEND = 5
+    COMM_RECV = 6
+    COMM_COLL = 7
+
+
+class Collective(IntEnum):
+    """``enum CollectiveCommType`` of et_def.proto."""
+
+    ALL_REDUCE = 0
+    REDUCE = 1
+    ALL_GATHER = 2
+    GATHER = 3
+    SCATTER = 4
+    BROADCAST = 5
+    ALL_TO_ALL = 6
+    REDUCE_SCATTER = 7
+    REDUCE_SCATTER_BLOCK = 8
+    BARRIER = 9
+
+
+class TraceError(SpecError):
+    """A Chakra trace that cannot be read or used; ``field`` names file, node and field."""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One operation of a rank's trace (``message Node``), times in microseconds."""
+
+    id: int
+    name: str
+    type: NodeType
+    ctrl_deps: tuple[int, ...]
+    data_deps: tuple[int, ...]
+    start_us: int
+    duration_us: int
+    attrs: Mapping[str, AttrValue]
+
+    def attr_int(self, key: str) -> int | None:
+        v = self.attrs.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    @property
+    def is_cpu_op(self) -> bool:
+        """The ``is_cpu_op`` attribute: a host-side (CPU) operator, not a device kernel."""
+        return bool(self.attrs.get("is_cpu_op", False))
+
+    @property
+    def comm_type(self) -> int | None:
+        return self.attr_int("comm_type")
+
+    @property
+    def comm_size(self) -> int:
+        """Bytes the operation moves (``comm_size``; 0 when absent)."""
+        return self.attr_int("comm_size") or 0
+
+    @property
+    def comm_src(self) -> int | None:
+        return self.attr_int("comm_src")
+
+    @property
+    def comm_dst(self) -> int | None:
+        return self.attr_int("comm_dst")
+
+    @property
+    def comm_tag(self) -> int:
+        return self.attr_int("comm_tag") or 0
+
+    @property
+    def is_comm(self) -> bool:
+        return self.type in (NodeType.COMM_SEND, NodeType.COMM_RECV, NodeType.COMM_COLL)
+
+
+@dataclass(frozen=True)
+class RankTrace:
+    """One rank's file: its schema version, metadata attributes and nodes in file order."""
+
+    path: str
+    rank: int
+    version: str
+    metadata: Mapping[str, AttrValue]
+    nodes: tuple[Node, ...]
+
+    def where(self, node: int | None = None, field: str = "") -> str:
+        """An error location: ``file: node ID.field``."""
+        name = Path(self.path).name
+        if node is None:
+            return name
+        return f"{name}: node {node}" + (f".{field}" if field else "")
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Every rank of a job: one file (``ranks`` has one entry) or a directory."""
+
+    source: str
+    ranks: tuple[RankTrace, ...]
+
+
+# ----------------------------------------------------------------- decoding
+
+
+def _node(buf: bytes, start: int, end: int) -> Node:
+    nid = 0
+    name = ""
+    ntype = 0
+    ctrl: list[int] = []
+    data: list[int] = []
+    start_us = duration = 0
+    attrs: dict[str, AttrValue] = {}
+    for number, wt, value, at in fields(buf, start, end):
+        if number == 1 and isinstance(value, int):
+            nid = value
+        elif number == 2:
+            name = text(value, at)
+        elif number == 3 and isinstance(value, int):
+            ntype = value
+        elif number == 4:
+            repeated_u64(ctrl, wt, value)
+        elif number == 5:
+            repeated_u64(data, wt, value)
+        elif number == 6 and isinstance(value, int):
+            start_us = value
+        elif number == 7 and isinstance(value, int):
+            duration = value
+        elif number == 10 and isinstance(value, bytes):
+            key, val = attribute(value, at)
+            if val is not None:
+                attrs[key] = val
+        # 8/9 (IOInfo inputs/outputs) and unknown fields: not needed, skipped
+    try:
+        kind = NodeType(ntype)
+    except ValueError:
+        raise _BadType(nid, ntype) from None
+    if kind is NodeType.INVALID:
+        raise _BadType(nid, ntype)
+    return Node(nid, name, kind, tuple(ctrl), tuple(data), start_us, duration, attrs)
+
+
+class _BadType(Exception):
+    def __init__(self, nid: int, value: int) -> None:
+        self.nid, self.value = nid, value
+
+
+def decode(buf: bytes, path: str, rank: int = 0) -> RankTrace:
+    """A rank's trace from the bytes of its file (``path`` only names it in errors)."""
+    name = Path(path).name
+    end = len(buf)
+    pos = 0
+    records = 0
+    version = ""
+    metadata: dict[str, AttrValue] = {}
+    nodes: list[Node] = []
+    while pos < end:
+        what = "the GlobalMetadata" if records == 0 else f"node record #{records}"
+        try:
+            length, body = varint(buf, pos, end)
+        except WireError:
+            raise TraceError(
+                name, f"truncated: {what} (byte {pos}) ends inside its length"
+            ) from None
+        if body + length > end:
+            raise TraceError(
+                name,
+                f"truncated: {what} (byte {pos}) needs {length} bytes, the file has "
+                f"{end - body} left",
+            )
+        try:
+            if records == 0:
+                for number, _wt, value, at in fields(buf, body, body + length):
+                    if number == 1:
+                        version = text(value, at)
+                    elif number == 2 and isinstance(value, bytes):
+                        key, val = attribute(value, at)
+                        if val is not None:
+                            metadata[key] = val
+            else:
+                nodes.append(_node(buf, body, body + length))
+        except WireError as exc:
+            raise TraceError(f"{name}: {what}", f"malformed at byte {exc.pos}: {exc}") from None
+        except _BadType as exc:
+            raise TraceError(
+                f"{name}: node {exc.nid}.type",
+                f"unknown node type {exc.value} (known: "
+                + ", ".join(f"{t.value} {t.name}" for t in NodeType if t.value)
+                + ")",
+            ) from None
+        pos = body + length
+        records += 1
+    if records == 0:
+        raise TraceError(name, "empty: no GlobalMetadata, no nodes")
+    trace = RankTrace(path, rank, version, metadata, tuple(nodes))
+    check(trace)
+    return trace
+
+
+def check(trace: RankTrace) -> None:
+    """Duplicate ids, data dependencies on missing nodes and cycles are :class:`TraceError`s.
+
+    Why ``data_deps`` only: they are the execution DAG. Chakra's own feeder
+    (``ETFeeder``, which ASTRA-sim runs) resolves a node's ``data_deps`` and
+    ignores ``ctrl_deps``; PyTorch-converted traces put the call-tree parent
+    there, often a node the converter dropped (the shipped DDP trace has 1,296
+    ``ctrl_deps`` on absent nodes, and some on the node itself). They are kept
+    on :class:`Node` as recorded, never followed."""
+    ids: set[int] = set()
+    for n in trace.nodes:
+        if n.id in ids:
+            raise TraceError(trace.where(n.id, "id"), "appears twice in the trace")
+        ids.add(n.id)
+    for n in trace.nodes:
+        for d in n.data_deps:
+            if d not in ids:
+                raise TraceError(
+                    trace.where(n.id, "data_deps"), f"depends on node {d}, which the trace lacks"
+                )
+            if d == n.id:
+                raise TraceError(trace.where(n.id, "data_deps"), "depends on itself (a cycle)")
+    order = topological(trace)
+    if len(order) < len(trace.nodes):
+        done = set(order)
+        stuck = next(n for n in trace.nodes if n.id not in done)
+        cycle = _cycle_from(trace, stuck.id, done)
+        raise TraceError(
+            trace.where(cycle[0], "data_deps"),
+            "dependency cycle: " + " -> ".join(str(c) for c in cycle),
+        )
+
+
+def topological(trace: RankTrace) -> list[int]:
+    """Node ids in an order where every node follows its data dependencies (Kahn; file order
+    breaks ties). Shorter than the trace when there is a cycle."""
+    indeg = {n.id: len(set(n.data_deps)) for n in trace.nodes}
+    users: dict[int, list[int]] = {}
+    for n in trace.nodes:
+        for d in set(n.data_deps):
+            users.setdefault(d, []).append(n.id)
+    ready = [n.id for n in trace.nodes if indeg[n.id] == 0]
+    ready.reverse()
+    out: list[int] = []
+    while ready:
+        nid = ready.pop()
+        out.append(nid)
+        for u in reversed(users.get(nid, ())):
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                ready.append(u)
+    return out
+
+
+def _cycle_from(trace: RankTrace, start: int, done: set[int]) -> list[int]:
+    """A dependency cycle among the nodes Kahn's walk could not order, through ``start``'s
+    ancestors: follow unresolved dependencies until a node repeats."""
+    by_id = {n.id: n for n in trace.nodes}
+    path: list[int] = []
+    seen: dict[int, int] = {}
+    nid = start
+    while nid not in seen:
+        seen[nid] = len(path)
+        path.append(nid)
+        nid = next(d for d in by_id[nid].data_deps if d not in done)
+    return [*path[seen[nid] :], nid]
+
+
+# ----------------------------------------------------------------- files
+
+_RANK = re.compile(r"\.(\d+)\.et$")
+
+
+def read_file(path: str | Path, rank: int | None = None) -> RankTrace:
+    """One rank's file; its rank is ``rank``, else the ``.<N>.et`` suffix, else 0."""
+    p = Path(path)
+    try:
+        buf = p.read_bytes()
+    except OSError as exc:
+        raise TraceError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    if rank is None:
+        m = _RANK.search(p.name)
+        rank = int(m.group(1)) if m else 0
+    return decode(buf, str(path), rank)
+
+
+def read_trace(path: str | Path) -> Trace:
+    """A file (one rank) or a directory of per-rank files ``<name>.<rank>.et``, ranks 0..N-1."""
+    p = Path(path)
+    if not p.is_dir():
+        return Trace(str(path), (read_file(p, 0),))
+    files = sorted(f for f in p.iterdir() if f.suffix == ".et")
+    if not files:
+        raise TraceError(str(path), "no .et files in the directory")
+    ranked: dict[int, Path] = {}
+    for f in files:
+        m = _RANK.search(f.name)
+        if not m:
+            raise TraceError(f.name, "a rank file must be named <name>.<rank>.et")
+        r = int(m.group(1))
+        if r in ranked:
+            raise TraceError(f.name, f"rank {r} also in {ranked[r].name}")
+        ranked[r] = f
+    missing = sorted(set(range(len(ranked))) - set(ranked))
+    if missing:
+        raise TraceError(str(path), f"ranks must be 0..{len(ranked) - 1}; missing {missing}")
+    return Trace(str(path), tuple(read_file(ranked[r], r) for r in range(len(ranked))))
