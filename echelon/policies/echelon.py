@@ -86,20 +86,32 @@ LATENESS_SHARE = 0.25
 #: Grace, in median bottleneck times of the group's size class: serial-order lateness up
 #: to this counts whole (peers served one after another), only the rest by the share.
 LATENESS_GRACE = 3.0
+#: Aging: the share of how overdue a group is (past ``t_ref + slack - Γ``) taken off its
+#: key, so a group the small classes keep waiting drops to their class.
+AGE = 0.0
 #: Tier 0 holds the smallest jobs whose work adds up to at most this share of the largest's.
 TIER_SHARE = 0.3
 
 
 def group_keys(
-    t: FlowTable, now: float, slack: Floats, p_gamma: tuple[Floats, Floats] | None = None
+    t: FlowTable,
+    now: float,
+    slack: Floats,
+    p_gamma: tuple[Floats, Floats] | None = None,
+    age: float = 0.0,
 ) -> Floats:
     """v1's modified-due-date key per group, with ``t_ref`` moved by the group's slack
-    (``p_gamma``: :func:`bottlenecks` of ``t`` if already computed)."""
+    (``p_gamma``: :func:`bottlenecks` of ``t`` if already computed); ``age`` > 0
+    subtracts that share of how overdue the group is (:data:`AGE`)."""
     p, gamma = bottlenecks(t) if p_gamma is None else p_gamma
     lead = np.full(len(t.names), np.inf)
     np.minimum.at(lead, t.ech, slack)
     lead[~np.isfinite(lead)] = 0.0
-    return mdd_key(t, now, p, gamma, lead)
+    key = mdd_key(t, now, p, gamma, lead)
+    if age > 0.0:
+        overdue = np.maximum(now - (t.t_ref + lead - gamma), 0.0)
+        key = np.maximum(key - age * overdue / t.weight, 0.0)
+    return key
 
 
 def size_class(key: Floats) -> Ints:
@@ -173,6 +185,7 @@ class EchelonPolicy(TablePolicy):
         grace: bool = True,
         swaps: int = SWAP_TRIALS,
         pairs: Literal["nested", "any"] = "nested",
+        age: float = AGE,
     ) -> None:
         if tiers not in ("job", "size", "none"):
             raise ValueError(f"tiers must be 'job', 'size' or 'none', got {tiers!r}")
@@ -185,6 +198,7 @@ class EchelonPolicy(TablePolicy):
         self.swaps = swaps
         self.pairs: Literal["nested", "any"] = pairs
         self.interleave = interleave
+        self.age = age
 
     def decide(self, t: FlowTable, now: float) -> Schedule:
         order, rank = self.rank_flows(t, now)
@@ -200,7 +214,7 @@ class EchelonPolicy(TablePolicy):
         Schedule's dict (the controller's incremental planner reads the arrays)."""
         slack = t.slack if self.use_slack else np.zeros_like(t.slack)
         p_gamma = bottlenecks(t)
-        key = group_keys(t, now, slack, p_gamma)
+        key = group_keys(t, now, slack, p_gamma, self.age)
         if self.tiers == "job":
             cls = job_tiers(job_work(t))[t.job]
         elif self.tiers == "size":
@@ -260,4 +274,8 @@ ABLATIONS: dict[str, Callable[[], EchelonPolicy]] = {
     "echelon-nograce": lambda: EchelonPolicy(grace=False),
     "echelon-noswap": lambda: EchelonPolicy(swaps=0),
     "echelon-swapany": lambda: EchelonPolicy(pairs="any"),
+    "echelon-age1": lambda: EchelonPolicy(age=1.0),
+    "echelon-age025": lambda: EchelonPolicy(age=0.25),
+    "echelon-age01": lambda: EchelonPolicy(age=0.1),
+    "echelon-age005": lambda: EchelonPolicy(age=0.05),
 }
