@@ -86,32 +86,24 @@ LATENESS_SHARE = 0.25
 #: Grace, in median bottleneck times of the group's size class: serial-order lateness up
 #: to this counts whole (peers served one after another), only the rest by the share.
 LATENESS_GRACE = 3.0
-#: Aging: the share of how overdue a group is (past ``t_ref + slack - Γ``) taken off its
-#: key, so a group the small classes keep waiting drops to their class.
-AGE = 0.0
+#: Starvation guard: a group already overdue (past the latest finish of its first flow
+#: with bytes left) by more than this many of its own bottleneck times leaves its size
+#: class; all such groups share one rank above every class (max-min between them).
+OVERDUE = 1.0
 #: Tier 0 holds the smallest jobs whose work adds up to at most this share of the largest's.
 TIER_SHARE = 0.3
 
 
 def group_keys(
-    t: FlowTable,
-    now: float,
-    slack: Floats,
-    p_gamma: tuple[Floats, Floats] | None = None,
-    age: float = 0.0,
+    t: FlowTable, now: float, slack: Floats, p_gamma: tuple[Floats, Floats] | None = None
 ) -> Floats:
     """v1's modified-due-date key per group, with ``t_ref`` moved by the group's slack
-    (``p_gamma``: :func:`bottlenecks` of ``t`` if already computed); ``age`` > 0
-    subtracts that share of how overdue the group is (:data:`AGE`)."""
+    (``p_gamma``: :func:`bottlenecks` of ``t`` if already computed)."""
     p, gamma = bottlenecks(t) if p_gamma is None else p_gamma
     lead = np.full(len(t.names), np.inf)
     np.minimum.at(lead, t.ech, slack)
     lead[~np.isfinite(lead)] = 0.0
-    key = mdd_key(t, now, p, gamma, lead)
-    if age > 0.0:
-        overdue = np.maximum(now - (t.t_ref + lead - gamma), 0.0)
-        key = np.maximum(key - age * overdue / t.weight, 0.0)
-    return key
+    return mdd_key(t, now, p, gamma, lead)
 
 
 def size_class(key: Floats) -> Ints:
@@ -159,6 +151,15 @@ def job_tiers(work: Floats, share: float = TIER_SHARE) -> Ints:
     return tier
 
 
+def overdue_groups(t: FlowTable, due: Floats, p: Floats, now: float, limit: float) -> Ints:
+    """Per flow, 1 where its group is already more than ``limit`` bottleneck times ``p``
+    past the latest finish of its first flow with bytes left (0 elsewhere)."""
+    first = np.full(len(t.names), np.inf)
+    np.minimum.at(first, t.ech, np.where(t.remaining > 0, due, np.inf))
+    behind = np.maximum(now - first, 0.0)
+    return (behind > limit * p)[t.ech].astype(np.int64)
+
+
 class EchelonPolicy(TablePolicy):
     """Ours (v2): rank flows by (size class of their group, virtual deadline).
 
@@ -185,7 +186,7 @@ class EchelonPolicy(TablePolicy):
         grace: bool = True,
         swaps: int = SWAP_TRIALS,
         pairs: Literal["nested", "any"] = "nested",
-        age: float = AGE,
+        overdue: float | None = OVERDUE,
     ) -> None:
         if tiers not in ("job", "size", "none"):
             raise ValueError(f"tiers must be 'job', 'size' or 'none', got {tiers!r}")
@@ -198,7 +199,7 @@ class EchelonPolicy(TablePolicy):
         self.swaps = swaps
         self.pairs: Literal["nested", "any"] = pairs
         self.interleave = interleave
-        self.age = age
+        self.overdue = overdue
 
     def decide(self, t: FlowTable, now: float) -> Schedule:
         order, rank = self.rank_flows(t, now)
@@ -214,7 +215,7 @@ class EchelonPolicy(TablePolicy):
         Schedule's dict (the controller's incremental planner reads the arrays)."""
         slack = t.slack if self.use_slack else np.zeros_like(t.slack)
         p_gamma = bottlenecks(t)
-        key = group_keys(t, now, slack, p_gamma, self.age)
+        key = group_keys(t, now, slack, p_gamma)
         if self.tiers == "job":
             cls = job_tiers(job_work(t))[t.job]
         elif self.tiers == "size":
@@ -254,12 +255,13 @@ class EchelonPolicy(TablePolicy):
                 virtual = virtual_deadlines(
                     layout_finish(t, (position[t.ech], due, virtual, flow_cls), now)
                 )
-        if self.interleave:
-            # equal virtual deadlines: the earlier latest finish first (its own formation
-            # is what is due sooner); fully equal flows share a rank (max-min)
-            rank = dense_rank(cls[t.ech], virtual, due)
-        else:
-            rank = dense_rank(position[t.ech], virtual)
+        keys = (cls[t.ech], virtual, due) if self.interleave else (position[t.ech], virtual)
+        if self.overdue is None:
+            return order, dense_rank(*keys)
+        # the starvation guard: the flows of overdue groups leave their class and share
+        # one rank above every class (max-min between them: all their keys are 0)
+        calm = 1 - overdue_groups(t, due, p_gamma[0], now, self.overdue)
+        rank = dense_rank(calm, *(calm * k for k in keys))
         return order, rank
 
 
@@ -274,8 +276,5 @@ ABLATIONS: dict[str, Callable[[], EchelonPolicy]] = {
     "echelon-nograce": lambda: EchelonPolicy(grace=False),
     "echelon-noswap": lambda: EchelonPolicy(swaps=0),
     "echelon-swapany": lambda: EchelonPolicy(pairs="any"),
-    "echelon-age1": lambda: EchelonPolicy(age=1.0),
-    "echelon-age025": lambda: EchelonPolicy(age=0.25),
-    "echelon-age01": lambda: EchelonPolicy(age=0.1),
-    "echelon-age005": lambda: EchelonPolicy(age=0.05),
+    "echelon-noguard": lambda: EchelonPolicy(overdue=None),
 }
