@@ -33,6 +33,14 @@ docs/measurements/model.md, docs/evaluation.md):
    higher mean (peers progress in lockstep and stop overlapping one job's
    computation with another's communication).
 
+6. **Starvation guard.** A group already overdue (``now`` past the latest finish of
+   its first flow with bytes left) by more than ``OVERDUE`` (1) of its own bottleneck
+   times leaves its class: all such groups share one rank above every class. Without
+   it the size classes starve a large job for as long as small jobs' traffic keeps its
+   links busy (a job iterating at 20x its contention-free time in steady state,
+   docs/measurements/scheduling.md); sharing, not an order among the overdue groups,
+   is what keeps every job's compute busy. ``echelon-noguard`` is the policy without it.
+
 Between steps 3 and 4, one pass of adjacent interchanges of each class's group
 order, judged on the interleaved layout, repairs where the key puts a group after
 one it should precede (``interchange.py``; only pairs whose paths are nested). It
