@@ -176,6 +176,10 @@ def summary(rows: Sequence[Row], profile: Any) -> str:
         "iteration time; p99 over the window's iterations; worst job = the largest "
         "slowdown (steady / contention-free iteration time), averaged over seeds:\n\n"
         + headline(rows)
+        + "\n\nAgainst the steady-state targets (mean below `fair` in every cell and below "
+        "`echelon-v1` at 25 and 10 Gbit/s; worst job's slowdown within 5 % of fair's worst "
+        "job's; no baseline lower on both mean and p99 by more than the interval):\n\n"
+        + targets(rows)
     )
 
 
@@ -201,3 +205,34 @@ def section(w: Any, rows: Sequence[Row], profile: Any, wall_s: float) -> None:
     for (mix, gbit), per in sorted(cells(rows).items(), key=lambda kv: (kv[0][0], -kv[0][1])):
         w(f"### `{mix}` at {fmt(gbit)} Gbit/s\n")
         w(cell_table(per, list(profile.steady_policies)) + "\n")
+
+
+#: Cells where the network is the bottleneck (host-link Gbit/s below the main grid's).
+NETWORK_BOUND_GBIT = 25.0
+
+
+def targets(rows: Sequence[Row], ours: str = "echelon") -> str:
+    """Per cell, the steady-state targets met or missed, and by how much: mean below
+    fair's; mean below echelon-v1's where the network is the bottleneck; the worst
+    job's slowdown within 5 % of fair's worst job's; no baseline dominating."""
+    lines = []
+    for (mix, gbit), per in sorted(cells(rows).items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        if ours not in per or "fair" not in per:
+            continue
+        missed = []
+        vs_fair = versus(per, ours, "fair", "steady_mean")
+        if vs_fair.ratio >= 0:
+            missed.append(f"mean {vs_fair.ratio * 100:+.1f}% against fair")
+        if gbit <= NETWORK_BOUND_GBIT and "echelon-v1" in per:
+            vs_v1 = versus(per, ours, "echelon-v1", "steady_mean")
+            if vs_v1.ratio >= 0:
+                missed.append(f"mean {vs_v1.ratio * 100:+.1f}% against echelon-v1")
+        worst = mean_of(per[ours], "worst_slowdown") / mean_of(per["fair"], "worst_slowdown")
+        if worst > 1.05:
+            missed.append(f"worst job {(worst - 1) * 100:+.1f}% against fair's (limit +5%)")
+        dom = dominators(per, ours)
+        if dom:
+            missed.append("dominated by " + ", ".join(dom))
+        verdict = "all met" if not missed else "missed: " + "; ".join(missed)
+        lines.append(f"* `{mix}` at {fmt(gbit)} Gbit/s: {verdict}.")
+    return "\n".join(lines)
