@@ -33,6 +33,14 @@ docs/measurements/model.md, docs/evaluation.md):
    higher mean (peers progress in lockstep and stop overlapping one job's
    computation with another's communication).
 
+6. **Starvation guard.** A group already overdue (``now`` past the latest finish of
+   its first flow with bytes left) by more than ``OVERDUE`` (1) of its own bottleneck
+   times leaves its class: all such groups share one rank above every class. Without
+   it the size classes starve a large job for as long as small jobs' traffic keeps its
+   links busy (a job iterating at 20x its contention-free time in steady state,
+   docs/measurements/scheduling.md); sharing, not an order among the overdue groups,
+   is what keeps every job's compute busy. ``echelon-noguard`` is the policy without it.
+
 Between steps 3 and 4, one pass of adjacent interchanges of each class's group
 order, judged on the interleaved layout, repairs where the key puts a group after
 one it should precede (``interchange.py``; only pairs whose paths are nested). It
@@ -86,6 +94,10 @@ LATENESS_SHARE = 0.25
 #: Grace, in median bottleneck times of the group's size class: serial-order lateness up
 #: to this counts whole (peers served one after another), only the rest by the share.
 LATENESS_GRACE = 3.0
+#: Starvation guard: a group already overdue (past the latest finish of its first flow
+#: with bytes left) by more than this many of its own bottleneck times leaves its size
+#: class; all such groups share one rank above every class (max-min between them).
+OVERDUE = 1.0
 #: Tier 0 holds the smallest jobs whose work adds up to at most this share of the largest's.
 TIER_SHARE = 0.3
 
@@ -147,6 +159,15 @@ def job_tiers(work: Floats, share: float = TIER_SHARE) -> Ints:
     return tier
 
 
+def overdue_groups(t: FlowTable, due: Floats, p: Floats, now: float, limit: float) -> Ints:
+    """Per flow, 1 where its group is already more than ``limit`` bottleneck times ``p``
+    past the latest finish of its first flow with bytes left (0 elsewhere)."""
+    first = np.full(len(t.names), np.inf)
+    np.minimum.at(first, t.ech, np.where(t.remaining > 0, due, np.inf))
+    behind = np.maximum(now - first, 0.0)
+    return (behind > limit * p)[t.ech].astype(np.int64)
+
+
 class EchelonPolicy(TablePolicy):
     """Ours (v2): rank flows by (size class of their group, virtual deadline).
 
@@ -173,6 +194,7 @@ class EchelonPolicy(TablePolicy):
         grace: bool = True,
         swaps: int = SWAP_TRIALS,
         pairs: Literal["nested", "any"] = "nested",
+        overdue: float | None = OVERDUE,
     ) -> None:
         if tiers not in ("job", "size", "none"):
             raise ValueError(f"tiers must be 'job', 'size' or 'none', got {tiers!r}")
@@ -185,6 +207,7 @@ class EchelonPolicy(TablePolicy):
         self.swaps = swaps
         self.pairs: Literal["nested", "any"] = pairs
         self.interleave = interleave
+        self.overdue = overdue
 
     def decide(self, t: FlowTable, now: float) -> Schedule:
         order, rank = self.rank_flows(t, now)
@@ -240,12 +263,13 @@ class EchelonPolicy(TablePolicy):
                 virtual = virtual_deadlines(
                     layout_finish(t, (position[t.ech], due, virtual, flow_cls), now)
                 )
-        if self.interleave:
-            # equal virtual deadlines: the earlier latest finish first (its own formation
-            # is what is due sooner); fully equal flows share a rank (max-min)
-            rank = dense_rank(cls[t.ech], virtual, due)
-        else:
-            rank = dense_rank(position[t.ech], virtual)
+        keys = (cls[t.ech], virtual, due) if self.interleave else (position[t.ech], virtual)
+        if self.overdue is None:
+            return order, dense_rank(*keys)
+        # the starvation guard: the flows of overdue groups leave their class and share
+        # one rank above every class (max-min between them: all their keys are 0)
+        calm = 1 - overdue_groups(t, due, p_gamma[0], now, self.overdue)
+        rank = dense_rank(calm, *(calm * k for k in keys))
         return order, rank
 
 
@@ -260,4 +284,5 @@ ABLATIONS: dict[str, Callable[[], EchelonPolicy]] = {
     "echelon-nograce": lambda: EchelonPolicy(grace=False),
     "echelon-noswap": lambda: EchelonPolicy(swaps=0),
     "echelon-swapany": lambda: EchelonPolicy(pairs="any"),
+    "echelon-noguard": lambda: EchelonPolicy(overdue=None),
 }

@@ -72,6 +72,10 @@ class SimConfig:
     gets an equal share of that link among the host's active flows, whatever its
     rank (a host knows no priorities; only switches do), and strict priority applies
     from the first switch on. Off: every link, host links included, serves by rank.
+
+    ``until`` (seconds) stops the run at that simulated time whatever is left: jobs
+    that keep iterating (a training job's steady state, :mod:`sim.eval.steady`) are
+    measured on what completed by then, and jobs left unfinished are not an error.
     """
 
     policy: str | Policy = "echelon"
@@ -88,6 +92,7 @@ class SimConfig:
     record_flows: bool = True
     record_tasks: bool = False
     max_events: int | None = None
+    until: float | None = None
 
     def wire_bytes(self, size: int) -> float:
         if self.header_bytes <= 0:

@@ -164,6 +164,9 @@ class Simulator:
             t_heap = self.heap[0][0] if self.heap else math.inf
             t_flow = self.now + self.active.time_to_next()
             t = min(t_heap, t_flow)
+            if self.cfg.until is not None and t > self.cfg.until:
+                self.now = max(self.now, self.cfg.until)  # stopped, nothing more completes
+                break
             if t == math.inf:
                 if len(self.active):
                     raise SimError("flows are active but none can make progress")
@@ -188,7 +191,7 @@ class Simulator:
             if self.cfg.max_events is not None and events > self.cfg.max_events:
                 raise SimError(f"more than {self.cfg.max_events} events")
         unfinished = [j.name for j in self.jobs if j.iteration < j.run.iterations]
-        if unfinished:
+        if unfinished and self.cfg.until is None:
             raise SimError(f"jobs never finished (dependency cycle?): {unfinished}")
         self.result.n_events = events
         self.result.n_flows = len(self.f_key)

@@ -33,6 +33,7 @@ ABLATION_POLICIES = (
     "echelon-nograce",
     "echelon-noswap",
     "echelon-swapany",
+    "echelon-noguard",
     "echelon-v1",
 )
 #: Variants also run on the held-out seeds, so that the (mean, p99) plane there has the
@@ -74,6 +75,13 @@ METRICS = (
 )
 
 
+#: Horizon of a steady-state run, in the draw's largest contention-free iteration times.
+STEADY_HORIZON = 20.0
+#: Seeds of the steady-state headline (0-2 design seeds, the rest held out); what the
+#: committed report ran is stated in it (``--steady-seeds`` overrides the count).
+STEADY_SEEDS = 10
+
+
 @dataclass(frozen=True)
 class Profile:
     """How big an evaluation run is. ``tiny`` exists for the end-to-end test."""
@@ -89,6 +97,13 @@ class Profile:
     holdout_seeds: tuple[int, ...] = ()
     """Seeds not used to choose the policy or its parameters: the headline re-run on them
     (every policy on 8 queues) shows whether the result generalises."""
+    steady_seeds: tuple[int, ...] = (0,)
+    """Seeds of the steady-state headline (:mod:`sim.eval.steady`; ``--steady-seeds``)."""
+    steady_gbits: tuple[float, ...] = (100.0, 25.0, 10.0)
+    steady_mixes: tuple[str, ...] = ("hybrid", "dp", "mixed")
+    steady_policies: tuple[str, ...] = (*CORE_POLICIES, "echelon-noguard")
+    steady_horizon: float = STEADY_HORIZON
+    """Horizon of a steady-state run in the draw's largest contention-free iterations."""
 
 
 #: Held-out seeds of the full profile (3, 4, ...): enough for a seed-level interval
@@ -108,9 +123,26 @@ PROFILES = {
         (1_000, 10_000, 100_000),
         SWEEP_GBIT,
         tuple(range(3, 3 + HOLDOUT_SEEDS)),
+        tuple(range(STEADY_SEEDS)),
     ),
-    "quick": Profile((0,), (0.5,), 8, 12, 3, (1_000, 10_000), SWEEP_GBIT, (3,)),
-    "tiny": Profile((0,), (0.5,), 3, 3, 1, (300,), (100.0, 10.0), (3,)),
+    "quick": Profile(
+        (0,), (0.5,), 8, 12, 3, (1_000, 10_000), SWEEP_GBIT, (3,), tuple(range(STEADY_SEEDS))
+    ),
+    "tiny": Profile(
+        (0,),
+        (0.5,),
+        3,
+        3,
+        1,
+        (300,),
+        (100.0, 10.0),
+        (3,),
+        (0, 1),
+        (100.0, 10.0),
+        ("dp",),
+        ("echelon", "fair", "echelon-v1"),
+        6.0,
+    ),
 }
 
 

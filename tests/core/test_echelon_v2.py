@@ -11,7 +11,9 @@ from echelon.policies import ABLATIONS, get_policy
 from echelon.policies.echelon import (
     LATENESS_GRACE,
     LATENESS_SHARE,
+    OVERDUE,
     TIER_SHARE,
+    EchelonPolicy,
     counted_lateness,
     job_tiers,
     job_work,
@@ -68,7 +70,8 @@ def test_job_tier_small_job_goes_first_however_late_a_large_one_is() -> None:
     class for all (``echelon-noclass``) the overdue group goes first (virtual deadline
     0 vs 101)."""
     big, small = ef("big", [50], [0.0], t_ref=0.0), ef("small", [1], [0.0], t_ref=101.0)
-    r = get_policy("echelon-jobtier").schedule([big, small], NET, now=100.0).flow_rank
+    tier = EchelonPolicy(tiers="job", grace=False, overdue=None)  # jobtier without the guard
+    r = tier.schedule([big, small], NET, now=100.0).flow_rank
     assert r[("small", 0)] < r[("big", 0)]
     r = get_policy("echelon-noclass").schedule([big, small], NET, now=100.0).flow_rank
     assert r[("big", 0)] < r[("small", 0)]
@@ -138,17 +141,28 @@ def test_overdue_peer_goes_first_where_v1_starves_it() -> None:
     assert ours.echelon_order == ("y", "x")  # the serial (key) order is still y, x
     v1 = get_policy("echelon-v1").schedule([x, y], NET, rem, now=100.0)
     assert v1.flow_rank[("y", 0)] < v1.flow_rank[("x", 0)]
-    # with the whole serial lateness (β = 1) the overdue group waits again
-    serial = get_policy("echelon-serial").schedule([x, y], NET, rem, now=100.0)
+    # with the whole serial lateness (β = 1) and no starvation guard it waits again
+    serial = EchelonPolicy(share=1.0, overdue=None).schedule([x, y], NET, rem, now=100.0)
     assert serial.flow_rank[("y", 0)] < serial.flow_rank[("x", 0)]
+    # the guard (x is 100 s overdue, 20 of its bottleneck times) puts it first anyway
+    serial = get_policy("echelon-serial").schedule([x, y], NET, rem, now=100.0)
+    assert serial.flow_rank[("x", 0)] < serial.flow_rank[("y", 0)]
 
 
-def test_classes_keep_small_groups_first() -> None:
-    """An overdue 50 s group (key 50: class 4) does not pass a 1 s one due in 1 s
-    (key 1: class 3), however late it is: different decades."""
-    big, small = ef("big", [50], [0.0], t_ref=0.0), ef("small", [1], [0.0], t_ref=101.0)
-    r = get_policy("echelon").schedule([big, small], NET, now=100.0).flow_rank
-    assert r[("small", 0)] < r[("big", 0)]
+def test_classes_keep_small_groups_first_until_the_starvation_guard() -> None:
+    """A 50 s group (key 50: class 4) 40 s overdue does not pass a 1 s one due in 1 s
+    (key 1: class 3): different decades. Once it is overdue by more than its own
+    bottleneck time (:data:`OVERDUE` = 1 x 50 s) it leaves its class and goes on top;
+    without the guard (``echelon-noguard``, the policy before it) it would wait for as
+    long as small groups keep coming."""
+    small = ef("small", [1], [0.0], t_ref=101.0)
+    for overdue_s, big_first in ((40.0, False), (60.0, True)):
+        big = ef("big", [50], [0.0], t_ref=100.0 - overdue_s)
+        r = get_policy("echelon").schedule([big, small], NET, now=100.0).flow_rank
+        assert (r[("big", 0)] < r[("small", 0)]) == big_first, overdue_s
+        r = get_policy("echelon-noguard").schedule([big, small], NET, now=100.0).flow_rank
+        assert r[("small", 0)] < r[("big", 0)]
+    assert OVERDUE == 1.0
 
 
 def test_slack_lets_a_transfer_wait() -> None:

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from sim.eval import chakra
-from sim.eval.__main__ import main
+from sim.eval.__main__ import STAGES, main
 from sim.eval.experiments import MIXES, NETWORK, POLICIES
 
 # One tiny evaluation (about 30 s of CPU) serves every test here: not a unit test.
@@ -121,7 +121,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
 
 
 def test_progress_names_every_stage_and_every_run(report: Report) -> None:
-    at = [report.stderr.index(f"[eval {i}/6] ") for i in range(1, 7)]
+    at = [report.stderr.index(f"[eval {i}/{STAGES}] ") for i in range(1, STAGES + 1)]
     assert at == sorted(at), report.stderr
     n_rows = len(report.rows)
     assert n_rows and f"[{n_rows}/{n_rows}] point " in report.stderr
