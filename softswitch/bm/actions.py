@@ -3,9 +3,9 @@
 Every action of the JSON becomes its own closure object (the control uses
 closure identity to pick ``next_tables`` by action). The primitives p4c emits
 for v1model that the soft switch implements are listed in ``PRIMITIVES``;
-anything else (clone, resubmit, recirculate, digests, hashes, meters,
-random, truncate, ...) is refused when the pipeline is loaded, naming the
-primitive and the action.
+anything else (clone, resubmit, recirculate, digests, meters,
+truncate, ...) is refused when the pipeline is loaded, naming the
+primitive and the action. The hash primitives are :mod:`softswitch.bm.hashing`'s.
 
 Counters count the ingress frame length in bytes, like BMv2
 (``Packet::get_ingress_length``).
@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from softswitch.bm.expr import Expr, compile_expr, constant_of
+from softswitch.bm.hashing import Calculations, hash_based_offset, rng_uniform
 from softswitch.bm.layout import Layout
 from softswitch.errors import InvalidArgument
 from softswitch.tables import Counter
@@ -39,6 +40,8 @@ PRIMITIVES = (
     "log_msg",
     "_jump",
     "_jump_if_zero",
+    "modify_field_with_hash_based_offset",
+    "modify_field_rng_uniform",
 )
 
 
@@ -67,6 +70,7 @@ class Externs:
         for key in ("meter_arrays", "learn_lists", "extern_instances", "parse_vsets"):
             if j.get(key):
                 raise InvalidArgument(key, f"{j[key][0].get('name')!r} is not supported")
+        self.calculations = Calculations(lay, j)
         self.egress_spec = lay.std("egress_spec")
         self.mcast_grp = lay.std("mcast_grp")
         self.packet_length = lay.std("packet_length")
@@ -243,6 +247,11 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
             v[0] = 1
 
         return do_exit
+    if op == "modify_field_with_hash_based_offset":
+        fn = hash_based_offset(lay, ext.calculations, params, where)
+        return _dirtying(fn, lay.raw_slot(params[0]["value"]))
+    if op == "modify_field_rng_uniform":
+        return _dirtying(rng_uniform(lay, params, where), lay.raw_slot(params[0]["value"]))
     if op == "log_msg":
 
         def log_msg(v: list[int], a: Sequence[int]) -> None:

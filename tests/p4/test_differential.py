@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.p4.differential.catalog import PROGRAMS
 from tests.p4.differential.compare import compare
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -21,7 +22,7 @@ FRAMES = int(os.environ.get("DIFF_FRAMES", "400"))
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("program", ["echelon", "l3acl"])
+@pytest.mark.parametrize("program", list(PROGRAMS))
 def test_bmv2_and_soft_switch_agree(program: str, tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root (veth interfaces, raw sockets)")

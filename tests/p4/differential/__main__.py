@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.p4.differential.catalog import PROGRAMS
 from tests.p4.differential.compare import compare
-from tests.p4.differential.programs import PROGRAMS
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.p4.differential.programs import PROGRAMS
+from tests.p4.differential.catalog import PROGRAMS
 from tests.p4.differential.rig import Outputs, rigs
 
 

@@ -1,0 +1,73 @@
+"""The per-construct v1model programs of the differential test (tests/p4/programs/*.p4).
+
+Each routes IPv4 by ``10.0.P.0/24 -> port P`` (table ``Ing.routes``) so the
+rig's sentinels (``10.0.P.200``) find their port, and exercises one family of
+v1model constructs on frames drawn to reach every path of it.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+from p4client.p4info import TableEntry
+from p4client.p4rt import SwitchConnection
+from tests.p4.differential.programs import _finish, _ip_bytes, _ipv4_fields, udp_sentinel
+from tests.p4.differential.rig import Program
+
+ROOT = Path(__file__).resolve().parents[3]
+BUILD = ROOT / "tests" / "p4" / "programs" / "build"
+PORTS = (1, 2, 3, 4)
+_u16 = st.integers(0, 0xFFFF)
+
+
+def routes(sw: SwitchConnection, table: str = "Ing.routes", action: str = "Ing.route",
+           param: str = "port") -> list[TableEntry]:  # fmt: skip
+    """``10.0.P.0/24 -> port P`` for every port, and 10.0.9.0/24 (sources) to port 1."""
+    out = [
+        sw.table_entry(table, {"hdr.ipv4.dst": (f"10.0.{p}.0", 24)}, action, {param: p})
+        for p in PORTS
+    ]
+    out.append(sw.table_entry(table, {"hdr.ipv4.dst": ("10.0.9.0", 24)}, action, {param: 1}))
+    return out
+
+
+def sentinel(port: int, tag: bytes) -> bytes:
+    return udp_sentinel(bytes.fromhex("020000000001"), "10.0.9.9", f"10.0.{port}.200", tag)
+
+
+_SRCS = ["10.0.1.5", "10.0.2.7", "10.0.9.9", "192.168.1.1", "10.0.3.3", "255.255.255.255"]
+_DSTS = ["10.0.1.9", "10.0.2.9", "10.0.3.9", "10.0.4.200", "10.0.9.1", "10.9.9.9", "0.0.0.0"]
+
+
+@st.composite
+def ipv4_frames(draw: st.DrawFn) -> bytes:
+    """Ethernet/IPv4 with UDP (mostly), TCP or another protocol; some non-IPv4 frames."""
+    if draw(st.sampled_from([False] * 15 + [True])):
+        return draw(st.binary(min_size=14, max_size=90))
+    eth = bytes.fromhex("020000000001") + draw(st.binary(min_size=6, max_size=6))
+    etype = draw(st.sampled_from([0x0800] * 20 + [0x0806, 0x86DD]))
+    f = draw(_ipv4_fields(_SRCS, _DSTS))
+    proto = draw(st.sampled_from([17] * 10 + [6, 1]) | st.integers(0, 255))
+    body = draw(st.binary(max_size=24))
+    l4 = struct.pack("!HHHH", draw(_u16), draw(_u16), 8 + len(body), draw(_u16)) + body
+    frame = eth + struct.pack("!H", etype) + _ip_bytes(f, proto, l4, draw(st.integers(1, 0xFFFF)))
+    return draw(_finish(frame + l4))
+
+
+def _hash_entries(sw: SwitchConnection) -> list[TableEntry]:
+    out = routes(sw)
+    out.append(sw.table_entry("Ing.balance", {"hdr.ipv4.protocol": 17}, "Ing.ecmp",
+                              {"base": 3, "n": 5}))  # fmt: skip
+    out.append(sw.table_entry("Ing.balance", {"hdr.ipv4.protocol": 6}, "Ing.ecmp",
+                              {"base": 200, "n": 0x80}))  # fmt: skip
+    return out
+
+
+HASH = Program(
+    "hash", BUILD / "hash.p4info.txtpb", BUILD / "hash.json", PORTS, _hash_entries, sentinel
+)
+
+V1PROGRAMS = {"hash": (HASH, ipv4_frames())}
