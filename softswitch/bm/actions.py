@@ -5,7 +5,8 @@ closure identity to pick ``next_tables`` by action). The primitives p4c emits
 for v1model that the soft switch implements are listed in ``PRIMITIVES``;
 anything else (clone, resubmit, recirculate, digests, meters,
 truncate, ...) is refused when the pipeline is loaded, naming the
-primitive and the action. The hash primitives are :mod:`softswitch.bm.hashing`'s.
+primitive and the action. The hash primitives are :mod:`softswitch.bm.hashing`'s,
+``push``/``pop`` (header stacks) :mod:`softswitch.bm.stacks`'s.
 
 Counters count the ingress frame length in bytes, like BMv2
 (``Packet::get_ingress_length``).
@@ -19,6 +20,7 @@ from typing import Any
 from softswitch.bm.expr import Expr, compile_expr, constant_of
 from softswitch.bm.hashing import Calculations, hash_based_offset, rng_uniform
 from softswitch.bm.layout import Layout
+from softswitch.bm.stacks import stack_shift
 from softswitch.errors import InvalidArgument
 from softswitch.tables import Counter
 
@@ -42,6 +44,8 @@ PRIMITIVES = (
     "_jump_if_zero",
     "modify_field_with_hash_based_offset",
     "modify_field_rng_uniform",
+    "push",
+    "pop",
 )
 
 
@@ -252,6 +256,8 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
         return _dirtying(fn, lay.raw_slot(params[0]["value"]))
     if op == "modify_field_rng_uniform":
         return _dirtying(rng_uniform(lay, params, where), lay.raw_slot(params[0]["value"]))
+    if op in ("push", "pop"):
+        return stack_shift(lay, op, params, where)
     if op == "log_msg":
 
         def log_msg(v: list[int], a: Sequence[int]) -> None:

@@ -70,4 +70,37 @@ HASH = Program(
     "hash", BUILD / "hash.p4info.txtpb", BUILD / "hash.json", PORTS, _hash_entries, sentinel
 )
 
-V1PROGRAMS = {"hash": (HASH, ipv4_frames())}
+
+def _stacks_entries(sw: SwitchConnection) -> list[TableEntry]:
+    out = routes(sw)
+    out.append(sw.table_entry("Ing.routes", {"hdr.ipv4.dst": ("10.9.0.0", 16)}, "Ing.push_two",
+                              {"p": 3}))  # fmt: skip
+    return out
+
+
+@st.composite
+def label_frames(draw: st.DrawFn) -> bytes:
+    """0-6 labels (port, ttl, bottom-of-stack bit) over IPv4 or not, or plain IPv4 frames;
+    at least 64 bytes, as on a wire, so every lookahead reads bytes of the frame."""
+    frame = draw(ipv4_frames())
+    if draw(st.booleans()):
+        labels = b""
+        for _ in range(draw(st.sampled_from([0, 1, 1, 2, 2, 3, 4, 5, 6]))):
+            port = draw(st.sampled_from([1, 2, 3, 4, 4, 0, 0x7F]))
+            ttl = draw(st.sampled_from([0, 1, 64, 255]))
+            bos = draw(st.sampled_from([0, 0, 1]))
+            labels += ((port << 17) | (ttl << 1) | bos).to_bytes(3, "big")
+        if labels:
+            last = labels[-3:]
+            if draw(st.sampled_from([True] * 4 + [False])):  # usually a proper bottom
+                labels = labels[:-3] + bytes([last[0], last[1], last[2] | 1])
+        frame = frame[:12] + b"\x88\xb5" + labels + frame[14:]
+    return frame.ljust(64, b"\0")
+
+
+STACKS = Program(
+    "stacks", BUILD / "stacks.p4info.txtpb", BUILD / "stacks.json", PORTS, _stacks_entries,
+    sentinel,
+)  # fmt: skip
+
+V1PROGRAMS = {"hash": (HASH, ipv4_frames()), "stacks": (STACKS, label_frames())}
