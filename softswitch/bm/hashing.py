@@ -232,9 +232,8 @@ class Calculations:
 def hash_based_offset(
     lay: Layout, calcs: Calculations, params: list[Any], where: str
 ) -> PrimitiveFn:
-    """``dst = (base + calc() % size) & width``, 64-bit like simple_switch.
-
-    ``size`` 0 is a division by zero that stops simple_switch; here it stores ``base``."""
+    """``dst = (base + calc() % size) & width``, 64-bit like simple_switch
+    (which treats a ``size`` of 0 as 1: the result is ``base``)."""
     if len(params) != 4 or params[2].get("type") != "calculation":
         raise InvalidArgument(where, "expected (field, base, calculation, size)")
     if params[0].get("type") != "field":
@@ -245,10 +244,8 @@ def hash_based_offset(
     base = compile_expr(lay, params[1], where)
     size = compile_expr(lay, params[3], where)
     c_base, c_size = constant_of(base), constant_of(size)
-    if c_size is not None and c_size & _U64 == 0:
-        raise InvalidArgument(where, "hash with max 0 (simple_switch divides by it)")
     if c_base is not None and c_size is not None:
-        b, n = c_base & _U64, c_size & _U64
+        b, n = c_base & _U64, (c_size & _U64) or 1
 
         def hash_const(v: list[int], a: Sequence[int]) -> None:
             v[slot] = ((calc(v) % n + b) & _U64) & mask
@@ -258,7 +255,7 @@ def hash_based_offset(
     def hash_offset(v: list[int], a: Sequence[int]) -> None:
         n = size(v, a) & _U64
         b = base(v, a) & _U64
-        v[slot] = (((calc(v) % n) if n else 0) + b) & _U64 & mask
+        v[slot] = (calc(v) % (n or 1) + b) & _U64 & mask
 
     return hash_offset
 

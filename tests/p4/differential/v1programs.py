@@ -59,10 +59,14 @@ def ipv4_frames(draw: st.DrawFn) -> bytes:
 
 def _hash_entries(sw: SwitchConnection) -> list[TableEntry]:
     out = routes(sw)
-    out.append(sw.table_entry("Ing.balance", {"hdr.ipv4.protocol": 17}, "Ing.ecmp",
-                              {"base": 3, "n": 5}))  # fmt: skip
-    out.append(sw.table_entry("Ing.balance", {"hdr.ipv4.protocol": 6}, "Ing.ecmp",
-                              {"base": 200, "n": 0x80}))  # fmt: skip
+    out.append(
+        sw.table_entry("Ing.balance", {"hdr.ipv4.protocol": 17}, "Ing.ecmp", {"base": 3, "n": 5})
+    )
+    out.append(
+        sw.table_entry(
+            "Ing.balance", {"hdr.ipv4.protocol": 6}, "Ing.ecmp", {"base": 200, "n": 0x80}
+        )
+    )
     return out
 
 
@@ -73,8 +77,9 @@ HASH = Program(
 
 def _stacks_entries(sw: SwitchConnection) -> list[TableEntry]:
     out = routes(sw)
-    out.append(sw.table_entry("Ing.routes", {"hdr.ipv4.dst": ("10.9.0.0", 16)}, "Ing.push_two",
-                              {"p": 3}))  # fmt: skip
+    out.append(
+        sw.table_entry("Ing.routes", {"hdr.ipv4.dst": ("10.9.0.0", 16)}, "Ing.push_two", {"p": 3})
+    )
     return out
 
 
@@ -99,8 +104,12 @@ def label_frames(draw: st.DrawFn) -> bytes:
 
 
 STACKS = Program(
-    "stacks", BUILD / "stacks.p4info.txtpb", BUILD / "stacks.json", PORTS, _stacks_entries,
+    "stacks",
+    BUILD / "stacks.p4info.txtpb",
+    BUILD / "stacks.json",
+    PORTS,
+    _stacks_entries,
     sentinel,
-)  # fmt: skip
+)
 
 V1PROGRAMS = {"hash": (HASH, ipv4_frames()), "stacks": (STACKS, label_frames())}
