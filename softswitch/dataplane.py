@@ -207,7 +207,6 @@ class DataPlane:
     def _drain(self, port: int, sock: socket.socket) -> bool:
         """Run up to BATCH waiting frames of a port through the pipeline; False if it failed."""
         stats = self.stats
-        queues = self.queues
         trace = log.isEnabledFor(logging.DEBUG)
         dump = log.isEnabledFor(TRACE)
         capture = self.pcap_in.get(port)
@@ -234,6 +233,12 @@ class DataPlane:
                 stats.no_pipeline += 1
                 continue
             try:
+                if pipeline.instances is not None:  # clones, resubmits, recirculations
+                    sent = pipeline.process_all(data, port)
+                    stats.pipeline_drop += not sent
+                    for egress, prio, frame in sent:
+                        self._enqueue(port, egress, prio, frame, trace)
+                    continue
                 result = pipeline.process(data, port)
             except Exception:
                 stats.errors += 1
@@ -244,28 +249,32 @@ class DataPlane:
                 if trace:
                     log.debug("port %d: %d bytes dropped by the pipeline", port, len(data))
                 continue
-            egress, prio, frame = result
-            if egress not in self.socks:
-                stats.no_such_port += 1
-                if trace:
-                    log.debug("port %d: egress port %d does not exist, dropped", port, egress)
-                continue
-            if not queues.push(egress, prio, frame, time.monotonic()):
-                stats.queue_drop += 1
-                if prio >= queues.nb_queues:
-                    n = queues.stats.dropped_priority
-                    if n & (n - 1) == 0:  # 1, 2, 4, 8, ...: counted without flooding the log
-                        log.warning(
-                            "priority %d not supported with %d queues: dropped (%d so far)",
-                            prio,
-                            queues.nb_queues,
-                            n,
-                        )
-                elif trace:
-                    log.debug("queue %d/%d full, dropped", egress, prio)
-            elif trace:
-                log.debug("port %d -> %d prio %d, %d bytes", port, egress, prio, len(frame))
+            self._enqueue(port, *result, trace)
         return True
+
+    def _enqueue(self, port: int, egress: int, prio: int, frame: bytearray, trace: bool) -> None:
+        """Queue a frame the pipeline sent from ``port`` to ``egress`` (or count its drop)."""
+        stats, queues = self.stats, self.queues
+        if egress not in self.socks:
+            stats.no_such_port += 1
+            if trace:
+                log.debug("port %d: egress port %d does not exist, dropped", port, egress)
+            return
+        if not queues.push(egress, prio, frame, time.monotonic()):
+            stats.queue_drop += 1
+            if prio >= queues.nb_queues:
+                n = queues.stats.dropped_priority
+                if n & (n - 1) == 0:  # 1, 2, 4, 8, ...: counted without flooding the log
+                    log.warning(
+                        "priority %d not supported with %d queues: dropped (%d so far)",
+                        prio,
+                        queues.nb_queues,
+                        n,
+                    )
+            elif trace:
+                log.debug("queue %d/%d full, dropped", egress, prio)
+        elif trace:
+            log.debug("port %d -> %d prio %d, %d bytes", port, egress, prio, len(frame))
 
     def _transmit(self, now: float) -> None:
         for port, _prio, frame in self.queues.pop_due(now):

@@ -41,6 +41,7 @@ from softswitch.errors import (
     Unimplemented,
 )
 from softswitch.grpc_limits import READ_CHUNK_BYTES, WORKERS, ClientBounds, Limits
+from softswitch.p4rt_entities import write_counter, write_pre
 from softswitch.tables import Table
 
 log = logging.getLogger("softswitch.p4rt")
@@ -273,7 +274,9 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             if which == "table_entry":
                 self._write_table(dec, kind, entity.table_entry, touched)
             elif which == "counter_entry":
-                self._write_counter(dec.pipeline, kind, entity.counter_entry)
+                write_counter(dec.pipeline, kind, entity.counter_entry)
+            elif which == "packet_replication_engine_entry":
+                write_pre(dec.pipeline, kind, entity.packet_replication_engine_entry)
             elif which is None:
                 raise InvalidArgument("update.entity", "empty entity")
             else:
@@ -303,17 +306,6 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             table.modify(d.key, d.priority, d.call, d.proto, defer=True)
         else:
             table.delete(d.key, d.priority, defer=True)
-
-    def _write_counter(self, pl: Pipeline, kind: int, ce: p4r.CounterEntry) -> None:
-        if kind != p4r.Update.MODIFY:
-            raise InvalidArgument("counter_entry", "counters only support MODIFY")
-        if ce.counter_id == 0:
-            raise InvalidArgument("counter_entry.counter_id", "a write needs a counter id")
-        packets = ce.data.packet_count if ce.HasField("data") else 0
-        nbytes = ce.data.byte_count if ce.HasField("data") else 0
-        for ci, cells in codec.counter_cells(pl, ce):
-            for idx in cells:
-                ci.counter.set(idx, packets, nbytes)
 
     # ------------------------------------------------------------------ Read
     def Read(
@@ -413,7 +405,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
     def write_counter(self, ce: p4r.CounterEntry) -> None:
         """Set counter cells like a MODIFY (for :mod:`softswitch.runtime`'s counter calls)."""
         with self._lock:
-            self._write_counter(self._need_pipeline(), p4r.Update.MODIFY, ce)
+            write_counter(self._need_pipeline(), p4r.Update.MODIFY, ce)
 
     # ------------------------------------------------------------------ stream
     def StreamChannel(

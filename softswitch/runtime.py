@@ -9,6 +9,8 @@ Served calls:
   ``set_egress_priority_queue_depth/rate`` (BMv2 1.15's per-priority calls, declared in
   :mod:`p4client.bmruntime` since PyPI's bindings predate them), ``get_time_elapsed_us``,
   ``get_time_since_epoch_us``. Status 0 = done, 1 = a bad port/priority/value.
+  ``mirroring_session_add/delete/get`` and the older ``mirroring_mapping_*`` calls
+  (``simple_switch_CLI``'s ``mirroring_add``): the clone sessions P4Runtime writes too.
 * ``standard``: ``bm_get_config`` (the BMv2 JSON pushed with SetForwardingPipelineConfig;
   ``{}`` before one), ``bm_get_config_md5``, ``bm_mt_get_entries``,
   ``bm_mt_get_default_entry``, ``bm_mt_get_num_entries``, ``bm_counter_read``,
@@ -37,6 +39,7 @@ from bm_runtime.standard import Standard
 from bm_runtime.standard import ttypes as std
 from finsy.proto import p4i, p4r
 from sswitch_runtime import SimpleSwitch
+from sswitch_runtime import ttypes as ssw
 from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException, TMessageType
 from thrift.TMultiplexedProcessor import TMultiplexedProcessor
@@ -149,6 +152,40 @@ class RuntimeHandler:
             elogger_socket="",
             debugger_socket="",
         )
+
+    # ------------------------------------------------------------ simple_switch: mirroring
+    def _sessions(self) -> dict[int, int]:
+        """The committed pipeline's clone sessions (one dict item operation per call)."""
+        pl = self.service.pipeline if self.service is not None else None
+        if pl is None:
+            raise ssw.InvalidMirroringOperation(ssw.MirroringOperationErrorCode.SESSION_NOT_FOUND)
+        return pl.mirroring
+
+    def mirroring_session_add(self, mirror_id: int, config: ssw.MirroringSessionConfig) -> None:
+        if config.mgid or config.port is None or not 0 <= mirror_id < 1 << 15:
+            log.warning("mirroring_session_add %d: only one-port sessions are supported", mirror_id)
+            raise ssw.InvalidMirroringOperation(ssw.MirroringOperationErrorCode.SESSION_NOT_FOUND)
+        self._sessions()[mirror_id] = config.port
+
+    def mirroring_session_delete(self, mirror_id: int) -> None:
+        if self._sessions().pop(mirror_id, None) is None:
+            raise ssw.InvalidMirroringOperation(ssw.MirroringOperationErrorCode.SESSION_NOT_FOUND)
+
+    def mirroring_session_get(self, mirror_id: int) -> ssw.MirroringSessionConfig:
+        port = self._sessions().get(mirror_id)
+        if port is None:
+            raise ssw.InvalidMirroringOperation(ssw.MirroringOperationErrorCode.SESSION_NOT_FOUND)
+        return ssw.MirroringSessionConfig(port=port)
+
+    def mirroring_mapping_add(self, mirror_id: int, egress_port: int) -> int:
+        self.mirroring_session_add(mirror_id, ssw.MirroringSessionConfig(port=egress_port))
+        return 0
+
+    def mirroring_mapping_delete(self, mirror_id: int) -> int:
+        return 0 if self._sessions().pop(mirror_id, None) is not None else 1
+
+    def mirroring_mapping_get_egress_port(self, mirror_id: int) -> int:
+        return self._sessions().get(mirror_id, -1)
 
     # ------------------------------------------------------------ standard: config
     def _p4info(self) -> p4i.P4Info | None:

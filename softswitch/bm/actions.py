@@ -3,10 +3,10 @@
 Every action of the JSON becomes its own closure object (the control uses
 closure identity to pick ``next_tables`` by action). The primitives p4c emits
 for v1model that the soft switch implements are listed in ``PRIMITIVES``;
-anything else (clone, resubmit, recirculate, digests, meters,
-truncate, ...) is refused when the pipeline is loaded, naming the
+anything else (digests, meters, truncate, ...) is refused when the pipeline is loaded, naming the
 primitive and the action. The hash primitives are :mod:`softswitch.bm.hashing`'s,
-``push``/``pop`` (header stacks) :mod:`softswitch.bm.stacks`'s.
+``push``/``pop`` (header stacks) :mod:`softswitch.bm.stacks`'s, clone, resubmit and
+recirculate :mod:`softswitch.bm.instances`'s.
 
 Counters count the ingress frame length in bytes, like BMv2
 (``Packet::get_ingress_length``).
@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from softswitch.bm import instances
 from softswitch.bm.expr import Expr, compile_expr, constant_of
 from softswitch.bm.hashing import Calculations, hash_based_offset, rng_uniform
 from softswitch.bm.layout import Layout
@@ -46,6 +47,7 @@ PRIMITIVES = (
     "modify_field_rng_uniform",
     "push",
     "pop",
+    *sorted(instances.OPS),
 )
 
 
@@ -74,7 +76,12 @@ class Externs:
         for key in ("meter_arrays", "learn_lists", "extern_instances", "parse_vsets"):
             if j.get(key):
                 raise InvalidArgument(key, f"{j[key][0].get('name')!r} is not supported")
+        #: simple_switch's packet length register: the ingress length, plus or minus each
+        #: header made valid or invalid (add/remove_header); egress's packet_length
+        self.length_reg = lay.new_slot()
         self.calculations = Calculations(lay, j)
+        #: clone/resubmit/recirculate request slots, only if the program has those primitives
+        self.instance_regs = instances.Registers.allocate(lay) if instances.used(j) else None
         self.egress_spec = lay.std("egress_spec")
         self.mcast_grp = lay.std("mcast_grp")
         self.packet_length = lay.std("packet_length")
@@ -216,10 +223,13 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
     if op in ("add_header", "remove_header"):
         h = lay.header(params[0]["value"])
         valid, slots, raw = h.valid, tuple(s for _n, s, _w in h.fields), h.raw
+        lreg, nbytes = ext.length_reg, h.nbytes
         if op == "remove_header":
 
             def remove_header(v: list[int], a: Sequence[int]) -> None:
-                v[valid] = 0
+                if v[valid]:
+                    v[valid] = 0
+                    v[lreg] -= nbytes
 
             return remove_header
 
@@ -228,6 +238,7 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
                 for s in slots:
                     v[s] = 0
                 v[valid] = 1
+                v[lreg] += nbytes
                 if raw >= 0:
                     v[raw] = -1
 
@@ -256,6 +267,8 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
         return _dirtying(fn, lay.raw_slot(params[0]["value"]))
     if op == "modify_field_rng_uniform":
         return _dirtying(rng_uniform(lay, params, where), lay.raw_slot(params[0]["value"]))
+    if op in instances.OPS and ext.instance_regs is not None:
+        return instances.primitive(lay, ext.instance_regs, op, params, where)
     if op in ("push", "pop"):
         return stack_shift(lay, op, params, where)
     if op == "log_msg":

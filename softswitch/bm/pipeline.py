@@ -28,6 +28,7 @@ from finsy.proto import p4r
 
 from softswitch.bm.actions import DROP_PORT, ActionFn, Externs, Register
 from softswitch.bm.control import Controls, TableRuntime, Visible
+from softswitch.bm.instances import Instances
 from softswitch.bm.layout import build_layout
 from softswitch.bm.parser import Checksums, CompiledParser, Deparser
 from softswitch.bytestrings import encode_bytes
@@ -148,9 +149,19 @@ class Pipeline:
         self._controls = Controls(lay, ext, j, visible)
         self._deparser = Deparser(lay, j)
         self._initial = lay.initial
+        #: mirroring (clone) sessions: session id -> egress port
+        self.mirroring: dict[int, int] = {}
+        #: clones, resubmits, recirculations: programs with them run :meth:`process_all`
+        self.instances = (
+            None
+            if ext.instance_regs is None
+            else Instances(lay, j, ext.instance_regs, ext.length_reg, self.mirroring, self._parser,
+                           self._checksums, self._controls, self._deparser)
+        )  # fmt: skip
         self._s_port = lay.std("ingress_port")
         self._s_len = lay.std("packet_length")
         self._s_spec = lay.std("egress_spec")
+        self._s_lreg = ext.length_reg
         self._s_eport = lay.std("egress_port")
         self._s_prio = lay.std("priority")
         self.actions = self._bind_actions(p4info, j)
@@ -281,11 +292,18 @@ class Pipeline:
         return info.runtime.default_args
 
     # ------------------------------------------------------------------ packets
+    def process_all(self, data: bytes, ingress_port: int) -> list[tuple[int, int, bytearray]]:
+        """Every frame ``data`` makes (clones, resubmits, recirculations: see instances)."""
+        if self.instances is not None:
+            return self.instances.process(data, ingress_port)
+        one = self.process(data, ingress_port)
+        return [] if one is None else [one]
+
     def process(self, data: bytes, ingress_port: int) -> tuple[int, int, bytearray] | None:
         """(egress port, priority, bytes) for a forwarded frame, None if dropped."""
         v = self._initial.copy()
         v[self._s_port] = ingress_port
-        v[self._s_len] = len(data)
+        v[self._s_len] = v[self._s_lreg] = len(data)
         pos = self._parser.parse(v, data)
         self._checksums.run_verify(v, data)
         self._controls.ingress(v)
@@ -295,6 +313,8 @@ class Pipeline:
         prio = v[self._s_prio]
         v[self._s_eport] = spec
         v[0] = 0
+        v[self._s_spec] = 0  # simple_switch: drop_port + 1, which a bit<9> holds as 0
+        v[self._s_len] = v[self._s_lreg]
         self._controls.egress(v)
         if v[self._s_spec] == DROP_PORT:
             return None

@@ -136,9 +136,9 @@ def _action(j: dict[str, Any], name: str) -> dict[str, Any]:
     return a
 
 
-def _clone(j: dict[str, Any]) -> None:
+def _truncate(j: dict[str, Any]) -> None:
     _action(j, "EchelonIngress.drop")["primitives"].append(
-        {"op": "clone_ingress_pkt_to_egress", "parameters": []}
+        {"op": "truncate", "parameters": [{"type": "hexstr", "value": "0x40"}]}
     )
 
 
@@ -186,7 +186,7 @@ def _direct_counter(j: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("edit", "named"),
     [
-        (_clone, "clone_ingress_pkt_to_egress"),
+        (_truncate, "truncate"),
         (_meter, "meter_arrays"),
         (_signed, "signed"),
         (_qdepth, "standard_metadata.enq_qdepth"),

@@ -55,6 +55,8 @@ class Program:
     entries: Callable[[SwitchConnection], list[TableEntry]]
     #: (egress port, nonce) -> a frame the program forwards to that port at priority 0.
     sentinel: Callable[[int, bytes], bytes]
+    #: other writes after the entries (clone sessions, meter configs), the same on both
+    setup: Callable[[SwitchConnection], None] | None = None
 
 
 def _ip(*args: str) -> None:
@@ -99,6 +101,8 @@ class Rig:
                     raise RigError(f"{kind}: no primary P4Runtime session")
             self.sw.set_pipeline(program.p4info, program.json.read_bytes())
             self.sw.insert(program.entries(self.sw))
+            if program.setup is not None:
+                program.setup(self.sw)
             self._drain()
         except BaseException:
             self.close()

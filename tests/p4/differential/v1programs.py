@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+from finsy.proto import p4r as p4runtime_pb2
 from hypothesis import strategies as st
 
 from p4client.p4info import TableEntry
@@ -112,4 +113,41 @@ STACKS = Program(
     sentinel,
 )
 
-V1PROGRAMS = {"hash": (HASH, ipv4_frames()), "stacks": (STACKS, label_frames())}
+#: clone.p4's mirroring sessions: 5 -> port 2, 6 -> port 3, 7 -> port 4 (9: none).
+SESSIONS = {5: 2, 6: 3, 7: 4}
+
+
+def clone_sessions(sw: SwitchConnection) -> None:
+    """The sessions as P4Runtime CloneSessionEntry writes (simple_switch_grpc and soft)."""
+    updates = []
+    for sid, port in SESSIONS.items():
+        u = p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)
+        cs = u.entity.packet_replication_engine_entry.clone_session_entry
+        cs.session_id = sid
+        cs.replicas.add(egress_port=port, instance=1)
+        updates.append(u)
+    sw.stub.Write(sw.write_request(updates), timeout=10)
+
+
+@st.composite
+def cmd_frames(draw: st.DrawFn) -> bytes:
+    """IPv4 frames whose first two bytes after the IPv4 header are (op, arg) for clone.p4."""
+    frame = draw(ipv4_frames())
+    if len(frame) < 34 or frame[12:14] != b"\x08\x00":
+        return frame
+    ihl = (frame[14] & 0x0F) * 4
+    op = draw(st.sampled_from([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]))
+    at = 14 + ihl
+    return (frame[:at] + bytes([op, draw(st.integers(0, 255))]) + frame[at + 2 :]).ljust(64, b"\0")
+
+
+CLONE = Program(
+    "clone", BUILD / "clone.p4info.txtpb", BUILD / "clone.json", PORTS, routes, sentinel,
+    clone_sessions,
+)  # fmt: skip
+
+V1PROGRAMS = {
+    "hash": (HASH, ipv4_frames()),
+    "stacks": (STACKS, label_frames()),
+    "clone": (CLONE, cmd_frames()),
+}

@@ -1,0 +1,244 @@
+"""Packet instances: clone (I2E, E2E), resubmit, recirculate, in simple_switch 1.15's order.
+
+v1model's ``clone``/``clone_preserving_field_list``, ``resubmit_preserving_field_list``
+and ``recirculate_preserving_field_list`` compile to the primitives
+``clone_ingress_pkt_to_egress`` / ``clone_egress_pkt_to_egress`` (session, field list),
+``resubmit`` and ``recirculate`` (field list). Like simple_switch's, the primitives
+only record a request in per-packet registers (here: slots of the state vector,
+allocated only when the program has these primitives); what happens to the packet
+is decided after ingress and after egress (``simple_switch.cpp``'s
+``ingress_thread``/``egress_thread``):
+
+* **after ingress**: an I2E clone request whose mirroring session exists makes a
+  copy of the frame *as it came in*, parsed again, with all metadata reset but the
+  field list's fields, ``instance_type`` 1, sent to egress on the session's port;
+  then a resubmit request sends the frame as it came in back to the parser with
+  metadata reset but the field list (``instance_type`` 6) and nothing else of this
+  pass leaves; then ``egress_spec == 511`` drops it; otherwise it goes to egress
+  (``instance_type`` 0). Ingress clones are queued before their original.
+* **after egress**: an E2E clone request whose session exists copies the headers
+  as egress left them, metadata reset but the field list (``instance_type`` 2),
+  through egress again on the session's port; then ``egress_spec == 511`` drops the
+  packet; a recirculate request sends the deparsed frame back to the parser
+  (metadata reset but the field list, ``instance_type`` 4, ``packet_length`` the
+  new length) instead of out.
+
+A reset leaves ``ingress_port`` 0 too, as in simple_switch. ``packet_length`` is
+the ingress length for I2E clones and resubmits, and the packet length register
+(the ingress length plus/minus the headers made valid/invalid) for E2E clones.
+Sessions are one egress port each (:attr:`Instances.sessions`, written by
+P4Runtime ``CloneSessionEntry`` and Thrift ``mirroring_add``); a request for a
+session nobody configured does nothing. One frame may make at most
+:data:`MAX_PASSES` resubmissions and recirculations (simple_switch has no bound:
+a program that always resubmits spins forever there); beyond it they are dropped.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from softswitch.bm.expr import compile_expr
+from softswitch.bm.layout import Layout
+from softswitch.errors import InvalidArgument
+
+PrimitiveFn = Callable[[list[int], Sequence[int]], None]
+Output = tuple[int, int, bytearray]
+
+OPS = frozenset(
+    {"clone_ingress_pkt_to_egress", "clone_egress_pkt_to_egress", "resubmit", "recirculate"}
+)
+NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, RESUBMIT = 0, 1, 2, 4, 6
+DROP_PORT = 511
+#: A clone request keeps this bit set, so that session 0 is a request too (as in BMv2).
+_VALID = 1 << 15
+#: Resubmissions + recirculations of one frame before it is dropped.
+MAX_PASSES = 32
+
+
+def used(j: dict[str, Any]) -> bool:
+    """True if the program has any of these primitives (else nothing here runs)."""
+    return any(p.get("op") in OPS for a in j.get("actions", []) for p in a.get("primitives", []))
+
+
+@dataclass(frozen=True)
+class Registers:
+    """The per-packet request slots: clone (session | valid bit), its field list, resubmit
+    and recirculate field lists (0 = no request)."""
+
+    clone: int
+    clone_list: int
+    resubmit: int
+    recirculate: int
+
+    @classmethod
+    def allocate(cls, lay: Layout) -> Registers:
+        return cls(lay.new_slot(), lay.new_slot(), lay.new_slot(), lay.new_slot())
+
+
+def primitive(lay: Layout, regs: Registers, op: str, params: list[Any], where: str) -> PrimitiveFn:
+    """The request primitive ``op``: record session and field list like simple_switch."""
+    args = tuple(compile_expr(lay, p, where) for p in params)
+    if op.startswith("clone_"):
+        if len(args) != 2:
+            raise InvalidArgument(where, "expected (session, field list)")
+        session, flist = args
+        c, cl = regs.clone, regs.clone_list
+
+        def clone(v: list[int], a: Sequence[int]) -> None:
+            v[c] = (session(v, a) & 0x7FFF) | _VALID
+            v[cl] = flist(v, a) & 0xFFFF
+
+        return clone
+    if len(args) != 1:
+        raise InvalidArgument(where, "expected (field list)")
+    (flist,) = args
+    slot = regs.resubmit if op == "resubmit" else regs.recirculate
+
+    def request(v: list[int], a: Sequence[int]) -> None:
+        v[slot] = flist(v, a) & 0xFFFF
+
+    return request
+
+
+class Instances:
+    """Runs one received frame and every instance it makes; returns what leaves."""
+
+    def __init__(
+        self,
+        lay: Layout,
+        j: dict[str, Any],
+        regs: Registers,
+        length_reg: int,
+        sessions: dict[int, int],
+        parser: Any,
+        checksums: Any,
+        controls: Any,
+        deparser: Any,
+    ) -> None:
+        self.regs = regs
+        self._lreg = length_reg
+        #: mirroring session id -> egress port (the pipeline's, shared)
+        self.sessions = sessions
+        self._parser, self._checksums = parser, checksums
+        self._controls, self._deparser = controls, deparser
+        self._initial = lay.initial
+        self._lists: dict[int, tuple[int, ...]] = {}
+        for fl in j.get("field_lists", []):
+            slots = []
+            for e in fl.get("elements", []):
+                if e.get("type") != "field":
+                    raise InvalidArgument(f"field list {fl.get('name')!r}", f"a {e.get('type')!r}")
+                slots.append(lay.field(e["value"])[0])
+            self._lists[int(fl["id"])] = tuple(slots)
+        # Metadata is reset to its initial values for a new instance: these slot ranges.
+        ranges = []
+        for h in lay.headers.values():
+            if h.metadata:
+                ranges.append((h.valid, h.valid + 1 + len(h.fields)))
+        ranges.append((regs.clone, regs.recirculate + 1))
+        self._meta = tuple(ranges)
+        std = lay.std
+        self._port, self._len, self._spec = (
+            std("ingress_port"),
+            std("packet_length"),
+            std("egress_spec"),
+        )
+        self._eport, self._prio, self._type = (
+            std("egress_port"),
+            std("priority"),
+            std("instance_type"),
+        )
+
+    def _kept(self, v: list[int], flist: int) -> tuple[tuple[int, int], ...]:
+        return tuple((s, v[s]) for s in self._lists.get(flist, ()))
+
+    def _reset(
+        self, v: list[int], kept: tuple[tuple[int, int], ...], kind: int, length: int
+    ) -> None:
+        init = self._initial
+        for start, end in self._meta:
+            v[start:end] = init[start:end]
+        for s, value in kept:
+            v[s] = value
+        v[self._type] = kind
+        v[self._len] = v[self._lreg] = length
+
+    def process(self, data: bytes, port: int) -> list[Output]:
+        """Every (egress port, priority, frame) that ``data`` received on ``port`` sends."""
+        regs = self.regs
+        out: list[Output] = []
+        # ingress work: (frame, port, instance type, preserved fields, packet_length)
+        todo: deque[tuple[bytes, int, int, tuple[tuple[int, int], ...], int]] = deque()
+        todo.append((data, port, NORMAL, (), len(data)))
+        passes = 0
+        while todo:
+            frame, in_port, kind, kept, length = todo.popleft()
+            egress: list[tuple[list[int], bytes, int, int, int]] = []
+            v = self._initial.copy()
+            v[self._port], v[self._len], v[self._lreg] = in_port, length, length
+            if kind != NORMAL:
+                self._reset(v, kept, kind, length)
+            pos = self._parser.parse(v, frame)
+            self._checksums.run_verify(v, frame)
+            self._controls.ingress(v)
+            v[0] = 0
+            if v[regs.clone]:
+                dst = self.sessions.get(v[regs.clone] & 0x7FFF)
+                if dst is not None:
+                    c = self._initial.copy()
+                    c[self._port] = in_port  # the parser may branch on it
+                    cpos = self._parser.parse(c, frame)
+                    self._checksums.run_verify(c, frame)
+                    self._reset(c, self._kept(v, v[regs.clone_list]), INGRESS_CLONE, length)
+                    egress.append((c, frame, cpos, dst, c[self._prio]))
+                v[regs.clone] = v[regs.clone_list] = 0
+            if v[regs.resubmit]:  # the frame goes back to the parser instead of on
+                passes += 1
+                if passes <= MAX_PASSES:
+                    todo.append((frame, 0, RESUBMIT, self._kept(v, v[regs.resubmit]), length))
+            elif v[self._spec] != DROP_PORT:
+                v[self._type] = NORMAL
+                egress.append((v, frame, pos, v[self._spec], v[self._prio]))
+            while egress:
+                e, eframe, epos, eport, prio = egress.pop(0)
+                sent = self._egress(e, eframe, epos, eport, egress)
+                if sent is None:
+                    continue
+                if e[regs.recirculate]:
+                    passes += 1
+                    if passes <= MAX_PASSES:
+                        kept = self._kept(e, e[regs.recirculate])
+                        todo.append((bytes(sent), 0, RECIRC, kept, len(sent)))
+                    continue
+                out.append((eport, prio, sent))
+        return out
+
+    def _egress(
+        self,
+        v: list[int],
+        data: bytes,
+        pos: int,
+        port: int,
+        egress: list[tuple[list[int], bytes, int, int, int]],
+    ) -> bytearray | None:
+        regs = self.regs
+        v[self._eport] = port
+        v[self._spec] = 0  # simple_switch sets drop_port + 1, which a bit<9> holds as 0
+        v[self._len] = v[self._lreg]
+        self._controls.egress(v)
+        if v[regs.clone]:
+            dst = self.sessions.get(v[regs.clone] & 0x7FFF)
+            if dst is not None:
+                c = v.copy()
+                c[0] = 0
+                self._reset(c, self._kept(v, v[regs.clone_list]), EGRESS_CLONE, v[self._lreg])
+                egress.append((c, data, pos, dst, c[self._prio]))
+            v[regs.clone] = v[regs.clone_list] = 0
+        if v[self._spec] == DROP_PORT:
+            return None
+        self._checksums.run_update(v, data)
+        frame: bytearray = self._deparser.deparse(v, data, pos)
+        return frame
