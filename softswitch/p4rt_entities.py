@@ -1,6 +1,9 @@
-"""P4Runtime writes of entities other than table entries: counters, clone sessions.
+"""P4Runtime writes of entities other than table entries: counters, meters, clone sessions.
 
-Counter entries are MODIFY only (no index = every cell, no data = reset).
+Counter entries are MODIFY only (no index = every cell, no data = reset). Meter
+entries too (no index = every cell, no config = unconfigured, all GREEN); a config's
+``cir``/``pir`` are units per second and become BMv2's units per µs as
+simple_switch_grpc converts them (``/ 1e6``), bursts as they are.
 
 simple_switch_grpc maps a ``CloneSessionEntry`` to a BMv2 mirroring session; the
 soft switch keeps its sessions in :attr:`Pipeline.mirroring` (session id -> egress
@@ -33,6 +36,29 @@ def write_counter(pl: Pipeline, kind: int, ce: p4r.CounterEntry) -> None:
     for ci, cells in codec.counter_cells(pl, ce):
         for idx in cells:
             ci.counter.set(idx, packets, nbytes)
+
+
+def write_meter(pl: Pipeline, kind: int, me: p4r.MeterEntry) -> None:
+    """Configure (or reset) the meter cells ``me`` names."""
+    if kind != p4r.Update.MODIFY:
+        raise InvalidArgument("meter_entry", "meters only support MODIFY")
+    array = pl.meters.get(me.meter_id)
+    if array is None:
+        raise InvalidArgument("meter_entry.meter_id", f"unknown meter id {me.meter_id}")
+    if me.HasField("index"):
+        if not 0 <= me.index.index < array.size:
+            raise InvalidArgument(f"{array.name}.index", f"{me.index.index} out of range")
+        cells = range(me.index.index, me.index.index + 1)
+    else:
+        cells = range(array.size)
+    rates = None
+    if me.HasField("config"):
+        c = me.config
+        rates = [(c.cir / 1e6, c.cburst), (c.pir / 1e6, c.pburst)]
+        if min(c.cir, c.cburst, c.pir, c.pburst) < 0:
+            raise InvalidArgument(f"{array.name}.config", "negative rate or burst")
+    for i in cells:
+        array.set_rates(i, rates)
 
 
 def write_pre(pl: Pipeline, kind: int, pre: p4r.PacketReplicationEngineEntry) -> None:

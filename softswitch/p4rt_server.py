@@ -41,7 +41,7 @@ from softswitch.errors import (
     Unimplemented,
 )
 from softswitch.grpc_limits import READ_CHUNK_BYTES, WORKERS, ClientBounds, Limits
-from softswitch.p4rt_entities import write_counter, write_pre
+from softswitch.p4rt_entities import write_counter, write_meter, write_pre
 from softswitch.tables import Table
 
 log = logging.getLogger("softswitch.p4rt")
@@ -275,6 +275,8 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
                 self._write_table(dec, kind, entity.table_entry, touched)
             elif which == "counter_entry":
                 write_counter(dec.pipeline, kind, entity.counter_entry)
+            elif which == "meter_entry":
+                write_meter(dec.pipeline, kind, entity.meter_entry)
             elif which == "packet_replication_engine_entry":
                 write_pre(dec.pipeline, kind, entity.packet_replication_engine_entry)
             elif which is None:

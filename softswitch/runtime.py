@@ -14,7 +14,8 @@ Served calls:
 * ``standard``: ``bm_get_config`` (the BMv2 JSON pushed with SetForwardingPipelineConfig;
   ``{}`` before one), ``bm_get_config_md5``, ``bm_mt_get_entries``,
   ``bm_mt_get_default_entry``, ``bm_mt_get_num_entries``, ``bm_counter_read``,
-  ``bm_counter_write``, ``bm_counter_reset_all``, ``bm_dev_mgr_show_ports`` and
+  ``bm_counter_write``, ``bm_counter_reset_all``, ``bm_meter_array_set_rates``,
+  ``bm_meter_set_rates``, ``bm_meter_get_rates``, ``bm_dev_mgr_show_ports`` and
   ``bm_mgmt_get_info`` (``show_ports``, ``switch_info``). Tables and counters are named as in
   the P4Info (= the BMv2 JSON's names); unknown names raise BMv2's
   ``InvalidTableOperation``/``InvalidCounterOperation`` codes.
@@ -46,6 +47,7 @@ from thrift.TMultiplexedProcessor import TMultiplexedProcessor
 from thrift.transport import TSocket, TTransport
 
 from p4client.thrift_decl import PRIORITY_CALLS, I32Result
+from softswitch.bm.meters import MeterArray
 from softswitch.errors import SwitchError, UsageError
 from softswitch.p4rt_server import P4RuntimeService
 from softswitch.queueing import PriorityRateQueues
@@ -326,6 +328,45 @@ class RuntimeHandler:
         self, cxt_id: int, counter_name: str, index: int, value: std.BmCounterValue
     ) -> None:
         self._counter_write(self._counter(counter_name, index), value.packets, value.bytes)
+
+    # ------------------------------------------------------------ standard: meters
+    def _meter(self, name: str, index: int | None) -> MeterArray:
+        pl = self.service.pipeline if self.service is not None else None
+        array = next((m for m in pl.meters.values() if m.name == name), None) if pl else None
+        if array is None:
+            raise std.InvalidMeterOperation(std.MeterOperationErrorCode.INVALID_METER_NAME)
+        if index is not None and not 0 <= index < array.size:
+            raise std.InvalidMeterOperation(std.MeterOperationErrorCode.INVALID_INDEX)
+        return array
+
+    def _set_rates(self, array: MeterArray, cells: range, rates: list[Any]) -> None:
+        if len(rates) != 2:
+            raise std.InvalidMeterOperation(std.MeterOperationErrorCode.BAD_RATES_LIST)
+        config = [(float(r.units_per_micros), int(r.burst_size)) for r in rates]
+        try:
+            for i in cells:
+                array.set_rates(i, config)
+        except SwitchError:
+            raise std.InvalidMeterOperation(
+                std.MeterOperationErrorCode.INVALID_INFO_RATE_VALUE
+            ) from None
+
+    def bm_meter_array_set_rates(
+        self, cxt_id: int, meter_array_name: str, rates: list[Any]
+    ) -> None:
+        array = self._meter(meter_array_name, None)
+        self._set_rates(array, range(array.size), rates)
+
+    def bm_meter_set_rates(
+        self, cxt_id: int, meter_array_name: str, index: int, rates: list[Any]
+    ) -> None:
+        self._set_rates(self._meter(meter_array_name, index), range(index, index + 1), rates)
+
+    def bm_meter_get_rates(
+        self, cxt_id: int, meter_array_name: str, index: int
+    ) -> list[std.BmMeterRateConfig]:
+        rates = self._meter(meter_array_name, index).rates(index) or []
+        return [std.BmMeterRateConfig(units_per_micros=r, burst_size=b) for r, b in rates]
 
 
 class _SimpleSwitchProcessor(SimpleSwitch.Processor):  # type: ignore[misc]

@@ -3,13 +3,13 @@
 Every action of the JSON becomes its own closure object (the control uses
 closure identity to pick ``next_tables`` by action). The primitives p4c emits
 for v1model that the soft switch implements are listed in ``PRIMITIVES``;
-anything else (digests, meters, truncate, ...) is refused when the pipeline is loaded, naming the
-primitive and the action. The hash primitives are :mod:`softswitch.bm.hashing`'s,
+anything else (digests, truncate, ...) is refused when the pipeline is loaded,
+naming the primitive and the action. The hash primitives are :mod:`softswitch.bm.hashing`'s,
 ``push``/``pop`` (header stacks) :mod:`softswitch.bm.stacks`'s, clone, resubmit and
-recirculate :mod:`softswitch.bm.instances`'s.
+recirculate :mod:`softswitch.bm.instances`'s, meters :mod:`softswitch.bm.meters`'s.
 
 Counters count the ingress frame length in bytes, like BMv2
-(``Packet::get_ingress_length``).
+(``Packet::get_ingress_length``): :attr:`Externs.ingress_length`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from softswitch.bm import instances
 from softswitch.bm.expr import Expr, compile_expr, constant_of
 from softswitch.bm.hashing import Calculations, hash_based_offset, rng_uniform
 from softswitch.bm.layout import Layout
+from softswitch.bm.meters import execute_meter, meter_arrays
 from softswitch.bm.stacks import stack_shift
 from softswitch.errors import InvalidArgument
 from softswitch.tables import Counter
@@ -47,6 +48,7 @@ PRIMITIVES = (
     "modify_field_rng_uniform",
     "push",
     "pop",
+    "execute_meter",
     *sorted(instances.OPS),
 )
 
@@ -73,18 +75,20 @@ class Externs:
             self.counters[c["name"]] = Counter(c["name"], int(c["size"]))
         for r in j.get("register_arrays", []):
             self.registers[r["name"]] = Register(r["name"], int(r["size"]), int(r["bitwidth"]))
-        for key in ("meter_arrays", "learn_lists", "extern_instances", "parse_vsets"):
+        self.meters = meter_arrays(j)
+        for key in ("learn_lists", "extern_instances", "parse_vsets"):
             if j.get(key):
                 raise InvalidArgument(key, f"{j[key][0].get('name')!r} is not supported")
         #: simple_switch's packet length register: the ingress length, plus or minus each
         #: header made valid or invalid (add/remove_header); egress's packet_length
         self.length_reg = lay.new_slot()
+        #: the frame's length as received (what counters and byte meters count)
+        self.ingress_length = lay.new_slot()
         self.calculations = Calculations(lay, j)
         #: clone/resubmit/recirculate request slots, only if the program has those primitives
         self.instance_regs = instances.Registers.allocate(lay) if instances.used(j) else None
         self.egress_spec = lay.std("egress_spec")
         self.mcast_grp = lay.std("mcast_grp")
-        self.packet_length = lay.std("packet_length")
 
 
 def _field_dst(lay: Layout, p: Any, where: str) -> tuple[int, int]:
@@ -189,7 +193,7 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
         if counter is None:
             raise InvalidArgument(where, f"unknown counter {params[0]['value']!r}")
         index = compile_expr(lay, params[1], where)
-        plen = ext.packet_length
+        plen = ext.ingress_length
         count = counter.count
 
         def do_count(v: list[int], a: Sequence[int]) -> None:
@@ -269,6 +273,9 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
         return _dirtying(rng_uniform(lay, params, where), lay.raw_slot(params[0]["value"]))
     if op in instances.OPS and ext.instance_regs is not None:
         return instances.primitive(lay, ext.instance_regs, op, params, where)
+    if op == "execute_meter":
+        fn = execute_meter(lay, ext.meters, params, where, ext.ingress_length)
+        return _dirtying(fn, lay.raw_slot(params[2]["value"]))
     if op in ("push", "pop"):
         return stack_shift(lay, op, params, where)
     if op == "log_msg":

@@ -111,7 +111,7 @@ class Instances:
         lay: Layout,
         j: dict[str, Any],
         regs: Registers,
-        length_reg: int,
+        lengths: tuple[int, int],
         sessions: dict[int, int],
         parser: Any,
         checksums: Any,
@@ -119,7 +119,7 @@ class Instances:
         deparser: Any,
     ) -> None:
         self.regs = regs
-        self._lreg = length_reg
+        self._lreg, self._ilen = lengths  # the length register, the ingress length
         #: mirroring session id -> egress port (the pipeline's, shared)
         self.sessions = sessions
         self._parser, self._checksums = parser, checksums
@@ -179,6 +179,7 @@ class Instances:
             egress: list[tuple[list[int], bytes, int, int, int]] = []
             v = self._initial.copy()
             v[self._port], v[self._len], v[self._lreg] = in_port, length, length
+            v[self._ilen] = length
             if kind != NORMAL:
                 self._reset(v, kept, kind, length)
             pos = self._parser.parse(v, frame)
@@ -190,6 +191,7 @@ class Instances:
                 if dst is not None:
                     c = self._initial.copy()
                     c[self._port] = in_port  # the parser may branch on it
+                    c[self._ilen] = length
                     cpos = self._parser.parse(c, frame)
                     self._checksums.run_verify(c, frame)
                     self._reset(c, self._kept(v, v[regs.clone_list]), INGRESS_CLONE, length)

@@ -30,6 +30,7 @@ from softswitch.bm.actions import DROP_PORT, ActionFn, Externs, Register
 from softswitch.bm.control import Controls, TableRuntime, Visible
 from softswitch.bm.instances import Instances
 from softswitch.bm.layout import build_layout
+from softswitch.bm.meters import MeterArray
 from softswitch.bm.parser import Checksums, CompiledParser, Deparser
 from softswitch.bytestrings import encode_bytes
 from softswitch.errors import InvalidArgument
@@ -46,7 +47,6 @@ _KINDS = {
 _UNSUPPORTED = (
     "action_profiles",
     "direct_counters",
-    "meters",
     "direct_meters",
     "controller_packet_metadata",
     "value_sets",
@@ -110,12 +110,29 @@ def _check_p4info(p4info: p4info_pb2.P4Info) -> None:
             name = items[0].preamble.name if hasattr(items[0], "preamble") else section
             raise InvalidArgument(f"p4info.{section}", f"{name!r} is not supported")
     seen: dict[int, str] = {}
-    for section in ("tables", "actions", "counters", "registers"):
+    for section in ("tables", "actions", "counters", "registers", "meters"):
         for obj in getattr(p4info, section):
             pid, name = obj.preamble.id, obj.preamble.name
             if pid == 0 or pid in seen:
                 raise InvalidArgument(name, f"P4Info id {pid} is zero or used twice")
             seen[pid] = name
+
+
+def _bind_meters(p4info: p4info_pb2.P4Info, arrays: dict[str, MeterArray]) -> dict[int, MeterArray]:
+    """P4Info meter id -> the JSON's meter array (same name, size and unit)."""
+    out: dict[int, MeterArray] = {}
+    for m in p4info.meters:
+        name = m.preamble.name
+        array = arrays.get(name)
+        if array is None:
+            raise InvalidArgument(name, "P4Info meter is not in the BMv2 JSON")
+        unit = {p4info_pb2.MeterSpec.BYTES: True, p4info_pb2.MeterSpec.PACKETS: False}.get(
+            m.spec.unit
+        )
+        if m.size != array.size or unit != array.bytes:
+            raise InvalidArgument(f"{name}.spec", "P4Info and JSON meters differ (size, unit)")
+        out[m.preamble.id] = array
+    return out
 
 
 class Pipeline:
@@ -152,22 +169,23 @@ class Pipeline:
         #: mirroring (clone) sessions: session id -> egress port
         self.mirroring: dict[int, int] = {}
         #: clones, resubmits, recirculations: programs with them run :meth:`process_all`
-        self.instances = (
-            None
-            if ext.instance_regs is None
-            else Instances(lay, j, ext.instance_regs, ext.length_reg, self.mirroring, self._parser,
-                           self._checksums, self._controls, self._deparser)
-        )  # fmt: skip
+        self.instances: Instances | None = None
+        if ext.instance_regs is not None:
+            lengths = (ext.length_reg, ext.ingress_length)
+            parts = (self._parser, self._checksums, self._controls, self._deparser)
+            self.instances = Instances(lay, j, ext.instance_regs, lengths, self.mirroring, *parts)
         self._s_port = lay.std("ingress_port")
         self._s_len = lay.std("packet_length")
         self._s_spec = lay.std("egress_spec")
         self._s_lreg = ext.length_reg
+        self._s_ilen = ext.ingress_length
         self._s_eport = lay.std("egress_port")
         self._s_prio = lay.std("priority")
         self.actions = self._bind_actions(p4info, j)
         self.tables = self._bind_tables(p4info)
         self.counters = self._bind_counters(p4info, ext)
         self.counter_by_name = {ci.name: ci for ci in self.counters.values()}
+        self.meters = _bind_meters(p4info, ext.meters)
         self.registers: dict[str, Register] = ext.registers
         for r in p4info.registers:
             if r.preamble.name not in ext.registers:
@@ -303,7 +321,7 @@ class Pipeline:
         """(egress port, priority, bytes) for a forwarded frame, None if dropped."""
         v = self._initial.copy()
         v[self._s_port] = ingress_port
-        v[self._s_len] = v[self._s_lreg] = len(data)
+        v[self._s_len] = v[self._s_lreg] = v[self._s_ilen] = len(data)
         pos = self._parser.parse(v, data)
         self._checksums.run_verify(v, data)
         self._controls.ingress(v)

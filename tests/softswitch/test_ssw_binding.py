@@ -143,7 +143,9 @@ def _truncate(j: dict[str, Any]) -> None:
 
 
 def _meter(j: dict[str, Any]) -> None:
-    j["meter_arrays"] = [{"name": "EchelonIngress.m", "id": 0, "size": 4}]
+    j["meter_arrays"] = [
+        {"name": "EchelonIngress.m", "id": 0, "size": 4, "is_direct": True, "rate_count": 2}
+    ]
 
 
 def _signed(j: dict[str, Any]) -> None:
@@ -187,7 +189,7 @@ def _direct_counter(j: dict[str, Any]) -> None:
     ("edit", "named"),
     [
         (_truncate, "truncate"),
-        (_meter, "meter_arrays"),
+        (_meter, "direct meters"),
         (_signed, "signed"),
         (_qdepth, "standard_metadata.enq_qdepth"),
         (_crc32, "crc32"),

@@ -146,8 +146,42 @@ CLONE = Program(
     clone_sessions,
 )  # fmt: skip
 
+
+def meter_configs(sw: SwitchConnection) -> None:
+    """Rate 0 (no refill: colors depend on the frames' order only) and small bursts; the
+    bursts differ per cell; cell 7 stays unconfigured (GREEN)."""
+    assert sw.p4info is not None
+    ids = {m.preamble.name: m.preamble.id for m in sw.p4info.proto.meters}
+    updates = []
+    for name, scale in (("Ing.by_packets", 1), ("Ing.by_bytes", 100)):
+        for cell in range(7):
+            u = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
+            me = u.entity.meter_entry
+            me.meter_id, me.index.index = ids[name], cell
+            me.config.cir, me.config.pir = 0, 0
+            me.config.cburst, me.config.pburst = (1 + cell) * scale, (3 + 2 * cell) * scale
+            updates.append(u)
+    sw.stub.Write(sw.write_request(updates), timeout=10)
+
+
+@st.composite
+def meter_frames(draw: st.DrawFn) -> bytes:
+    """IPv4 frames to 10.0.P.x, x in 0..15: every meter cell (x & 7), long and short."""
+    frame = draw(ipv4_frames())
+    if len(frame) >= 34 and frame[12:14] == b"\x08\x00":
+        dst = bytes([10, 0, draw(st.integers(1, 4)), draw(st.integers(0, 15))])
+        frame = frame[:30] + dst + frame[34:] + draw(st.binary(max_size=200))
+    return frame
+
+
+METERS = Program(
+    "meters", BUILD / "meters.p4info.txtpb", BUILD / "meters.json", PORTS, routes, sentinel,
+    meter_configs,
+)  # fmt: skip
+
 V1PROGRAMS = {
     "hash": (HASH, ipv4_frames()),
     "stacks": (STACKS, label_frames()),
     "clone": (CLONE, cmd_frames()),
+    "meters": (METERS, meter_frames()),
 }
