@@ -100,6 +100,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
 
     def _commit(self, pl: Pipeline) -> None:
         self.pipeline = pl
+        pl.digests.sink = self.arbiter.send_primary
         self._on_commit(pl)
         log.info(
             "pipeline committed: %d tables, %d counters, cookie %d",
@@ -275,6 +276,8 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
                 self._write_table(dec, kind, entity.table_entry, touched)
             elif which == "counter_entry":
                 write_counter(dec.pipeline, kind, entity.counter_entry)
+            elif which == "digest_entry":
+                dec.pipeline.digests.configure(kind, entity.digest_entry)
             elif which == "meter_entry":
                 write_meter(dec.pipeline, kind, entity.meter_entry)
             elif which == "packet_replication_engine_entry":
@@ -486,7 +489,8 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             resp.error.message = "the program has no CPU port: packet-out is not supported"
             resp.error.packet_out.packet_out.CopyFrom(req.packet)
             stream.out.put(resp)
-        # digest acks and other messages: nothing to do for this program
+        elif which == "digest_ack" and self.pipeline is not None:
+            self.pipeline.digests.ack(req.digest_ack.digest_id, req.digest_ack.list_id)
 
 
 def _tables(pl: Pipeline, te: p4r.TableEntry) -> list[TableInfo]:

@@ -3,10 +3,11 @@
 Every action of the JSON becomes its own closure object (the control uses
 closure identity to pick ``next_tables`` by action). The primitives p4c emits
 for v1model that the soft switch implements are listed in ``PRIMITIVES``;
-anything else (digests, truncate, ...) is refused when the pipeline is loaded,
+anything else (truncate, ...) is refused when the pipeline is loaded,
 naming the primitive and the action. The hash primitives are :mod:`softswitch.bm.hashing`'s,
 ``push``/``pop`` (header stacks) :mod:`softswitch.bm.stacks`'s, clone, resubmit and
-recirculate :mod:`softswitch.bm.instances`'s, meters :mod:`softswitch.bm.meters`'s.
+recirculate :mod:`softswitch.bm.instances`'s, meters :mod:`softswitch.bm.meters`'s, digests
+:mod:`softswitch.bm.digests`'s.
 
 Counters count the ingress frame length in bytes, like BMv2
 (``Packet::get_ingress_length``): :attr:`Externs.ingress_length`.
@@ -18,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from softswitch.bm import instances
+from softswitch.bm.digests import Digests, generate_digest
 from softswitch.bm.expr import Expr, compile_expr, constant_of
 from softswitch.bm.hashing import Calculations, hash_based_offset, rng_uniform
 from softswitch.bm.layout import Layout
@@ -49,6 +51,7 @@ PRIMITIVES = (
     "push",
     "pop",
     "execute_meter",
+    "generate_digest",
     *sorted(instances.OPS),
 )
 
@@ -76,7 +79,8 @@ class Externs:
         for r in j.get("register_arrays", []):
             self.registers[r["name"]] = Register(r["name"], int(r["size"]), int(r["bitwidth"]))
         self.meters = meter_arrays(j)
-        for key in ("learn_lists", "extern_instances", "parse_vsets"):
+        self.digests = Digests(lay, j)
+        for key in ("extern_instances", "parse_vsets"):
             if j.get(key):
                 raise InvalidArgument(key, f"{j[key][0].get('name')!r} is not supported")
         #: simple_switch's packet length register: the ingress length, plus or minus each
@@ -271,6 +275,8 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
         return _dirtying(fn, lay.raw_slot(params[0]["value"]))
     if op == "modify_field_rng_uniform":
         return _dirtying(rng_uniform(lay, params, where), lay.raw_slot(params[0]["value"]))
+    if op == "generate_digest" and ext.instance_regs is not None:
+        return generate_digest(lay, ext.instance_regs.learn, params, where)
     if op in instances.OPS and ext.instance_regs is not None:
         return instances.primitive(lay, ext.instance_regs, op, params, where)
     if op == "execute_meter":

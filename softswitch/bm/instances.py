@@ -1,4 +1,4 @@
-"""Packet instances: clone (I2E, E2E), resubmit, recirculate, in simple_switch 1.15's order.
+"""Packet instances: clone (I2E, E2E), digests, resubmit, recirculate, in simple_switch's order.
 
 v1model's ``clone``/``clone_preserving_field_list``, ``resubmit_preserving_field_list``
 and ``recirculate_preserving_field_list`` compile to the primitives
@@ -12,10 +12,11 @@ is decided after ingress and after egress (``simple_switch.cpp``'s
 * **after ingress**: an I2E clone request whose mirroring session exists makes a
   copy of the frame *as it came in*, parsed again, with all metadata reset but the
   field list's fields, ``instance_type`` 1, sent to egress on the session's port;
-  then a resubmit request sends the frame as it came in back to the parser with
-  metadata reset but the field list (``instance_type`` 6) and nothing else of this
-  pass leaves; then ``egress_spec == 511`` drops it; otherwise it goes to egress
-  (``instance_type`` 0). Ingress clones are queued before their original.
+  then a digest request is learned (:mod:`softswitch.bm.digests`); then a resubmit
+  request sends the frame as it came in back to the parser with metadata reset but
+  the field list (``instance_type`` 6) and nothing else of this pass leaves; then
+  ``egress_spec == 511`` drops it; otherwise it goes to egress (``instance_type`` 0).
+  Ingress clones are queued before their original.
 * **after egress**: an E2E clone request whose session exists copies the headers
   as egress left them, metadata reset but the field list (``instance_type`` 2),
   through egress again on the session's port; then ``egress_spec == 511`` drops the
@@ -40,6 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from softswitch.bm.digests import Digests
 from softswitch.bm.expr import compile_expr
 from softswitch.bm.layout import Layout
 from softswitch.errors import InvalidArgument
@@ -50,6 +52,8 @@ Output = tuple[int, int, bytearray]
 OPS = frozenset(
     {"clone_ingress_pkt_to_egress", "clone_egress_pkt_to_egress", "resubmit", "recirculate"}
 )
+#: Primitives that need the request registers and this module's general path.
+USES = OPS | {"generate_digest"}
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, RESUBMIT = 0, 1, 2, 4, 6
 DROP_PORT = 511
 #: A clone request keeps this bit set, so that session 0 is a request too (as in BMv2).
@@ -60,22 +64,23 @@ MAX_PASSES = 32
 
 def used(j: dict[str, Any]) -> bool:
     """True if the program has any of these primitives (else nothing here runs)."""
-    return any(p.get("op") in OPS for a in j.get("actions", []) for p in a.get("primitives", []))
+    return any(p.get("op") in USES for a in j.get("actions", []) for p in a.get("primitives", []))
 
 
 @dataclass(frozen=True)
 class Registers:
     """The per-packet request slots: clone (session | valid bit), its field list, resubmit
-    and recirculate field lists (0 = no request)."""
+    and recirculate field lists, digest learn list (0 = no request)."""
 
     clone: int
     clone_list: int
     resubmit: int
     recirculate: int
+    learn: int
 
     @classmethod
     def allocate(cls, lay: Layout) -> Registers:
-        return cls(lay.new_slot(), lay.new_slot(), lay.new_slot(), lay.new_slot())
+        return cls(*(lay.new_slot() for _ in range(5)))
 
 
 def primitive(lay: Layout, regs: Registers, op: str, params: list[Any], where: str) -> PrimitiveFn:
@@ -113,6 +118,7 @@ class Instances:
         regs: Registers,
         lengths: tuple[int, int],
         sessions: dict[int, int],
+        digests: Digests,
         parser: Any,
         checksums: Any,
         controls: Any,
@@ -122,6 +128,7 @@ class Instances:
         self._lreg, self._ilen = lengths  # the length register, the ingress length
         #: mirroring session id -> egress port (the pipeline's, shared)
         self.sessions = sessions
+        self._digests = digests
         self._parser, self._checksums = parser, checksums
         self._controls, self._deparser = controls, deparser
         self._initial = lay.initial
@@ -138,7 +145,7 @@ class Instances:
         for h in lay.headers.values():
             if h.metadata:
                 ranges.append((h.valid, h.valid + 1 + len(h.fields)))
-        ranges.append((regs.clone, regs.recirculate + 1))
+        ranges.append((regs.clone, regs.learn + 1))
         self._meta = tuple(ranges)
         std = lay.std
         self._port, self._len, self._spec = (
@@ -197,6 +204,9 @@ class Instances:
                     self._reset(c, self._kept(v, v[regs.clone_list]), INGRESS_CLONE, length)
                     egress.append((c, frame, cpos, dst, c[self._prio]))
                 v[regs.clone] = v[regs.clone_list] = 0
+            if v[regs.learn]:
+                self._digests.learn(v[regs.learn], v)
+                v[regs.learn] = 0
             if v[regs.resubmit]:  # the frame goes back to the parser instead of on
                 passes += 1
                 if passes <= MAX_PASSES:

@@ -50,7 +50,6 @@ _UNSUPPORTED = (
     "direct_meters",
     "controller_packet_metadata",
     "value_sets",
-    "digests",
     "externs",
 )
 
@@ -110,7 +109,7 @@ def _check_p4info(p4info: p4info_pb2.P4Info) -> None:
             name = items[0].preamble.name if hasattr(items[0], "preamble") else section
             raise InvalidArgument(f"p4info.{section}", f"{name!r} is not supported")
     seen: dict[int, str] = {}
-    for section in ("tables", "actions", "counters", "registers", "meters"):
+    for section in ("tables", "actions", "counters", "registers", "meters", "digests"):
         for obj in getattr(p4info, section):
             pid, name = obj.preamble.id, obj.preamble.name
             if pid == 0 or pid in seen:
@@ -173,7 +172,9 @@ class Pipeline:
         if ext.instance_regs is not None:
             lengths = (ext.length_reg, ext.ingress_length)
             parts = (self._parser, self._checksums, self._controls, self._deparser)
-            self.instances = Instances(lay, j, ext.instance_regs, lengths, self.mirroring, *parts)
+            self.instances = Instances(
+                lay, j, ext.instance_regs, lengths, self.mirroring, ext.digests, *parts
+            )
         self._s_port = lay.std("ingress_port")
         self._s_len = lay.std("packet_length")
         self._s_spec = lay.std("egress_spec")
@@ -186,6 +187,9 @@ class Pipeline:
         self.counters = self._bind_counters(p4info, ext)
         self.counter_by_name = {ci.name: ci for ci in self.counters.values()}
         self.meters = _bind_meters(p4info, ext.meters)
+        self.digests = ext.digests
+        for d in p4info.digests:
+            self.digests.bind(d.preamble.id, d.preamble.name)
         self.registers: dict[str, Register] = ext.registers
         for r in p4info.registers:
             if r.preamble.name not in ext.registers:

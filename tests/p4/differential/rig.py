@@ -10,7 +10,9 @@ its sentinel, whatever the test frame produced has been delivered before it.
 Sentinels carry a per-rig nonce in their payload and are filtered out.
 
 Both targets get exactly the same frames (test frames and sentinels) in the
-same order, so stateful programs (registers) stay in step.
+same order, so stateful programs (registers, meters, digest filters) stay in
+step. Digest lists the switch sends on the P4Runtime stream are collected
+(never acknowledged: each distinct sample is sent once) in :attr:`Rig.digests`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from finsy.proto import p4r as p4runtime_pb2
 
 from p4client.p4info import TableEntry
 from p4client.p4rt import SwitchConnection
@@ -95,6 +99,9 @@ class Rig:
                 log_path=log_dir / f"{prefix}-{kind}.log",
             )
             self.sw = SwitchConnection(grpc_addr, 0)
+            #: every digest sample the switch sent: (digest name, member values), in order
+            self.digests: list[tuple[str, tuple[int, ...]]] = []
+            self.sw.on_message(self._on_message)
             deadline = time.monotonic() + 10
             while not self.sw.connect():
                 if time.monotonic() > deadline:
@@ -180,6 +187,14 @@ class Rig:
                     else:
                         out.append((port, data))
         return out
+
+    def _on_message(self, msg: p4runtime_pb2.StreamMessageResponse) -> None:
+        if msg.WhichOneof("update") != "digest" or self.sw is None or self.sw.p4info is None:
+            return
+        names = {d.preamble.id: d.preamble.name for d in self.sw.p4info.proto.digests}
+        for data in msg.digest.data:
+            values = tuple(int.from_bytes(m.bitstring, "big") for m in data.struct.members)
+            self.digests.append((names.get(msg.digest.digest_id, "?"), values))
 
     def counters(self) -> dict[str, dict[int, tuple[int, int]]]:
         """Every cell of every counter in the P4Info."""

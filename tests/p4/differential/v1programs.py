@@ -179,9 +179,45 @@ METERS = Program(
     meter_configs,
 )  # fmt: skip
 
+
+def digest_configs(sw: SwitchConnection) -> None:
+    """Every digest on, one sample per list, sent at once; acks never time out."""
+    assert sw.p4info is not None
+    updates = []
+    for d in sw.p4info.proto.digests:
+        u = p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)
+        de = u.entity.digest_entry
+        de.digest_id = d.preamble.id
+        de.config.max_timeout_ns, de.config.max_list_size = 0, 1
+        de.config.ack_timeout_ns = 3600 * 10**9
+        updates.append(u)
+    sw.stub.Write(sw.write_request(updates), timeout=10)
+
+
+@st.composite
+def learn_frames(draw: st.DrawFn) -> bytes:
+    """IPv4 frames from a few source MACs (some learned: table ``sources``), TTL 0/1."""
+    frame = draw(ipv4_frames())
+    src = bytes([2, 0, 0, 0, 0, draw(st.integers(1, 6))])
+    return frame[:6] + src + frame[12:]
+
+
+def _digest_entries(sw: SwitchConnection) -> list[TableEntry]:
+    out = routes(sw)
+    for mac in (0x020000000001, 0x020000000002):
+        out.append(sw.table_entry("Ing.sources", {"hdr.ethernet.src": mac}, "NoAction"))
+    return out
+
+
+DIGEST = Program(
+    "digest", BUILD / "digest.p4info.txtpb", BUILD / "digest.json", PORTS, _digest_entries,
+    sentinel, digest_configs,
+)  # fmt: skip
+
 V1PROGRAMS = {
     "hash": (HASH, ipv4_frames()),
     "stacks": (STACKS, label_frames()),
     "clone": (CLONE, cmd_frames()),
     "meters": (METERS, meter_frames()),
+    "digest": (DIGEST, learn_frames()),
 }
