@@ -61,6 +61,10 @@ class Program:
     sentinel: Callable[[int, bytes], bytes]
     #: other writes after the entries (clone sessions, meter configs), the same on both
     setup: Callable[[SwitchConnection], None] | None = None
+    #: 2 for programs whose frames make E2E clones or recirculate: BMv2 queues those
+    #: only once the original reaches egress, possibly behind the first sentinels; a
+    #: second round, sent when the first has arrived, is behind them
+    sentinel_rounds: int = 1
 
 
 def _ip(*args: str) -> None:
@@ -162,16 +166,20 @@ class Rig:
     def run(self, in_port: int, frame: bytes, timeout: float = 5.0) -> Outputs:
         """Send ``frame`` into ``in_port``; every frame it caused, per port in order."""
         self.frames += 1
-        seq = self.frames.to_bytes(4, "big")
-        tag = self.nonce + seq
         send = self.socks[in_port].send
         send(frame)
-        for port in self.program.ports:
-            send(self.program.sentinel(port, tag))
         out: Outputs = []
+        for rnd in range(self.program.sentinel_rounds):
+            tag = self.nonce + self.frames.to_bytes(4, "big") + bytes([rnd])
+            for port in self.program.ports:
+                send(self.program.sentinel(port, tag))
+            self._await(tag, out, time.monotonic() + timeout)
+        return out
+
+    def _await(self, tag: bytes, out: Outputs, deadline: float) -> None:
+        """Collect outputs into ``out`` until every port has delivered its ``tag`` sentinel."""
         pending = set(self.program.ports)
         by_fd = {s.fileno(): p for p, s in self.socks.items()}
-        deadline = time.monotonic() + timeout
         while pending:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -186,7 +194,6 @@ class Rig:
                         raise RigError(f"{self.kind}: a stale sentinel on port {port}")
                     else:
                         out.append((port, data))
-        return out
 
     def _on_message(self, msg: p4runtime_pb2.StreamMessageResponse) -> None:
         if msg.WhichOneof("update") != "digest" or self.sw is None or self.sw.p4info is None:

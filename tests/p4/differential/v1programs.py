@@ -143,7 +143,7 @@ def cmd_frames(draw: st.DrawFn) -> bytes:
 
 CLONE = Program(
     "clone", BUILD / "clone.p4info.txtpb", BUILD / "clone.json", PORTS, routes, sentinel,
-    clone_sessions,
+    clone_sessions, sentinel_rounds=2,
 )  # fmt: skip
 
 
