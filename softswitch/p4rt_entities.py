@@ -1,7 +1,8 @@
 """P4Runtime writes of entities other than table entries: counters, meters, clone sessions.
 
 Counter entries are MODIFY only (no index = every cell, no data = reset). Meter
-entries too (no index = every cell, no config = unconfigured, all GREEN); a config's
+entries too (no index = every cell, no config = unconfigured, all GREEN), and direct
+meter entries (the cell of an existing table entry); a config's
 ``cir``/``pir`` are units per second and become BMv2's units per µs as
 simple_switch_grpc converts them (``/ 1e6``), bursts as they are.
 
@@ -38,25 +39,40 @@ def write_counter(pl: Pipeline, kind: int, ce: p4r.CounterEntry) -> None:
             ci.counter.set(idx, packets, nbytes)
 
 
-def write_meter(pl: Pipeline, kind: int, me: p4r.MeterEntry) -> None:
-    """Configure (or reset) the meter cells ``me`` names."""
+def write_meter(dec: codec.Decoder, kind: int, entity: p4r.Entity) -> None:
+    """Configure (or reset) the meter cells a ``meter_entry`` or ``direct_meter_entry``
+    names (a direct meter's cell: its table entry's, which must exist)."""
     if kind != p4r.Update.MODIFY:
-        raise InvalidArgument("meter_entry", "meters only support MODIFY")
-    array = pl.meters.get(me.meter_id)
-    if array is None:
-        raise InvalidArgument("meter_entry.meter_id", f"unknown meter id {me.meter_id}")
-    if me.HasField("index"):
-        if not 0 <= me.index.index < array.size:
-            raise InvalidArgument(f"{array.name}.index", f"{me.index.index} out of range")
-        cells = range(me.index.index, me.index.index + 1)
+        raise InvalidArgument(str(entity.WhichOneof("entity")), "meters only support MODIFY")
+    pl = dec.pipeline
+    if entity.WhichOneof("entity") == "direct_meter_entry":
+        dme = entity.direct_meter_entry
+        d = dec.table_entry(dme.table_entry, needs_action=False)
+        dm = next((m for m in pl.direct_meters.values() if m.table == d.info.name), None)
+        if dm is None:
+            raise InvalidArgument(d.info.name, "the table has no direct meter")
+        cell = dm.index.get((d.key, d.priority))
+        if cell is None:
+            raise NotFound(d.info.name, "no entry with this match key")
+        array, cells, config = dm.array, range(cell, cell + 1), dme
     else:
-        cells = range(array.size)
+        me = entity.meter_entry
+        found = pl.meters.get(me.meter_id)
+        if found is None:
+            raise InvalidArgument("meter_entry.meter_id", f"unknown meter id {me.meter_id}")
+        array, config = found, me
+        if me.HasField("index"):
+            if not 0 <= me.index.index < array.size:
+                raise InvalidArgument(f"{array.name}.index", f"{me.index.index} out of range")
+            cells = range(me.index.index, me.index.index + 1)
+        else:
+            cells = range(array.size)
     rates = None
-    if me.HasField("config"):
-        c = me.config
-        rates = [(c.cir / 1e6, c.cburst), (c.pir / 1e6, c.pburst)]
+    if config.HasField("config"):
+        c = config.config
         if min(c.cir, c.cburst, c.pir, c.pburst) < 0:
             raise InvalidArgument(f"{array.name}.config", "negative rate or burst")
+        rates = [(c.cir / 1e6, c.cburst), (c.pir / 1e6, c.pburst)]
     for i in cells:
         array.set_rates(i, rates)
 

@@ -278,8 +278,8 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
                 write_counter(dec.pipeline, kind, entity.counter_entry)
             elif which == "digest_entry":
                 dec.pipeline.digests.configure(kind, entity.digest_entry)
-            elif which == "meter_entry":
-                write_meter(dec.pipeline, kind, entity.meter_entry)
+            elif which in ("meter_entry", "direct_meter_entry"):
+                write_meter(dec, kind, entity)
             elif which == "packet_replication_engine_entry":
                 write_pre(dec.pipeline, kind, entity.packet_replication_engine_entry)
             elif which is None:

@@ -78,7 +78,7 @@ class Externs:
             self.counters[c["name"]] = Counter(c["name"], int(c["size"]))
         for r in j.get("register_arrays", []):
             self.registers[r["name"]] = Register(r["name"], int(r["size"]), int(r["bitwidth"]))
-        self.meters = meter_arrays(j)
+        self.meters, self.direct_meters = meter_arrays(j, lay)
         self.digests = Digests(lay, j)
         for key in ("extern_instances", "parse_vsets"):
             if j.get(key):
@@ -88,6 +88,8 @@ class Externs:
         self.length_reg = lay.new_slot()
         #: the frame's length as received (what counters and byte meters count)
         self.ingress_length = lay.new_slot()
+        for dm in self.direct_meters.values():
+            dm.bind(self.ingress_length)
         self.calculations = Calculations(lay, j)
         #: clone/resubmit/recirculate request slots, only if the program has those primitives
         self.instance_regs = instances.Registers.allocate(lay) if instances.used(j) else None

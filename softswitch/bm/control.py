@@ -171,6 +171,8 @@ class Controls:
         table = rt.table
         lookup = table.lookup_fn()
         pre = self._masked_keys(t)
+        if name in self._ext.direct_meters:
+            return self._metered_node(table, lookup, pre, hit_next, miss_next, by_fn)
         if not pre and not hit_based:
 
             def apply_by_action(v: list[int]) -> Node | None:
@@ -208,6 +210,32 @@ class Controls:
 
         return apply
 
+    @staticmethod
+    def _metered_node(
+        table: Table,
+        lookup: Callable[[list[int]], Any],
+        pre: tuple[tuple[int, int, int], ...],
+        hit_next: Node | None,
+        miss_next: Node | None,
+        by_fn: dict[ActionFn, Node | None],
+    ) -> Node:
+        """A table with a direct meter: a hit's call is the metered wrapper of the action
+        (``orig``), which picks the next node."""
+
+        def apply_metered(v: list[int]) -> Node | None:
+            for slot, src, mask in pre:
+                v[slot] = v[src] & mask
+            hit = lookup(v)
+            if hit is None:
+                fn, args = table.default
+                fn(v, args)
+                return miss_next if not by_fn else by_fn[fn]
+            fn, args = hit
+            fn(v, args)
+            return hit_next if not by_fn else by_fn[fn.orig]
+
+        return apply_metered
+
     def _masked_keys(self, t: dict[str, Any]) -> tuple[tuple[int, int, int], ...]:
         return tuple(self._scratch[(t["name"], i)] for i in self._masked.get(t["name"], ()))
 
@@ -215,8 +243,10 @@ class Controls:
         name = t["name"]
         if t.get("type", "simple") != "simple":
             raise InvalidArgument(name, f"table type {t.get('type')!r} (action profiles)")
-        if t.get("with_counters") or t.get("direct_meters") or t.get("support_timeout"):
-            raise InvalidArgument(name, "direct counters, direct meters, idle timeout")
+        if t.get("with_counters") or t.get("support_timeout"):
+            raise InvalidArgument(name, "direct counters, idle timeout")
+        if t.get("direct_meters") and name not in self._ext.direct_meters:
+            raise InvalidArgument(name, f"direct meter {t['direct_meters']!r} is not bound to it")
         vis = self._visible.get(name)
         keys = t.get("key", [])
         if keys and vis is None:
@@ -257,6 +287,9 @@ class Controls:
         dargs = tuple(hexstr(x) for x in de.get("action_data", []))
         size = vis.size if vis is not None else int(t.get("max_size", 1024))
         table = Table(name, tuple(fields), size, (actions[did], dargs))
+        dm = self._ext.direct_meters.get(name)
+        if dm is not None:  # each entry's call runs its meter first (bm/meters.py)
+            table.wrap, table.forget = dm.wrap, dm.forget
         rt = TableRuntime(name, table, actions, names, did, dargs, bool(de.get("action_const")))
         for e in t.get("entries", []) or []:
             rt.const_entries.append(self._const_entry(rt, fields, e))

@@ -13,7 +13,8 @@ committed one: short -> YELLOW (1), and only a GREEN packet takes from both.
 past the end does nothing (BMv2's debug builds: its release builds do not
 check). P4Runtime ``MeterEntry`` (``cir``/``pir`` per second, bursts) and Thrift
 ``bm_meter_set_rates`` configure cells (``softswitch/p4rt_entities.py``,
-``softswitch/runtime.py``). Direct meters are still refused, by name.
+``softswitch/runtime.py``). A direct meter (:class:`DirectMeter`) has a cell per
+entry of its table, configured by P4Runtime ``DirectMeterEntry``.
 """
 
 from __future__ import annotations
@@ -81,19 +82,72 @@ class MeterArray:
         return color
 
 
+class DirectMeter:
+    """A direct meter: one cell per entry of its table, run when the entry is hit.
+
+    BMv2 executes a table's direct meter on a hit, before the entry's action, and
+    writes the color into the meter's ``result_target``; a miss (the default action)
+    does not touch it. A new entry's cell is unconfigured (GREEN); a modified entry
+    keeps its cell; P4Runtime ``DirectMeterEntry`` configures it."""
+
+    def __init__(self, array: MeterArray, table: str, target: tuple[int, int, int | None]):
+        self.array = array
+        self.table = table
+        self._target = target  # (slot, mask, raw slot to clear or None)
+        self._length = -1  # the ingress-length slot, set by bind()
+        self.index: dict[tuple[Any, int], int] = {}
+        self._free = list(range(array.size - 1, -1, -1))
+
+    def bind(self, length: int) -> None:
+        self._length = length
+
+    def wrap(self, key: Any, priority: int, call: tuple[Any, tuple[int, ...]]) -> Any:
+        """The entry's call, preceded by its meter (``orig`` keeps the action's closure)."""
+        ident = (key, priority)
+        i = self.index.get(ident)
+        if i is None:
+            i = self.index[ident] = self._free.pop()
+            self.array.set_rates(i, None)
+        fn, args = call
+        slot, mask, raw = self._target
+        run, length = self.array.execute, self._length
+
+        def metered(v: list[int], a: Sequence[int]) -> None:
+            v[slot] = run(i, v[length]) & mask
+            if raw is not None:
+                v[raw] = -1
+            fn(v, a)
+
+        metered.orig = fn  # type: ignore[attr-defined]
+        return metered, args
+
+    def forget(self, key: Any, priority: int) -> None:
+        i = self.index.pop((key, priority), None)
+        if i is not None:
+            self._free.append(i)
+
+
 def meter_arrays(
-    j: dict[str, Any], clock: Callable[[], float] = time.monotonic
-) -> dict[str, MeterArray]:
-    """The program's indirect meters; a direct meter is refused here, naming it."""
+    j: dict[str, Any], lay: Layout, clock: Callable[[], float] = time.monotonic
+) -> tuple[dict[str, MeterArray], dict[str, DirectMeter]]:
+    """The program's indirect meters by name, and its direct meters by table."""
     origin = clock()
     out: dict[str, MeterArray] = {}
+    direct: dict[str, DirectMeter] = {}
     for m in j.get("meter_arrays", []):
-        if m.get("is_direct"):
-            raise InvalidArgument(m["name"], "direct meters are not supported")
         if int(m.get("rate_count", 2)) != 2:
             raise InvalidArgument(m["name"], f"{m.get('rate_count')} rates (trTCM has 2)")
-        out[m["name"]] = MeterArray(m["name"], int(m["size"]), str(m.get("type")), origin, clock)
-    return out
+        array = MeterArray(m["name"], int(m["size"]), str(m.get("type")), origin, clock)
+        if m.get("is_direct"):
+            ref = m.get("result_target")
+            if not ref or "binding" not in m:
+                raise InvalidArgument(m["name"], "a direct meter without binding/result_target")
+            slot, width = lay.field(ref, write=True)
+            target = (slot, (1 << width) - 1, lay.raw_slot(ref))
+            direct[str(m["binding"])] = DirectMeter(array, str(m["binding"]), target)
+        else:
+            out[m["name"]] = array
+    return out, direct
 
 
 def execute_meter(

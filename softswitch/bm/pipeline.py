@@ -30,7 +30,7 @@ from softswitch.bm.actions import DROP_PORT, ActionFn, Externs, Register
 from softswitch.bm.control import Controls, TableRuntime, Visible
 from softswitch.bm.instances import Instances
 from softswitch.bm.layout import build_layout
-from softswitch.bm.meters import MeterArray
+from softswitch.bm.meters import DirectMeter, MeterArray
 from softswitch.bm.parser import Checksums, CompiledParser, Deparser
 from softswitch.bytestrings import encode_bytes
 from softswitch.errors import InvalidArgument
@@ -47,7 +47,6 @@ _KINDS = {
 _UNSUPPORTED = (
     "action_profiles",
     "direct_counters",
-    "direct_meters",
     "controller_packet_metadata",
     "value_sets",
     "externs",
@@ -109,7 +108,15 @@ def _check_p4info(p4info: p4info_pb2.P4Info) -> None:
             name = items[0].preamble.name if hasattr(items[0], "preamble") else section
             raise InvalidArgument(f"p4info.{section}", f"{name!r} is not supported")
     seen: dict[int, str] = {}
-    for section in ("tables", "actions", "counters", "registers", "meters", "digests"):
+    for section in (
+        "tables",
+        "actions",
+        "counters",
+        "registers",
+        "meters",
+        "direct_meters",
+        "digests",
+    ):
         for obj in getattr(p4info, section):
             pid, name = obj.preamble.id, obj.preamble.name
             if pid == 0 or pid in seen:
@@ -155,9 +162,14 @@ class Pipeline:
                 kinds.append(kind)
             if t.size <= 0:
                 raise InvalidArgument(f"{t.preamble.name}.size", "must be positive")
-            if t.implementation_id or t.direct_resource_ids or t.idle_timeout_behavior:
+            meters = {m.preamble.id for m in p4info.direct_meters}
+            if (
+                t.implementation_id
+                or set(t.direct_resource_ids) - meters
+                or t.idle_timeout_behavior
+            ):
                 raise InvalidArgument(
-                    t.preamble.name, "action profiles, direct resources, idle timeout unsupported"
+                    t.preamble.name, "action profiles, direct counters, idle timeout unsupported"
                 )
             visible[t.preamble.name] = Visible(t.size, kinds)
         self._parser = CompiledParser(lay, ext, j)
@@ -187,6 +199,13 @@ class Pipeline:
         self.counters = self._bind_counters(p4info, ext)
         self.counter_by_name = {ci.name: ci for ci in self.counters.values()}
         self.meters = _bind_meters(p4info, ext.meters)
+        self.direct_meters: dict[int, DirectMeter] = {}
+        tables = {t.preamble.id: t.preamble.name for t in p4info.tables}
+        for dm in p4info.direct_meters:
+            bound = ext.direct_meters.get(tables.get(dm.direct_table_id, ""))
+            if bound is None or bound.array.name != dm.preamble.name:
+                raise InvalidArgument(dm.preamble.name, "P4Info direct meter is not in the JSON")
+            self.direct_meters[dm.preamble.id] = bound
         self.digests = ext.digests
         for d in p4info.digests:
             self.digests.bind(d.preamble.id, d.preamble.name)

@@ -144,7 +144,7 @@ def _truncate(j: dict[str, Any]) -> None:
 
 def _meter(j: dict[str, Any]) -> None:
     j["meter_arrays"] = [
-        {"name": "EchelonIngress.m", "id": 0, "size": 4, "is_direct": True, "rate_count": 2}
+        {"name": "EchelonIngress.m", "id": 0, "size": 4, "is_direct": False, "rate_count": 3}
     ]
 
 
@@ -189,7 +189,7 @@ def _direct_counter(j: dict[str, Any]) -> None:
     ("edit", "named"),
     [
         (_truncate, "truncate"),
-        (_meter, "direct meters"),
+        (_meter, "3 rates"),
         (_signed, "signed"),
         (_qdepth, "standard_metadata.enq_qdepth"),
         (_crc32, "crc32"),

@@ -12,9 +12,10 @@ import pytest
 from finsy.proto import p4i, p4r
 from google.protobuf import text_format
 
-from softswitch.bm.meters import GREEN, RED, YELLOW, meter_arrays
+from softswitch import p4rt_codec as codec
+from softswitch.bm.meters import GREEN, RED, YELLOW, MeterArray
 from softswitch.bm.pipeline import Pipeline
-from softswitch.errors import InvalidArgument
+from softswitch.errors import InvalidArgument, NotFound
 from softswitch.p4rt_entities import write_meter
 
 BUILD = Path(__file__).resolve().parents[1] / "p4" / "programs" / "build"
@@ -28,10 +29,9 @@ class Clock:
         return self.now
 
 
-def _meter(unit: str = "packets", clock: Clock | None = None):  # type: ignore[no-untyped-def]
-    j = {"meter_arrays": [{"name": "m", "is_direct": False, "size": 2, "rate_count": 2,
-                           "type": unit}]}  # fmt: skip
-    return meter_arrays(j, clock or Clock())["m"]
+def _meter(unit: str = "packets", clock: Clock | None = None) -> MeterArray:
+    clock = clock or Clock()
+    return MeterArray("m", 2, unit, clock(), clock)
 
 
 def test_an_unconfigured_cell_is_always_green() -> None:
@@ -73,6 +73,10 @@ def _pipeline() -> Pipeline:
     return Pipeline(info, (BUILD / "meters.json").read_bytes(), 1)
 
 
+def _write(pl: Pipeline, kind: int, me: p4r.MeterEntry) -> None:
+    write_meter(codec.Decoder(pl), kind, p4r.Entity(meter_entry=me))
+
+
 def _entry(pl: Pipeline, index: int | None, cir: int = 0, pir: int = 0) -> p4r.MeterEntry:
     me = p4r.MeterEntry(meter_id=next(iter(pl.meters)))
     if index is not None:
@@ -84,12 +88,12 @@ def _entry(pl: Pipeline, index: int | None, cir: int = 0, pir: int = 0) -> p4r.M
 def test_p4runtime_meter_entries_configure_one_cell_or_all() -> None:
     pl = _pipeline()
     array = pl.meters[next(iter(pl.meters))]
-    write_meter(pl, p4r.Update.MODIFY, _entry(pl, 2, cir=1_000_000, pir=2_000_000))
+    _write(pl, p4r.Update.MODIFY, _entry(pl, 2, cir=1_000_000, pir=2_000_000))
     assert array.rates(2) == [(1.0, 3), (2.0, 5)] and array.rates(1) is None
-    write_meter(pl, p4r.Update.MODIFY, _entry(pl, None))
+    _write(pl, p4r.Update.MODIFY, _entry(pl, None))
     assert all(array.rates(i) == [(0.0, 3), (0.0, 5)] for i in range(array.size))
     reset = p4r.MeterEntry(meter_id=next(iter(pl.meters)))
-    write_meter(pl, p4r.Update.MODIFY, reset)
+    _write(pl, p4r.Update.MODIFY, reset)
     assert array.rates(0) is None
 
 
@@ -102,9 +106,33 @@ def test_p4runtime_meter_entries_refused_naming_the_problem(
 ) -> None:
     pl = _pipeline()
     with pytest.raises(InvalidArgument, match=named):
-        write_meter(pl, kind, _entry(pl, index))
+        _write(pl, kind, _entry(pl, index))
 
 
 def test_unknown_meter_id_refused() -> None:
     with pytest.raises(InvalidArgument, match="meter_id"):
-        write_meter(_pipeline(), p4r.Update.MODIFY, p4r.MeterEntry(meter_id=7))
+        _write(_pipeline(), p4r.Update.MODIFY, p4r.MeterEntry(meter_id=7))
+
+
+def test_direct_meter_cells_follow_the_tables_entries() -> None:
+    pl = _pipeline()
+    dec = codec.Decoder(pl)
+    (dm,) = pl.direct_meters.values()
+    table = next(ti for ti in pl.tables.values() if ti.name == "Ing.sources")
+    police = next(a for a in pl.actions.values() if a.name == "Ing.police")
+    te = p4r.TableEntry(table_id=table.id)
+    te.match.add(field_id=table.field_ids[0]).exact.value = bytes([10, 0, 1, 5])
+    dme = p4r.DirectMeterEntry(table_entry=te)
+    dme.config.cburst, dme.config.pburst = 1, 2
+    with pytest.raises(NotFound):  # no such entry yet
+        write_meter(dec, p4r.Update.MODIFY, p4r.Entity(direct_meter_entry=dme))
+    te.action.action.action_id = police.id
+    d = dec.table_entry(te, needs_action=True)
+    assert d.call is not None
+    table.table.insert(d.key, d.priority, d.call, d.proto)
+    cell = dm.index[(d.key, d.priority)]
+    assert dm.array.rates(cell) is None  # a new entry's meter: unconfigured
+    write_meter(dec, p4r.Update.MODIFY, p4r.Entity(direct_meter_entry=dme))
+    assert dm.array.rates(cell) == [(0.0, 1), (0.0, 2)]
+    table.table.delete(d.key, d.priority)
+    assert (d.key, d.priority) not in dm.index

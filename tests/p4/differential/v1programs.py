@@ -13,6 +13,7 @@ from pathlib import Path
 from finsy.proto import p4r as p4runtime_pb2
 from hypothesis import strategies as st
 
+from p4client.codec import entry_to_proto
 from p4client.p4info import TableEntry
 from p4client.p4rt import SwitchConnection
 from tests.p4.differential.programs import _finish, _ip_bytes, _ipv4_fields, udp_sentinel
@@ -149,7 +150,8 @@ CLONE = Program(
 
 def meter_configs(sw: SwitchConnection) -> None:
     """Rate 0 (no refill: colors depend on the frames' order only) and small bursts; the
-    bursts differ per cell; cell 7 stays unconfigured (GREEN)."""
+    bursts differ per cell; cell 7 stays unconfigured (GREEN); the direct meter's
+    entries likewise, but for the last."""
     assert sw.p4info is not None
     ids = {m.preamble.name: m.preamble.id for m in sw.p4info.proto.meters}
     updates = []
@@ -161,7 +163,25 @@ def meter_configs(sw: SwitchConnection) -> None:
             me.config.cir, me.config.pir = 0, 0
             me.config.cburst, me.config.pburst = (1 + cell) * scale, (3 + 2 * cell) * scale
             updates.append(u)
+    for i, src in enumerate(_METERED_SOURCES[:-1]):  # the last entry stays unconfigured
+        u = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
+        dme = u.entity.direct_meter_entry
+        entry = sw.table_entry("Ing.sources", {"hdr.ipv4.src": src}, "Ing.police")
+        dme.table_entry.CopyFrom(entry_to_proto(sw.p4info, entry))
+        dme.table_entry.ClearField("action")
+        dme.config.cburst, dme.config.pburst = 2 + i, 4 + 2 * i
+        updates.append(u)
     sw.stub.Write(sw.write_request(updates), timeout=10)
+
+
+_METERED_SOURCES = ["10.0.1.5", "10.0.2.7", "10.0.9.9"]
+
+
+def _meter_entries(sw: SwitchConnection) -> list[TableEntry]:
+    out = routes(sw)
+    for src in _METERED_SOURCES:
+        out.append(sw.table_entry("Ing.sources", {"hdr.ipv4.src": src}, "Ing.police"))
+    return out
 
 
 @st.composite
@@ -175,8 +195,8 @@ def meter_frames(draw: st.DrawFn) -> bytes:
 
 
 METERS = Program(
-    "meters", BUILD / "meters.p4info.txtpb", BUILD / "meters.json", PORTS, routes, sentinel,
-    meter_configs,
+    "meters", BUILD / "meters.p4info.txtpb", BUILD / "meters.json", PORTS, _meter_entries,
+    sentinel, meter_configs,
 )  # fmt: skip
 
 

@@ -1,8 +1,10 @@
 /* -*- P4_16 -*-
  * Meters, written for the differential test: a packets meter and a bytes
  * meter indexed by the destination's last byte (cells 0-7; cell 7 is left
- * unconfigured: always green). Their colors are written into the frame (the
- * IPv4 TOS byte, 2 bits each), so the egress bytes show every color. The test
+ * unconfigured: always green), and a direct meter on a table of sources (one
+ * of its entries unconfigured; a miss leaves the color field alone). Their
+ * colors are written into the frame (the IPv4 TOS byte, 2 bits each), so the
+ * egress bytes show every color. The test
  * configures them with rate 0 and small bursts, so the colors depend only on
  * the order of the frames, never on when they arrive. */
 #include <core.p4>
@@ -19,7 +21,7 @@ header ipv4_t {
 }
 
 struct headers_t { ethernet_t ethernet; ipv4_t ipv4; }
-struct meta_t { bit<8> unused; }
+struct meta_t { bit<2> direct_color; }
 
 parser P(packet_in pkt, out headers_t hdr, inout meta_t meta,
          inout standard_metadata_t sm) {
@@ -35,9 +37,18 @@ control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
 control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     meter<bit<32>>(8, MeterType.packets) by_packets;
     meter<bit<32>>(8, MeterType.bytes) by_bytes;
+    direct_meter<bit<2>>(MeterType.packets) per_source;
 
     action drop() { mark_to_drop(sm); }
     action route(bit<9> port) { sm.egress_spec = port; }
+    action police() { per_source.read(meta.direct_color); }
+    table sources {
+        key = { hdr.ipv4.src: exact; }
+        actions = { police; NoAction; }
+        default_action = NoAction();
+        meters = per_source;
+        size = 16;
+    }
     table routes {
         key = { hdr.ipv4.dst: lpm; }
         actions = { route; drop; }
@@ -50,7 +61,9 @@ control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm
         bit<32> i = (bit<32>)hdr.ipv4.dst[7:0] & 7;
         by_packets.execute_meter(i, hdr.ipv4.c_pkts);
         by_bytes.execute_meter(i, hdr.ipv4.c_bytes);
-        hdr.ipv4.c_direct = 3;
+        meta.direct_color = 3;
+        sources.apply();
+        hdr.ipv4.c_direct = meta.direct_color;
         hdr.ipv4.seen = 1;
         if (hdr.ipv4.c_pkts == 2 && hdr.ipv4.ttl == 1) { drop(); }
     }
