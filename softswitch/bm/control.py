@@ -32,6 +32,13 @@ _JSON_KINDS = {"exact": EXACT, "lpm": LPM, "ternary": TERNARY, "range": RANGE}
 _PRIO_TOP = (1 << 31) - 1
 
 
+class _ByAction(dict[ActionFn, Any]):
+    """Next node by action, also for a direct meter's wrapper of it (its ``orig``)."""
+
+    def __missing__(self, fn: Any) -> Any:
+        return self[fn.orig]
+
+
 @dataclass
 class Visible:
     """What the P4Info says of a table: its size and, per key field, the match kind."""
@@ -158,6 +165,8 @@ class Controls:
             hit_next = miss_next = None
             by_fn = {rt.actions[aid]: build(nt.get(rt.names[aid])) for aid in rt.actions}
         hit_based = not by_fn
+        if name in self._ext.direct_meters:  # a hit's call is its meter's wrapper (bm/meters.py)
+            by_fn = _ByAction(by_fn)
         if not t.get("key") and name not in self._visible and rt.const_default:
             # p4c's straight-line-code table: just the action.
             fn, args = rt.actions[rt.default_id], rt.default_args
@@ -171,8 +180,6 @@ class Controls:
         table = rt.table
         lookup = table.lookup_fn()
         pre = self._masked_keys(t)
-        if name in self._ext.direct_meters:
-            return self._metered_node(table, lookup, pre, hit_next, miss_next, by_fn)
         if not pre and not hit_based:
 
             def apply_by_action(v: list[int]) -> Node | None:
@@ -209,32 +216,6 @@ class Controls:
             return hit_next if hit_based else by_fn[fn]
 
         return apply
-
-    @staticmethod
-    def _metered_node(
-        table: Table,
-        lookup: Callable[[list[int]], Any],
-        pre: tuple[tuple[int, int, int], ...],
-        hit_next: Node | None,
-        miss_next: Node | None,
-        by_fn: dict[ActionFn, Node | None],
-    ) -> Node:
-        """A table with a direct meter: a hit's call is the metered wrapper of the action
-        (``orig``), which picks the next node."""
-
-        def apply_metered(v: list[int]) -> Node | None:
-            for slot, src, mask in pre:
-                v[slot] = v[src] & mask
-            hit = lookup(v)
-            if hit is None:
-                fn, args = table.default
-                fn(v, args)
-                return miss_next if not by_fn else by_fn[fn]
-            fn, args = hit
-            fn(v, args)
-            return hit_next if not by_fn else by_fn[fn.orig]
-
-        return apply_metered
 
     def _masked_keys(self, t: dict[str, Any]) -> tuple[tuple[int, int, int], ...]:
         return tuple(self._scratch[(t["name"], i)] for i in self._masked.get(t["name"], ()))
