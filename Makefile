@@ -81,14 +81,19 @@ $(RAY_STAMP): $(STAMP) requirements-ray.txt
 	@touch $@
 
 # The P4 program is the single source: p4c's BMv2 JSON and P4Info are committed in
-# p4src/build/ (tests/p4/test_p4_build.py checks they are what p4c makes of p4src/).
+# p4src/build/ (tests/p4/test_p4_build.py checks they are what p4c makes of p4src/);
+# the differential test's programs (tests/p4/programs/) next to them in build/
+# (tests/p4/programs/public/fetch.py downloads and compiles the public ones).
 P4C_FLAGS := --arch v1model --std p4-16
 p4:
 ifeq ($(P4C),)
 	@echo "p4c-bm2-ss not found: using the committed outputs in p4src/build/ (see p4src/build/README)"
 else
 	$(P4C) $(P4C_FLAGS) --p4runtime-files p4src/build/echelon.p4info.txtpb -o p4src/build/echelon.json p4src/echelon.p4
-	$(P4C) $(P4C_FLAGS) --p4runtime-files tests/p4/programs/build/l3acl.p4info.txtpb -o tests/p4/programs/build/l3acl.json tests/p4/programs/l3acl.p4
+	@for f in tests/p4/programs/*.p4; do \
+	  b=$$(dirname $$f)/build/$$(basename $$f .p4); echo "p4c $$f"; \
+	  $(P4C) $(P4C_FLAGS) --p4runtime-files $$b.p4info.txtpb -o $$b.json $$f || exit 1; \
+	done
 endif
 
 # The demo: three jobs whose best order at h4's port changes as groups come and go, under
@@ -132,6 +137,8 @@ test-root: deps venv
 test: deps venv venv-ray lint typecheck
 	@command -v simple_switch_grpc >/dev/null && echo "BMv2 found: PTF runs on the soft switch and on BMv2" \
 	  || echo "BMv2 (simple_switch_grpc) not installed: PTF runs on the soft switch only"
+	@command -v p4c-bm2-ss >/dev/null && $(PY) tests/p4/programs/public/fetch.py >/dev/null \
+	  || echo "public v1model programs not fetched (network, p4c): their differential tests skip"
 	$(VENV)/bin/pytest -q -ra tests
 
 ptf: deps venv

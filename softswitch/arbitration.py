@@ -49,6 +49,13 @@ class Arbiter:
         self._lock = threading.Lock()
         self._streams: dict[str, list[Stream]] = {}
 
+    def send_primary(self, msg: p4r.StreamMessageResponse, role: str = "") -> None:
+        """Queue ``msg`` (a digest list) on the primary stream of ``role``, if any."""
+        with self._lock:
+            primary = self._primary(role)
+        if primary is not None:
+            primary.out.put(msg)
+
     def _primary(self, role: str) -> Stream | None:
         best: Stream | None = None
         for s in self._streams.get(role, []):

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from echelon.pcap import PcapWriter, pcap_names
-from softswitch.bm.pipeline import PacketState, Pipeline
+from softswitch.bm.instances import Ingressed, PacketState
+from softswitch.bm.pipeline import Pipeline
 from softswitch.errors import UsageError
 from softswitch.queueing import PriorityRateQueues
 
@@ -214,7 +215,6 @@ class DataPlane:
     def _drain(self, port: int, sock: socket.socket) -> bool:
         """Run up to BATCH waiting frames of a port through the pipeline; False if it failed."""
         stats = self.stats
-        queues = self.queues
         trace = log.isEnabledFor(logging.DEBUG)
         dump = log.isEnabledFor(TRACE)
         capture = self.pcap_in.get(port)
@@ -243,6 +243,9 @@ class DataPlane:
             now = time.monotonic()
             try:
                 result = pipeline.ingress(data, port, int((now - self.start_time) * 1e6))
+                if pipeline.spawned:  # ingress clones, queued before their original
+                    for item in pipeline.take_spawned():
+                        self._enqueue(port, pipeline, item, now, trace)
             except Exception:
                 stats.errors += 1
                 log.exception("port %d: pipeline failed on a %d-byte frame", port, len(data))
@@ -252,28 +255,35 @@ class DataPlane:
                 if trace:
                     log.debug("port %d: %d bytes dropped by the pipeline", port, len(data))
                 continue
-            egress, prio, state = result
-            if egress not in self.socks:
-                stats.no_such_port += 1
-                if trace:
-                    log.debug("port %d: egress port %d does not exist, dropped", port, egress)
-                continue
-            if not queues.push(egress, prio, (pipeline, state), now):
-                stats.queue_drop += 1
-                if prio >= queues.nb_queues:
-                    n = queues.stats.dropped_priority
-                    if n & (n - 1) == 0:  # 1, 2, 4, 8, ...: counted without flooding the log
-                        log.warning(
-                            "priority %d not supported with %d queues: dropped (%d so far)",
-                            prio,
-                            queues.nb_queues,
-                            n,
-                        )
-                elif trace:
-                    log.debug("queue %d/%d full, dropped", egress, prio)
-            elif trace:
-                log.debug("port %d -> %d prio %d, %d bytes", port, egress, prio, len(data))
+            self._enqueue(port, pipeline, result, now, trace)
         return True
+
+    def _enqueue(
+        self, port: int, pipeline: Pipeline, item: Ingressed, now: float, trace: bool
+    ) -> None:
+        """Queue a packet the pipeline sent from ``port`` (or count its drop)."""
+        stats, queues = self.stats, self.queues
+        egress, prio, state = item
+        if egress not in self.socks:
+            stats.no_such_port += 1
+            if trace:
+                log.debug("port %d: egress port %d does not exist, dropped", port, egress)
+            return
+        if not queues.push(egress, prio, (pipeline, state), now):
+            stats.queue_drop += 1
+            if prio >= queues.nb_queues:
+                n = queues.stats.dropped_priority
+                if n & (n - 1) == 0:  # 1, 2, 4, 8, ...: counted without flooding the log
+                    log.warning(
+                        "priority %d not supported with %d queues: dropped (%d so far)",
+                        prio,
+                        queues.nb_queues,
+                        n,
+                    )
+            elif trace:
+                log.debug("queue %d/%d full, dropped", egress, prio)
+        elif trace:
+            log.debug("port %d -> %d prio %d", port, egress, prio)
 
     def _transmit(self, now: float) -> None:
         """Egress and send every due packet; times in µs since the switch started."""
@@ -288,6 +298,9 @@ class DataPlane:
                 self.stats.errors += 1
                 log.exception("port %d: egress pipeline failed", port)
                 continue
+            if pipeline.spawned:  # egress clones, recirculated packets after their ingress
+                for item in pipeline.take_spawned():
+                    self._enqueue(port, pipeline, item, now, False)
             if frame is None:
                 self.stats.pipeline_drop += 1
                 continue

@@ -42,6 +42,7 @@ from softswitch.errors import (
     Unimplemented,
 )
 from softswitch.grpc_limits import WORKERS, ClientBounds, Limits
+from softswitch.p4rt_entities import write_counter, write_meter, write_pre
 from softswitch.p4rt_read import CounterCells, Part, RegisterCells, chunks
 from softswitch.tables import Table
 
@@ -99,6 +100,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
 
     def _commit(self, pl: Pipeline) -> None:
         self.pipeline = pl
+        pl.digests.sink = self.arbiter.send_primary
         self._on_commit(pl)
         log.info(
             "pipeline committed: %d tables, %d counters, cookie %d",
@@ -273,9 +275,15 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             if which == "table_entry":
                 self._write_table(dec, kind, entity.table_entry, touched)
             elif which == "counter_entry":
-                self._write_counter(dec.pipeline, kind, entity.counter_entry)
+                write_counter(dec.pipeline, kind, entity.counter_entry)
             elif which == "register_entry":
                 registers.write_register(dec.pipeline, kind, entity.register_entry)
+            elif which == "digest_entry":
+                dec.pipeline.digests.configure(kind, entity.digest_entry)
+            elif which in ("meter_entry", "direct_meter_entry"):
+                write_meter(dec, kind, entity)
+            elif which == "packet_replication_engine_entry":
+                write_pre(dec.pipeline, kind, entity.packet_replication_engine_entry)
             elif which is None:
                 raise InvalidArgument("update.entity", "empty entity")
             else:
@@ -305,17 +313,6 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             table.modify(d.key, d.priority, d.call, d.proto, defer=True)
         else:
             table.delete(d.key, d.priority, defer=True)
-
-    def _write_counter(self, pl: Pipeline, kind: int, ce: p4r.CounterEntry) -> None:
-        if kind != p4r.Update.MODIFY:
-            raise InvalidArgument("counter_entry", "counters only support MODIFY")
-        if ce.counter_id == 0:
-            raise InvalidArgument("counter_entry.counter_id", "a write needs a counter id")
-        packets = ce.data.packet_count if ce.HasField("data") else 0
-        nbytes = ce.data.byte_count if ce.HasField("data") else 0
-        for ci, cells in codec.counter_cells(pl, ce):
-            for idx in cells:
-                ci.counter.set(idx, packets, nbytes)
 
     # ------------------------------------------------------------------ Read
     def Read(
@@ -419,7 +416,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
     def write_counter(self, ce: p4r.CounterEntry) -> None:
         """Set counter cells like a MODIFY (for :mod:`softswitch.runtime`'s counter calls)."""
         with self._lock:
-            self._write_counter(self._need_pipeline(), p4r.Update.MODIFY, ce)
+            write_counter(self._need_pipeline(), p4r.Update.MODIFY, ce)
 
     # ------------------------------------------------------------------ stream
     def StreamChannel(
@@ -498,7 +495,8 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             resp.error.message = "the program has no CPU port: packet-out is not supported"
             resp.error.packet_out.packet_out.CopyFrom(req.packet)
             stream.out.put(resp)
-        # digest acks and other messages: nothing to do for this program
+        elif which == "digest_ack" and self.pipeline is not None:
+            self.pipeline.digests.ack(req.digest_ack.digest_id, req.digest_ack.list_id)
 
 
 def _tables(pl: Pipeline, te: p4r.TableEntry) -> list[TableInfo]:

@@ -9,10 +9,13 @@ Served calls:
   ``set_egress_priority_queue_depth/rate`` (BMv2 1.15's per-priority calls, declared in
   :mod:`p4client.bmruntime` since PyPI's bindings predate them), ``get_time_elapsed_us``,
   ``get_time_since_epoch_us``. Status 0 = done, 1 = a bad port/priority/value.
+  ``mirroring_session_add/delete/get`` and the older ``mirroring_mapping_*`` calls
+  (``simple_switch_CLI``'s ``mirroring_add``): the clone sessions P4Runtime writes too.
 * ``standard``: ``bm_get_config`` (the BMv2 JSON pushed with SetForwardingPipelineConfig;
   ``{}`` before one), ``bm_get_config_md5``, ``bm_mt_get_entries``,
   ``bm_mt_get_default_entry``, ``bm_mt_get_num_entries``, ``bm_counter_read``,
-  ``bm_counter_write``, ``bm_counter_reset_all``, ``bm_dev_mgr_show_ports`` and
+  ``bm_counter_write``, ``bm_counter_reset_all``, ``bm_meter_array_set_rates``,
+  ``bm_meter_set_rates``, ``bm_meter_get_rates``, ``bm_dev_mgr_show_ports`` and
   ``bm_mgmt_get_info`` (``show_ports``, ``switch_info``). Tables and counters are named as in
   the P4Info (= the BMv2 JSON's names); unknown names raise BMv2's
   ``InvalidTableOperation``/``InvalidCounterOperation`` codes.
@@ -37,12 +40,14 @@ from bm_runtime.standard import Standard
 from bm_runtime.standard import ttypes as std
 from finsy.proto import p4i, p4r
 from sswitch_runtime import SimpleSwitch
+from sswitch_runtime import ttypes as ssw
 from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException, TMessageType
 from thrift.TMultiplexedProcessor import TMultiplexedProcessor
 from thrift.transport import TSocket, TTransport
 
 from p4client.thrift_decl import PRIORITY_CALLS, I32Result
+from softswitch.bm.meters import MeterArray
 from softswitch.bm.pipeline import RegisterInfo
 from softswitch.errors import NotFound, SwitchError, UsageError
 from softswitch.p4rt_registers import register_by_name
@@ -151,6 +156,40 @@ class RuntimeHandler:
             elogger_socket="",
             debugger_socket="",
         )
+
+    # ------------------------------------------------------------ simple_switch: mirroring
+    def _sessions(self) -> dict[int, int]:
+        """The committed pipeline's clone sessions (one dict item operation per call)."""
+        pl = self.service.pipeline if self.service is not None else None
+        if pl is None:
+            raise ssw.InvalidMirroringOperation(ssw.MirroringOperationErrorCode.SESSION_NOT_FOUND)
+        return pl.mirroring
+
+    def mirroring_session_add(self, mirror_id: int, config: ssw.MirroringSessionConfig) -> None:
+        if config.mgid or config.port is None or not 0 <= mirror_id < 1 << 15:
+            log.warning("mirroring_session_add %d: only one-port sessions are supported", mirror_id)
+            raise ssw.InvalidMirroringOperation(ssw.MirroringOperationErrorCode.SESSION_NOT_FOUND)
+        self._sessions()[mirror_id] = config.port
+
+    def mirroring_session_delete(self, mirror_id: int) -> None:
+        if self._sessions().pop(mirror_id, None) is None:
+            raise ssw.InvalidMirroringOperation(ssw.MirroringOperationErrorCode.SESSION_NOT_FOUND)
+
+    def mirroring_session_get(self, mirror_id: int) -> ssw.MirroringSessionConfig:
+        port = self._sessions().get(mirror_id)
+        if port is None:
+            raise ssw.InvalidMirroringOperation(ssw.MirroringOperationErrorCode.SESSION_NOT_FOUND)
+        return ssw.MirroringSessionConfig(port=port)
+
+    def mirroring_mapping_add(self, mirror_id: int, egress_port: int) -> int:
+        self.mirroring_session_add(mirror_id, ssw.MirroringSessionConfig(port=egress_port))
+        return 0
+
+    def mirroring_mapping_delete(self, mirror_id: int) -> int:
+        return 0 if self._sessions().pop(mirror_id, None) is not None else 1
+
+    def mirroring_mapping_get_egress_port(self, mirror_id: int) -> int:
+        return self._sessions().get(mirror_id, -1)
 
     # ------------------------------------------------------------ standard: config
     def _p4info(self) -> p4i.P4Info | None:
@@ -334,6 +373,45 @@ class RuntimeHandler:
         reg = self._register(register_array_name).register
         for i in range(reg.size):
             reg.cells[i] = 0
+
+    # ------------------------------------------------------------ standard: meters
+    def _meter(self, name: str, index: int | None) -> MeterArray:
+        pl = self.service.pipeline if self.service is not None else None
+        array = next((m for m in pl.meters.values() if m.name == name), None) if pl else None
+        if array is None:
+            raise std.InvalidMeterOperation(std.MeterOperationErrorCode.INVALID_METER_NAME)
+        if index is not None and not 0 <= index < array.size:
+            raise std.InvalidMeterOperation(std.MeterOperationErrorCode.INVALID_INDEX)
+        return array
+
+    def _set_rates(self, array: MeterArray, cells: range, rates: list[Any]) -> None:
+        if len(rates) != 2:
+            raise std.InvalidMeterOperation(std.MeterOperationErrorCode.BAD_RATES_LIST)
+        config = [(float(r.units_per_micros), int(r.burst_size)) for r in rates]
+        try:
+            for i in cells:
+                array.set_rates(i, config)
+        except SwitchError:
+            raise std.InvalidMeterOperation(
+                std.MeterOperationErrorCode.INVALID_INFO_RATE_VALUE
+            ) from None
+
+    def bm_meter_array_set_rates(
+        self, cxt_id: int, meter_array_name: str, rates: list[Any]
+    ) -> None:
+        array = self._meter(meter_array_name, None)
+        self._set_rates(array, range(array.size), rates)
+
+    def bm_meter_set_rates(
+        self, cxt_id: int, meter_array_name: str, index: int, rates: list[Any]
+    ) -> None:
+        self._set_rates(self._meter(meter_array_name, index), range(index, index + 1), rates)
+
+    def bm_meter_get_rates(
+        self, cxt_id: int, meter_array_name: str, index: int
+    ) -> list[std.BmMeterRateConfig]:
+        rates = self._meter(meter_array_name, index).rates(index) or []
+        return [std.BmMeterRateConfig(units_per_micros=r, burst_size=b) for r, b in rates]
 
 
 def _i64(cell: int) -> int:

@@ -92,6 +92,9 @@ class Table:
         self.initial_default: ActionCall = default
         self.default_payload: Any = None
         self.entries: dict[tuple[MatchKey, int], Entry] = {}
+        #: per-entry state (a direct meter): wraps each entry's call, forgets a deleted one
+        self.wrap: Callable[[MatchKey, int, ActionCall], ActionCall] | None = None
+        self.forget: Callable[[MatchKey, int], None] | None = None
         self._seq = 0
         #: range/ternary groups whose lookup view a deferred write left stale
         self._dirty: set[Any] = set()
@@ -231,6 +234,8 @@ class Table:
         if len(self.entries) >= self.size:
             raise ResourceExhausted(self.name, f"table is full ({self.size} entries)")
         self._seq += 1
+        if self.wrap is not None:
+            call = self.wrap(key, priority, call)
         entry = Entry(key, priority, call, payload, self._seq)
         self.entries[ident] = entry
         self._index(entry, defer)
@@ -241,7 +246,7 @@ class Table:
         entry = self.entries.get((key, priority))
         if entry is None:
             raise NotFound(self.name, "no entry with this match key to modify")
-        entry.call = call
+        entry.call = call if self.wrap is None else self.wrap(key, priority, call)
         entry.payload = payload
         self._index(entry, defer)
 
@@ -249,6 +254,8 @@ class Table:
         entry = self.entries.pop((key, priority), None)
         if entry is None:
             raise NotFound(self.name, "no entry with this match key to delete")
+        if self.forget is not None:
+            self.forget(key, priority)
         self._unindex(entry, defer)
 
     def flush(self) -> None:

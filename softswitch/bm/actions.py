@@ -3,12 +3,14 @@
 Every action of the JSON becomes its own closure object (the control uses
 closure identity to pick ``next_tables`` by action). The primitives p4c emits
 for v1model that the soft switch implements are listed in ``PRIMITIVES``;
-anything else (clone, resubmit, recirculate, digests, hashes, meters,
-random, truncate, ...) is refused when the pipeline is loaded, naming the
-primitive and the action.
+anything else (truncate, ...) is refused when the pipeline is loaded,
+naming the primitive and the action. The hash primitives are :mod:`softswitch.bm.hashing`'s,
+``push``/``pop`` (header stacks) :mod:`softswitch.bm.stacks`'s, clone, resubmit and
+recirculate :mod:`softswitch.bm.instances`'s, meters :mod:`softswitch.bm.meters`'s, digests
+:mod:`softswitch.bm.digests`'s.
 
 Counters count the ingress frame length in bytes, like BMv2
-(``Packet::get_ingress_length``).
+(``Packet::get_ingress_length``): :attr:`Externs.ingress_length`.
 """
 
 from __future__ import annotations
@@ -16,8 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from softswitch.bm import instances
+from softswitch.bm.digests import Digests, generate_digest
 from softswitch.bm.expr import Expr, compile_expr, constant_of
+from softswitch.bm.hashing import Calculations, hash_based_offset, rng_uniform
 from softswitch.bm.layout import Layout
+from softswitch.bm.meters import execute_meter, meter_arrays
+from softswitch.bm.stacks import stack_shift
 from softswitch.errors import InvalidArgument
 from softswitch.tables import Counter
 
@@ -39,6 +46,13 @@ PRIMITIVES = (
     "log_msg",
     "_jump",
     "_jump_if_zero",
+    "modify_field_with_hash_based_offset",
+    "modify_field_rng_uniform",
+    "push",
+    "pop",
+    "execute_meter",
+    "generate_digest",
+    *sorted(instances.OPS),
 )
 
 
@@ -64,12 +78,23 @@ class Externs:
             self.counters[c["name"]] = Counter(c["name"], int(c["size"]))
         for r in j.get("register_arrays", []):
             self.registers[r["name"]] = Register(r["name"], int(r["size"]), int(r["bitwidth"]))
-        for key in ("meter_arrays", "learn_lists", "extern_instances", "parse_vsets"):
+        self.meters, self.direct_meters = meter_arrays(j, lay)
+        self.digests = Digests(lay, j)
+        for key in ("extern_instances", "parse_vsets"):
             if j.get(key):
                 raise InvalidArgument(key, f"{j[key][0].get('name')!r} is not supported")
+        #: simple_switch's packet length register: the ingress length, plus or minus each
+        #: header made valid or invalid (add/remove_header); egress's packet_length
+        self.length_reg = lay.new_slot()
+        #: the frame's length as received (what counters and byte meters count)
+        self.ingress_length = lay.new_slot()
+        for dm in self.direct_meters.values():
+            dm.bind(self.ingress_length)
+        self.calculations = Calculations(lay, j)
+        #: clone/resubmit/recirculate request slots, only if the program has those primitives
+        self.instance_regs = instances.Registers.allocate(lay) if instances.used(j) else None
         self.egress_spec = lay.std("egress_spec")
         self.mcast_grp = lay.std("mcast_grp")
-        self.packet_length = lay.std("packet_length")
 
 
 def _field_dst(lay: Layout, p: Any, where: str) -> tuple[int, int]:
@@ -174,7 +199,7 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
         if counter is None:
             raise InvalidArgument(where, f"unknown counter {params[0]['value']!r}")
         index = compile_expr(lay, params[1], where)
-        plen = ext.packet_length
+        plen = ext.ingress_length
         count = counter.count
 
         def do_count(v: list[int], a: Sequence[int]) -> None:
@@ -208,10 +233,13 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
     if op in ("add_header", "remove_header"):
         h = lay.header(params[0]["value"])
         valid, slots, raw = h.valid, tuple(s for _n, s, _w in h.fields), h.raw
+        lreg, nbytes = ext.length_reg, h.nbytes
         if op == "remove_header":
 
             def remove_header(v: list[int], a: Sequence[int]) -> None:
-                v[valid] = 0
+                if v[valid]:
+                    v[valid] = 0
+                    v[lreg] -= nbytes
 
             return remove_header
 
@@ -220,6 +248,7 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
                 for s in slots:
                     v[s] = 0
                 v[valid] = 1
+                v[lreg] += nbytes
                 if raw >= 0:
                     v[raw] = -1
 
@@ -243,6 +272,20 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
             v[0] = 1
 
         return do_exit
+    if op == "modify_field_with_hash_based_offset":
+        fn = hash_based_offset(lay, ext.calculations, params, where)
+        return _dirtying(fn, lay.raw_slot(params[0]["value"]))
+    if op == "modify_field_rng_uniform":
+        return _dirtying(rng_uniform(lay, params, where), lay.raw_slot(params[0]["value"]))
+    if op == "generate_digest" and ext.instance_regs is not None:
+        return generate_digest(lay, ext.instance_regs.learn, params, where)
+    if op in instances.OPS and ext.instance_regs is not None:
+        return instances.primitive(lay, ext.instance_regs, op, params, where)
+    if op == "execute_meter":
+        fn = execute_meter(lay, ext.meters, params, where, ext.ingress_length)
+        return _dirtying(fn, lay.raw_slot(params[2]["value"]))
+    if op in ("push", "pop"):
+        return stack_shift(lay, op, params, where)
     if op == "log_msg":
 
         def log_msg(v: list[int], a: Sequence[int]) -> None:

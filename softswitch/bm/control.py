@@ -32,6 +32,13 @@ _JSON_KINDS = {"exact": EXACT, "lpm": LPM, "ternary": TERNARY, "range": RANGE}
 _PRIO_TOP = (1 << 31) - 1
 
 
+class _ByAction(dict[ActionFn, Any]):
+    """Next node by action, also for a direct meter's wrapper of it (its ``orig``)."""
+
+    def __missing__(self, fn: Any) -> Any:
+        return self[fn.orig]
+
+
 @dataclass
 class Visible:
     """What the P4Info says of a table: its size and, per key field, the match kind."""
@@ -158,6 +165,8 @@ class Controls:
             hit_next = miss_next = None
             by_fn = {rt.actions[aid]: build(nt.get(rt.names[aid])) for aid in rt.actions}
         hit_based = not by_fn
+        if name in self._ext.direct_meters:  # a hit's call is its meter's wrapper (bm/meters.py)
+            by_fn = _ByAction(by_fn)
         if not t.get("key") and name not in self._visible and rt.const_default:
             # p4c's straight-line-code table: just the action.
             fn, args = rt.actions[rt.default_id], rt.default_args
@@ -215,8 +224,10 @@ class Controls:
         name = t["name"]
         if t.get("type", "simple") != "simple":
             raise InvalidArgument(name, f"table type {t.get('type')!r} (action profiles)")
-        if t.get("with_counters") or t.get("direct_meters") or t.get("support_timeout"):
-            raise InvalidArgument(name, "direct counters, direct meters, idle timeout")
+        if t.get("with_counters") or t.get("support_timeout"):
+            raise InvalidArgument(name, "direct counters, idle timeout")
+        if t.get("direct_meters") and name not in self._ext.direct_meters:
+            raise InvalidArgument(name, f"direct meter {t['direct_meters']!r} is not bound to it")
         vis = self._visible.get(name)
         keys = t.get("key", [])
         if keys and vis is None:
@@ -257,6 +268,9 @@ class Controls:
         dargs = tuple(hexstr(x) for x in de.get("action_data", []))
         size = vis.size if vis is not None else int(t.get("max_size", 1024))
         table = Table(name, tuple(fields), size, (actions[did], dargs))
+        dm = self._ext.direct_meters.get(name)
+        if dm is not None:  # each entry's call runs its meter first (bm/meters.py)
+            table.wrap, table.forget = dm.wrap, dm.forget
         rt = TableRuntime(name, table, actions, names, did, dargs, bool(de.get("action_const")))
         for e in t.get("entries", []) or []:
             rt.const_entries.append(self._const_entry(rt, fields, e))

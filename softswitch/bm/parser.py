@@ -9,8 +9,9 @@ runs with ``standard_metadata.parser_error`` set. ``select`` keys are the
 concatenation of each key field padded to whole bytes, matched against p4c's
 ``value``/``mask`` in order, exactly how BMv2 builds them.
 
-The deparser emits the valid headers in the JSON's order, then the bytes the
-parser did not consume.
+``set`` from ``lookahead`` is :mod:`softswitch.bm.stacks`'s. The deparser
+emits the valid headers in the JSON's order, then the bytes the parser did
+not consume.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from softswitch.bm.actions import Externs, compile_primitive
 from softswitch.bm.expr import Expr, StackOutOfBounds, compile_expr, hexstr
 from softswitch.bm.layout import HeaderSlots, Layout
+from softswitch.bm.stacks import lookahead_set
 from softswitch.errors import InvalidArgument
 
 #: A parser state: (state vector, frame, offset) -> (next state or None, offset).
@@ -142,6 +144,8 @@ class CompiledParser:
             if ptype == "stack":
                 return _stack_extractor(lay, pval, self._too_short, self._oob)
             raise InvalidArgument(where, f"extract into a {ptype!r} is not supported")
+        if kind == "set" and params[1].get("type") == "lookahead":
+            return lookahead_set(lay, params[0], params[1], where)
         if kind in ("set", "primitive"):
             prim = {"op": "assign", "parameters": params} if kind == "set" else params[0]
             fn = compile_primitive(lay, self._ext, prim, where)

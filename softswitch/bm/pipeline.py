@@ -29,7 +29,9 @@ from finsy.proto import p4r
 
 from softswitch.bm.actions import DROP_PORT, ActionFn, Externs, Register
 from softswitch.bm.control import Controls, TableRuntime, Visible
+from softswitch.bm.instances import TS_MASK, Ingressed, Instances, PacketState
 from softswitch.bm.layout import build_layout
+from softswitch.bm.meters import DirectMeter, MeterArray
 from softswitch.bm.parser import Checksums, CompiledParser, Deparser
 from softswitch.bytestrings import encode_bytes
 from softswitch.errors import InvalidArgument
@@ -46,21 +48,10 @@ _KINDS = {
 _UNSUPPORTED = (
     "action_profiles",
     "direct_counters",
-    "meters",
-    "direct_meters",
     "controller_packet_metadata",
     "value_sets",
-    "digests",
     "externs",
 )
-
-
-#: A packet between ingress and egress: state vector, frame, parser end offset.
-PacketState = tuple[list[int], bytes, int]
-#: What :meth:`Pipeline.ingress` returns for a packet it did not drop.
-Ingressed = tuple[int, int, PacketState]
-#: v1model's 48-bit global timestamps.
-_TS_MASK = (1 << 48) - 1
 
 
 @dataclass(frozen=True)
@@ -129,12 +120,37 @@ def _check_p4info(p4info: p4info_pb2.P4Info) -> None:
             name = items[0].preamble.name if hasattr(items[0], "preamble") else section
             raise InvalidArgument(f"p4info.{section}", f"{name!r} is not supported")
     seen: dict[int, str] = {}
-    for section in ("tables", "actions", "counters", "registers"):
+    for section in (
+        "tables",
+        "actions",
+        "counters",
+        "registers",
+        "meters",
+        "direct_meters",
+        "digests",
+    ):
         for obj in getattr(p4info, section):
             pid, name = obj.preamble.id, obj.preamble.name
             if pid == 0 or pid in seen:
                 raise InvalidArgument(name, f"P4Info id {pid} is zero or used twice")
             seen[pid] = name
+
+
+def _bind_meters(p4info: p4info_pb2.P4Info, arrays: dict[str, MeterArray]) -> dict[int, MeterArray]:
+    """P4Info meter id -> the JSON's meter array (same name, size and unit)."""
+    out: dict[int, MeterArray] = {}
+    for m in p4info.meters:
+        name = m.preamble.name
+        array = arrays.get(name)
+        if array is None:
+            raise InvalidArgument(name, "P4Info meter is not in the BMv2 JSON")
+        unit = {p4info_pb2.MeterSpec.BYTES: True, p4info_pb2.MeterSpec.PACKETS: False}.get(
+            m.spec.unit
+        )
+        if m.size != array.size or unit != array.bytes:
+            raise InvalidArgument(f"{name}.spec", "P4Info and JSON meters differ (size, unit)")
+        out[m.preamble.id] = array
+    return out
 
 
 class Pipeline:
@@ -158,9 +174,14 @@ class Pipeline:
                 kinds.append(kind)
             if t.size <= 0:
                 raise InvalidArgument(f"{t.preamble.name}.size", "must be positive")
-            if t.implementation_id or t.direct_resource_ids or t.idle_timeout_behavior:
+            meters = {m.preamble.id for m in p4info.direct_meters}
+            if (
+                t.implementation_id
+                or set(t.direct_resource_ids) - meters
+                or t.idle_timeout_behavior
+            ):
                 raise InvalidArgument(
-                    t.preamble.name, "action profiles, direct resources, idle timeout unsupported"
+                    t.preamble.name, "action profiles, direct counters, idle timeout unsupported"
                 )
             visible[t.preamble.name] = Visible(t.size, kinds)
         self._parser = CompiledParser(lay, ext, j)
@@ -168,9 +189,23 @@ class Pipeline:
         self._controls = Controls(lay, ext, j, visible)
         self._deparser = Deparser(lay, j)
         self._initial = lay.initial
+        #: mirroring (clone) sessions: session id -> egress port
+        self.mirroring: dict[int, int] = {}
+        #: clones, resubmits, recirculations: programs with them run :class:`Instances`
+        self.instances: Instances | None = None
+        #: instances made by the last ingress/egress, for the data plane to queue
+        self.spawned: list[Ingressed] = []
+        if ext.instance_regs is not None:
+            lengths = (ext.length_reg, ext.ingress_length)
+            parts = (self._parser, self._checksums, self._controls, self._deparser)
+            self.instances = Instances(
+                lay, j, ext.instance_regs, lengths, self.mirroring, ext.digests, *parts
+            )
         self._s_port = lay.std("ingress_port")
         self._s_len = lay.std("packet_length")
         self._s_spec = lay.std("egress_spec")
+        self._s_lreg = ext.length_reg
+        self._s_ilen = ext.ingress_length
         self._s_eport = lay.std("egress_port")
         self._s_prio = lay.std("priority")
         self._s_igts = lay.std("ingress_global_timestamp")
@@ -183,6 +218,17 @@ class Pipeline:
         self.tables = self._bind_tables(p4info)
         self.counters = self._bind_counters(p4info, ext)
         self.counter_by_name = {ci.name: ci for ci in self.counters.values()}
+        self.meters = _bind_meters(p4info, ext.meters)
+        self.direct_meters: dict[int, DirectMeter] = {}
+        tables = {t.preamble.id: t.preamble.name for t in p4info.tables}
+        for dm in p4info.direct_meters:
+            bound = ext.direct_meters.get(tables.get(dm.direct_table_id, ""))
+            if bound is None or bound.array.name != dm.preamble.name:
+                raise InvalidArgument(dm.preamble.name, "P4Info direct meter is not in the JSON")
+            self.direct_meters[dm.preamble.id] = bound
+        self.digests = ext.digests
+        for d in p4info.digests:
+            self.digests.bind(d.preamble.id, d.preamble.name)
         self.registers: dict[str, Register] = ext.registers
         self.register_infos = self._bind_registers(p4info, ext)
 
@@ -324,11 +370,16 @@ class Pipeline:
     def ingress(self, data: bytes, ingress_port: int, now_us: int = 0) -> Ingressed | None:
         """Parser, verify checksums, ingress: (egress port, priority, state), None if dropped.
 
-        ``now_us`` (µs since the switch started) is ``ingress_global_timestamp``."""
+        ``now_us`` (µs since the switch started) is ``ingress_global_timestamp``. A
+        program with clones/resubmits/recirculations runs :class:`Instances`: the
+        ingress clones it makes are left in :attr:`spawned`, to be queued before
+        the returned original (simple_switch's order)."""
+        if self.instances is not None:
+            return self.instances.ingress(data, ingress_port, now_us, self.spawned)
         v = self._initial.copy()
         v[self._s_port] = ingress_port
-        v[self._s_len] = len(data)
-        v[self._s_igts] = now_us & _TS_MASK
+        v[self._s_len] = v[self._s_lreg] = v[self._s_ilen] = len(data)
+        v[self._s_igts] = now_us & TS_MASK
         pos = self._parser.parse(v, data)
         self._checksums.run_verify(v, data)
         self._controls.ingress(v)
@@ -352,21 +403,45 @@ class Pipeline:
         metadata (``enq_timestamp``, ``enq_qdepth``, ``deq_timedelta``,
         ``deq_qdepth``; µs and packets of the packet's own priority queue),
         ``egress_global_timestamp``, ``egress_port``, and ``egress_spec`` reset to
-        ``drop_port + 1`` (0 in 9 bits) so only an egress ``mark_to_drop`` drops."""
+        ``drop_port + 1`` (0 in 9 bits) so only an egress ``mark_to_drop`` drops.
+        Egress clones and recirculated packets (after their new ingress) are left
+        in :attr:`spawned`, to be queued."""
         v, data, pos = state
         v[self._s_enq_ts] = enq_us & 0xFFFFFFFF
         v[self._s_enq_depth] = enq_depth & 0x7FFFF
         v[self._s_deq_delta] = (deq_us - enq_us) & 0xFFFFFFFF
         v[self._s_deq_depth] = deq_depth & 0x7FFFF
-        v[self._s_egts] = deq_us & _TS_MASK
+        v[self._s_egts] = deq_us & TS_MASK
         v[self._s_eport] = port
         v[self._s_spec] = (DROP_PORT + 1) & 0x1FF
+        v[self._s_len] = v[self._s_lreg]
         v[0] = 0
+        if self.instances is not None:
+            return self.instances.egress(state, port, deq_us, self.spawned)
         self._controls.egress(v)
         if v[self._s_spec] == DROP_PORT:
             return None
         self._checksums.run_update(v, data)
         return self._deparser.deparse(v, data, pos)
+
+    def take_spawned(self) -> list[Ingressed]:
+        """The instances the last ingress/egress made (clones, recirculations), in order."""
+        out, self.spawned = self.spawned, []
+        return out
+
+    def process_all(self, data: bytes, ingress_port: int) -> list[tuple[int, int, bytearray]]:
+        """Every frame ``data`` makes (clones, resubmits, recirculations), each through an
+        idle queue at once: what tests run without a data plane."""
+        first = self.ingress(data, ingress_port)
+        pending = self.take_spawned() + ([] if first is None else [first])
+        out = []
+        while pending:
+            spec, prio, state = pending.pop(0)
+            frame = self.egress(state, spec)
+            pending += self.take_spawned()
+            if frame is not None:
+                out.append((spec, prio, frame))
+        return out
 
     def process(self, data: bytes, ingress_port: int) -> tuple[int, int, bytearray] | None:
         """(egress port, priority, bytes) of a frame through an idle queue; None if dropped.

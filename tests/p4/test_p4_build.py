@@ -19,10 +19,13 @@ ROOT = Path(__file__).resolve().parents[2]
 #: because p4c records the source file names it was given in the JSON.
 PROGRAMS = [
     ("p4src/echelon.p4", "p4src/build/echelon.json", "p4src/build/echelon.p4info.txtpb"),
-    (
-        "tests/p4/programs/l3acl.p4",
-        "tests/p4/programs/build/l3acl.json",
-        "tests/p4/programs/build/l3acl.p4info.txtpb",
+    *(
+        (
+            str(src.relative_to(ROOT)),
+            str((src.parent / "build" / f"{src.stem}.json").relative_to(ROOT)),
+            str((src.parent / "build" / f"{src.stem}.p4info.txtpb").relative_to(ROOT)),
+        )
+        for src in sorted(ROOT.glob("tests/p4/programs/*.p4"))
     ),
 ]
 P4C = shutil.which("p4c-bm2-ss")

@@ -136,14 +136,16 @@ def _action(j: dict[str, Any], name: str) -> dict[str, Any]:
     return a
 
 
-def _clone(j: dict[str, Any]) -> None:
+def _truncate(j: dict[str, Any]) -> None:
     _action(j, "EchelonIngress.drop")["primitives"].append(
-        {"op": "clone_ingress_pkt_to_egress", "parameters": []}
+        {"op": "truncate", "parameters": [{"type": "hexstr", "value": "0x40"}]}
     )
 
 
 def _meter(j: dict[str, Any]) -> None:
-    j["meter_arrays"] = [{"name": "EchelonIngress.m", "id": 0, "size": 4}]
+    j["meter_arrays"] = [
+        {"name": "EchelonIngress.m", "id": 0, "size": 4, "is_direct": False, "rate_count": 3}
+    ]
 
 
 def _signed(j: dict[str, Any]) -> None:
@@ -174,8 +176,8 @@ def _direct_counter(j: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("edit", "named"),
     [
-        (_clone, "clone_ingress_pkt_to_egress"),
-        (_meter, "meter_arrays"),
+        (_truncate, "truncate"),
+        (_meter, "3 rates"),
         (_signed, "signed"),
         (_crc32, "crc32"),
         (_operator, "two_comp_mod"),

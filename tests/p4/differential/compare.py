@@ -1,21 +1,24 @@
 """Run hypothesis-generated frames through both targets and compare everything observable.
 
-Compared per frame: the egress ports and the exact egress bytes, in order (the
+Compared per frame: the egress ports and the exact egress bytes, in order per port (the
 programs write the priority into the frame, DSCP / the IPv4 TOS precedence, so
 a different priority is a different byte); at the end: every cell of every
 counter, packets and bytes. The first difference makes hypothesis shrink the
-frame and raise :class:`Difference` with both targets' outputs.
+frame and raise :class:`Difference` with both targets' outputs. Digest samples
+(P4Runtime DigestList) are compared at the end, in order.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.p4.differential.programs import PROGRAMS
+from targets.process import WaitTimeout, wait_until
+from tests.p4.differential.catalog import PROGRAMS
 from tests.p4.differential.rig import Outputs, rigs
 
 
@@ -30,6 +33,7 @@ class Result:
     outputs: int = 0
     dropped: int = 0
     counter_cells: int = 0
+    digests: int = 0
     #: counter name -> {index: packets} of the cells that counted something (coverage).
     counted: dict[str, dict[int, int]] = field(default_factory=dict)
     differences: list[str] = field(default_factory=list)
@@ -56,8 +60,9 @@ def compare(program: str, examples: int, log_dir: Path, seed: int | None = None)
         @given(st.sampled_from(prog.ports), frames)
         def one(port: int, frame: bytes) -> None:
             res.frames += 1
-            want = bmv2.run(port, frame)
-            got = soft.run(port, frame)
+            # per port, in order (the order between ports is BMv2's threads' race)
+            want = sorted(bmv2.run(port, frame), key=lambda out: out[0])
+            got = sorted(soft.run(port, frame), key=lambda out: out[0])
             res.outputs += len(want)
             res.dropped += not want
             if want != got:
@@ -73,6 +78,24 @@ def compare(program: str, examples: int, log_dir: Path, seed: int | None = None)
         except Difference as exc:
             res.differences.append(str(exc))
             return res
+        # Digests travel on the stream, apart from the frames: wait for the last ones.
+        with contextlib.suppress(WaitTimeout):
+            wait_until(lambda: len(soft.digests) == len(bmv2.digests), 10, "digests")
+        res.digests = len(bmv2.digests)
+        if bmv2.digests != soft.digests:
+            at = next(
+                (
+                    i
+                    for i, (a, b) in enumerate(zip(bmv2.digests, soft.digests, strict=False))
+                    if a != b
+                ),
+                min(len(bmv2.digests), len(soft.digests)),
+            )
+            res.differences.append(
+                f"{program}: digests differ at #{at} of {len(bmv2.digests)} (bmv2) / "
+                f"{len(soft.digests)} (soft): bmv2 {bmv2.digests[at : at + 3]} "
+                f"soft {soft.digests[at : at + 3]}"
+            )
         want_c, got_c = bmv2.counters(), soft.counters()
         res.counter_cells = sum(len(cells) for cells in want_c.values())
         res.counted = {

@@ -10,7 +10,9 @@ its sentinel, whatever the test frame produced has been delivered before it.
 Sentinels carry a per-rig nonce in their payload and are filtered out.
 
 Both targets get exactly the same frames (test frames and sentinels) in the
-same order, so stateful programs (registers) stay in step.
+same order, so stateful programs (registers, meters, digest filters) stay in
+step. Digest lists the switch sends on the P4Runtime stream are collected
+(never acknowledged: each distinct sample is sent once) in :attr:`Rig.digests`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from finsy.proto import p4r as p4runtime_pb2
 
 from p4client.p4info import TableEntry
 from p4client.p4rt import SwitchConnection
@@ -55,6 +59,12 @@ class Program:
     entries: Callable[[SwitchConnection], list[TableEntry]]
     #: (egress port, nonce) -> a frame the program forwards to that port at priority 0.
     sentinel: Callable[[int, bytes], bytes]
+    #: other writes after the entries (clone sessions, meter configs), the same on both
+    setup: Callable[[SwitchConnection], None] | None = None
+    #: 2 for programs whose frames make E2E clones or recirculate: BMv2 queues those
+    #: only once the original reaches egress, possibly behind the first sentinels; a
+    #: second round, sent when the first has arrived, is behind them
+    sentinel_rounds: int = 1
 
 
 def _ip(*args: str) -> None:
@@ -93,12 +103,17 @@ class Rig:
                 log_path=log_dir / f"{prefix}-{kind}.log",
             )
             self.sw = SwitchConnection(grpc_addr, 0)
+            #: every digest sample the switch sent: (digest name, member values), in order
+            self.digests: list[tuple[str, tuple[int, ...]]] = []
+            self.sw.on_message(self._on_message)
             deadline = time.monotonic() + 10
             while not self.sw.connect():
                 if time.monotonic() > deadline:
                     raise RigError(f"{kind}: no primary P4Runtime session")
             self.sw.set_pipeline(program.p4info, program.json.read_bytes())
             self.sw.insert(program.entries(self.sw))
+            if program.setup is not None:
+                program.setup(self.sw)
             self._drain()
         except BaseException:
             self.close()
@@ -151,16 +166,20 @@ class Rig:
     def run(self, in_port: int, frame: bytes, timeout: float = 5.0) -> Outputs:
         """Send ``frame`` into ``in_port``; every frame it caused, per port in order."""
         self.frames += 1
-        seq = self.frames.to_bytes(4, "big")
-        tag = self.nonce + seq
         send = self.socks[in_port].send
         send(frame)
-        for port in self.program.ports:
-            send(self.program.sentinel(port, tag))
         out: Outputs = []
+        for rnd in range(self.program.sentinel_rounds):
+            tag = self.nonce + self.frames.to_bytes(4, "big") + bytes([rnd])
+            for port in self.program.ports:
+                send(self.program.sentinel(port, tag))
+            self._await(tag, out, time.monotonic() + timeout)
+        return out
+
+    def _await(self, tag: bytes, out: Outputs, deadline: float) -> None:
+        """Collect outputs into ``out`` until every port has delivered its ``tag`` sentinel."""
         pending = set(self.program.ports)
         by_fd = {s.fileno(): p for p, s in self.socks.items()}
-        deadline = time.monotonic() + timeout
         while pending:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -175,7 +194,14 @@ class Rig:
                         raise RigError(f"{self.kind}: a stale sentinel on port {port}")
                     else:
                         out.append((port, data))
-        return out
+
+    def _on_message(self, msg: p4runtime_pb2.StreamMessageResponse) -> None:
+        if msg.WhichOneof("update") != "digest" or self.sw is None or self.sw.p4info is None:
+            return
+        names = {d.preamble.id: d.preamble.name for d in self.sw.p4info.proto.digests}
+        for data in msg.digest.data:
+            values = tuple(int.from_bytes(m.bitstring, "big") for m in data.struct.members)
+            self.digests.append((names.get(msg.digest.digest_id, "?"), values))
 
     def counters(self) -> dict[str, dict[int, tuple[int, int]]]:
         """Every cell of every counter in the P4Info."""

@@ -1,0 +1,98 @@
+"""Clone sessions over P4Runtime, and the bound on resubmit/recirculate loops.
+
+What clones, resubmits and recirculations do to packets is checked against BMv2
+by the differential test (tests/p4/programs/clone.p4); these are the soft
+switch's own rules around them.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+from finsy.proto import p4i, p4r
+from google.protobuf import text_format
+
+from softswitch.bm.instances import MAX_PASSES
+from softswitch.bm.pipeline import Pipeline
+from softswitch.errors import AlreadyExists, InvalidArgument, NotFound, Unimplemented
+from softswitch.p4rt_entities import write_pre
+
+BUILD = Path(__file__).resolve().parents[1] / "p4" / "programs" / "build"
+
+
+def _pipeline() -> Pipeline:
+    info = text_format.Parse((BUILD / "clone.p4info.txtpb").read_text(), p4i.P4Info())
+    return Pipeline(info, (BUILD / "clone.json").read_bytes(), 1)
+
+
+def _session(sid: int, *ports: int, truncate: int = 0) -> p4r.PacketReplicationEngineEntry:
+    pre = p4r.PacketReplicationEngineEntry()
+    cs = pre.clone_session_entry
+    cs.session_id, cs.packet_length_bytes = sid, truncate
+    for port in ports:
+        cs.replicas.add(egress_port=port, instance=1)
+    return pre
+
+
+def test_clone_sessions_inserted_modified_deleted_with_p4runtime_errors() -> None:
+    pl = _pipeline()
+    write_pre(pl, p4r.Update.INSERT, _session(5, 2))
+    assert pl.mirroring == {5: 2}
+    with pytest.raises(AlreadyExists):
+        write_pre(pl, p4r.Update.INSERT, _session(5, 3))
+    write_pre(pl, p4r.Update.MODIFY, _session(5, 3))
+    assert pl.mirroring == {5: 3}
+    with pytest.raises(NotFound):
+        write_pre(pl, p4r.Update.MODIFY, _session(6, 3))
+    write_pre(pl, p4r.Update.DELETE, _session(5))
+    with pytest.raises(NotFound):
+        write_pre(pl, p4r.Update.DELETE, _session(5))
+    assert pl.mirroring == {}
+
+
+@pytest.mark.parametrize(
+    ("pre", "error", "named"),
+    [
+        (_session(5, 2, 3), Unimplemented, "replicas"),
+        (_session(5, 2, truncate=64), Unimplemented, "packet_length_bytes"),
+        (_session(1 << 15, 2), InvalidArgument, "session_id"),
+        (_session(5, 511), InvalidArgument, "egress_port"),
+    ],
+)
+def test_clone_sessions_the_switch_cannot_serve_are_refused_by_name(
+    pre: p4r.PacketReplicationEngineEntry, error: type[Exception], named: str
+) -> None:
+    with pytest.raises(error, match=named):
+        write_pre(_pipeline(), p4r.Update.INSERT, pre)
+
+
+def test_multicast_group_entries_are_unimplemented() -> None:
+    pre = p4r.PacketReplicationEngineEntry()
+    pre.multicast_group_entry.multicast_group_id = 1
+    with pytest.raises(Unimplemented, match="multicast_group_entry"):
+        write_pre(_pipeline(), p4r.Update.INSERT, pre)
+
+
+def _frame(op: int) -> bytes:
+    ip = bytes.fromhex("4500001c0000000040110000") + bytes([10, 0, 9, 9, 10, 0, 1, 9])
+    return bytes.fromhex("0200000000010000000000000800") + ip + struct.pack("!BB", op, 7)
+
+
+def test_a_frame_that_resubmits_forever_stops_after_max_passes() -> None:
+    pl = _pipeline()
+    inst = pl.instances
+    assert inst is not None
+    calls = 0
+    ingress = inst._controls.ingress
+
+    def resubmitting(v: list[int]) -> None:  # as if every pass asked to be resubmitted
+        nonlocal calls
+        calls += 1
+        ingress(v)
+        v[inst.regs.resubmit] = 2
+
+    inst._controls.ingress = resubmitting
+    assert pl.process_all(_frame(0), 1) == []
+    assert calls == MAX_PASSES + 1
