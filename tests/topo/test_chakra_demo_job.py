@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from echelon.errors import SpecError
 from echelon.jobs import load_job_file
 from echelon.topology import TopologyNetwork, load
 from topo import demo
@@ -37,3 +38,18 @@ def test_the_budget_scales_the_real_job_down_to_fit() -> None:
         [j.spec for j in demo.load_demo_jobs([FILE], scale, set(TOPO.hosts))], net, 3, PACKET_BYTES
     )
     assert refit.run_s <= demo.DEFAULT_BUDGET_S * 1.01
+
+
+@pytest.mark.parametrize("name", ["chakra-astra-ring", "chakra-astra-allreduce"])
+def test_the_astra_jobs_load_on_the_eight_host_star(name: str) -> None:
+    """The 8-rank ASTRA-sim traces' jobs need one host per rank: topo/star8.yaml."""
+    star8 = load("topo/star8.yaml")
+    (job,) = demo.load_demo_jobs([f"topo/jobs/{name}.yaml"], 1.0, set(star8.hosts))
+    sent: dict[str, int] = {}
+    for ef in job.spec.plan().echelons:
+        for f in ef.flows:
+            sent[f.src] = sent.get(f.src, 0) + f.size
+    # a ring all-reduce of 1 MiB on 8 ranks: 2 * 7/8 MiB from every rank to its successor
+    assert sent == {f"h{i}": 2 * 7 * (1 << 20) // 8 for i in range(1, 9)}
+    with pytest.raises(SpecError, match=r"hosts\[4\]: unknown host 'h5'"):
+        demo.load_demo_jobs([f"topo/jobs/{name}.yaml"], 1.0, set(TOPO.hosts))
