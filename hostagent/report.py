@@ -40,10 +40,12 @@ def iteration_times(
     ``start`` is the first instant any host began the iteration -- a task start, or
     the release of the iteration's flows that no task produces (a PS's pull: the
     iteration begins when its parameters are sent, not when a worker can first
-    compute) -- and ``end`` the last task end, over all hosts' records. So
+    compute) -- and ``end`` the last task end, over all hosts' records (an iteration
+    with no task: its last flow's arrival). So
     iteration ``i + 1`` starts where ``i`` ends in the demo's jobs, and the times
     add up to the run. ``None`` where a task never ran.
     """
+    records = list(records)
     starts: dict[tuple[str, int], list[float]] = {}
     ends: dict[tuple[str, int], list[float]] = {}
     for rec in records:
@@ -58,11 +60,22 @@ def iteration_times(
     for task in sc.tasks:
         planned[(task.job, task.iteration)] = planned.get((task.job, task.iteration), 0) + 1
     keys = sorted({(e.job, e.iteration) for e in sc.echelons} | set(planned))
+    # an iteration without tasks (a job of flows only, e.g. a trace's bare collective)
+    # ends when its last flow has arrived
+    arrived = merge_records(records)
+    flow_ends: dict[tuple[str, int], list[float | None]] = {}
+    for ech in sc.echelons:
+        key = (ech.job, ech.iteration)
+        flow_ends.setdefault(key, []).extend(arrived.get(ech.uid(f)) for f in ech.flows)
     out: dict[str, list[dict[str, Any]]] = {}
     for job, i in keys:
         done = len(ends.get((job, i), [])) >= planned.get((job, i), 0) and (job, i) in starts
         s = min(starts[(job, i)]) if done else None
-        e = max(ends[(job, i)]) if done and (job, i) in ends else None
+        if (job, i) in ends:
+            e = max(ends[(job, i)]) if done else None
+        else:
+            fl = flow_ends.get((job, i), [])
+            e = max(x for x in fl if x is not None) if done and fl and None not in fl else None
         out.setdefault(job, []).append(
             {"iteration": i, "start": s, "end": e,
              "time": None if s is None or e is None else e - s,

@@ -170,3 +170,21 @@ def test_agents_run_the_closed_loop_end_to_end(tmp_path: Path) -> None:
     e1 = next(e for e in j["echelons"] if e["name"] == "j/1/a")
     assert e1["t_ref"] == pytest.approx(it1["start"] + 0.05)
     assert e1["flows"][0]["ideal"] == pytest.approx(e1["t_ref"])
+
+
+def test_an_iteration_without_tasks_ends_with_its_last_flow() -> None:
+    """A job of flows only (a trace's bare collective): no task ends, so the iteration
+    ends when its last flow arrives; a flow never received leaves it unmeasured."""
+    d = chain(1)
+    d["tasks"] = []
+    scn = parse(d)
+    recs: list[dict[str, Any]] = [
+        {"iteration_starts": {"j": {"0": 1.0}},
+         "received": {"j/0/pull#0": {"finish": 1.2}, "j/0/a#0": {"finish": 1.5},
+                      "j/0/b#0": {"finish": 1.4}}},
+    ]  # fmt: skip
+    (row,) = iteration_times(scn, recs)["j"]
+    assert (row["start"], row["end"]) == (1.0, 1.5) and row["time"] == pytest.approx(0.5)
+    recs[0]["received"]["j/0/a#0"]["finish"] = None
+    (row,) = iteration_times(scn, recs)["j"]
+    assert row["end"] is None and row["time"] is None
