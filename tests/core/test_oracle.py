@@ -109,15 +109,20 @@ def test_too_large_refused() -> None:
 @pytest.mark.slow
 def test_ratio_on_the_random_set() -> None:
     """The numbers docs/evaluation.md reports (300 instances, seed 0), kept from
-    sliding: echelon meets the issue's target of 1.005 (1.0026 when written), without
-    its interchange within 1 % (1.0056: the interchange is what meets the target),
-    without the grace 1.076, echelon-v1 within 2 %, and the myopic optimum within
-    0.1 % (what an online policy could reach)."""
+    sliding. Without the starvation guard echelon meets the one-link target of 1.005
+    on the mean (1.0026, max 1.167); the guard, which shares the overdue groups and
+    these instances release groups already overdue, costs 1.0197 / 1.356 (docs/model.md,
+    measurements/scheduling.md): pinned so it cannot grow unnoticed. Its interchange
+    still helps (noswap is worse), the grace is what closes most of the gap, echelon-v1
+    within 2 %, the myopic optimum within 0.1 % (what an online policy could reach)."""
+    noguard = ratios(get_policy("echelon-noguard"), 300, seed=0)
+    assert min(noguard) >= 1.0
+    assert sum(noguard) / len(noguard) <= 1.005 and max(noguard) <= 1.2
     r = ratios(get_policy("echelon"), 300, seed=0)
     assert min(r) >= 1.0
-    assert sum(r) / len(r) <= 1.005 and max(r) <= 1.2
+    assert sum(r) / len(r) <= 1.025 and max(r) <= 1.4
     noswap = ratios(get_policy("echelon-noswap"), 300, seed=0)
-    assert 1.005 < sum(noswap) / len(noswap) < 1.01 and max(noswap) <= 1.25
+    assert sum(noswap) / len(noswap) > sum(r) / len(r)
     # on one link every pair of groups is nested: restricting the interchange to nested
     # pairs costs nothing there
     assert ratios(get_policy("echelon-swapany"), 300, seed=0) == r
