@@ -13,12 +13,11 @@ from typing import Any
 
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
-from echelon.topology import Topology
 from hostagent.plan import build_scenario
 from hostagent.report import formation_report, merge_records
 from hostagent.scenario import Scenario, TaskSpec
 from targets.process import stop_process, wait_until
-from topo.demo import Estimate
+from topo.demo import Estimate, host_pacing
 from topo.net import EchelonNet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,21 +60,6 @@ def lost_packets(records: Sequence[Mapping[str, Any]]) -> int:
     sent = sum(int(f.get("packets") or 0) for r in records for f in r.get("sent", {}).values())
     got = sum(int(f.get("packets") or 0) for r in records for f in r.get("received", {}).values())
     return max(0, sent - got)
-
-
-def host_pacing(topo: Topology, rate_mbit: float) -> dict[str, float]:
-    """Each host's sending rate: ``rate_mbit``, or its own link's rate where that is lower.
-
-    Why: a host paced faster than its own shaped link overflows that link's queue on
-    the host itself (a ring all-reduce's h4 sends through the 10 Mbit/s bottleneck
-    link: ~10,000 packets lost per iteration at 40 Mbit/s), and closed loop a lost
-    packet stalls everything behind it."""
-    rates = {h: rate_mbit for h in topo.hosts}
-    for lk in topo.links:
-        for end in (lk.a, lk.b):
-            if end in rates and lk.bw_mbit is not None:
-                rates[end] = min(rates[end], lk.bw_mbit)
-    return rates
 
 
 def play_scenario(

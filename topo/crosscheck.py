@@ -49,7 +49,7 @@ from echelon.topology import Topology, TopologyNetwork, load
 from hostagent.plan import release_times
 from sim.packet import PacketConfig, PacketModel
 from sim.topology import UNLIMITED_BYTES_PER_S
-from topo.demo import specs_from_results
+from topo.demo import host_pacing, specs_from_results
 
 DEFAULT_TOLERANCE_S = 0.02
 #: ``fluid``: the simulator's engine; ``packet``: queues that keep a packet's class
@@ -218,7 +218,8 @@ def predict(
             raise EchelonError(
                 "model: the packet model covers echelon and echelon-online, closed loop"
             )
-        rate = float(results.get("rate_mbit", 40.0)) * 1e6 / 8
+        # each host as the agents pace it: the run's rate, or its own link's if lower
+        pacing = host_pacing(load(results["topo_path"]), float(results.get("rate_mbit", 40.0)))
         topo = scaled_links(load(results["topo_path"]), rate_scale)
         pm = PacketModel(
             list(specs),
@@ -232,7 +233,7 @@ def predict(
                 header_bytes=DEFAULT_HEADER_BYTES,
                 payload_bytes=payload,
                 iterations=int(results.get("iterations", 1)),
-                pacing={h: rate for h in topo.hosts},
+                pacing={h: mbit * 1e6 / 8 for h, mbit in pacing.items()},
             ),
             controller_network(results),
         )

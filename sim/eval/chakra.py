@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,16 +33,25 @@ from sim.topology import big_switch
 from sim.workloads import Template, chakra_job, describe
 
 
-def _shared(name: str) -> Path:
-    """``name`` among the shared Chakra traces: ``$CHAKRA_TRACES``, else the ``shared/``
-    folder next to the checkout (or next to the worktrees' folder)."""
+def shared_trace(name: str) -> Path:
+    """``name`` under the shared traces (``shared/traces/``): in ``$ECHELON_TRACES``, else
+    beside this checkout (or its worktrees' folder), else beside the checkout it was
+    cloned from (a CI clone in /tmp of a checkout that has them beside it). The first
+    candidate when none has it (callers check ``exists()``)."""
     root = Path(__file__).resolve().parents[2]
-    env = os.environ.get("CHAKRA_TRACES")
-    dirs = [Path(env)] if env else [p / "shared/traces/chakra" for p in root.parents[:2]]
-    return next((d / name for d in dirs if (d / name).exists()), dirs[0] / name)
+    env = os.environ.get("ECHELON_TRACES")
+    bases = [Path(env)] if env else [p / "shared/traces" for p in root.parents[:2]]
+    if not env:
+        origin = subprocess.run(
+            ["git", "-C", str(root), "config", "--get", "remote.origin.url"],
+            capture_output=True, text=True, check=False,
+        ).stdout.strip()  # fmt: skip
+        if origin and Path(origin).is_dir():
+            bases += [p / "shared/traces" for p in Path(origin).resolve().parents[:2]]
+    return next((b / name for b in bases if (b / name).exists()), bases[0] / name)
 
 
-TRACE = _shared("pytorch-ddp-rank0.et")
+TRACE = shared_trace("chakra/pytorch-ddp-rank0.et")
 #: The real job on h0-h3; the pipeline shares h2, h3; FSDP shares h1, h3.
 PLACEMENT = {
     "ddp": ["h0", "h1", "h2", "h3"],

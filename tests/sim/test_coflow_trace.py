@@ -12,6 +12,7 @@ import pytest
 from echelon.errors import SpecError
 from sim.cli import main
 from sim.coflow.trace import MB, flow_arrays, parse_coflow_trace
+from sim.eval.chakra import shared_trace
 
 SMALL = """4 3
 7 1500 2 0 1 2 2:3.0 3:1.5
@@ -116,9 +117,9 @@ def test_cli_bad_trace_prints_error_and_exits_2(
 
 
 def test_reference_trace_parses_if_present() -> None:
-    ref = Path(__file__).resolve().parents[3] / "shared" / "traces" / "FB2010-1Hr-150-0.txt"
+    ref = shared_trace("FB2010-1Hr-150-0.txt")
     if not ref.exists():
-        pytest.skip("the FB2010 trace is not beside this checkout")
+        pytest.skip("the FB2010 trace is not beside this checkout ($ECHELON_TRACES)")
     fa = flow_arrays(parse_coflow_trace(ref.read_text()))
     assert (fa.ports, len(fa.names), fa.n_flows) == (150, 526, 706397)
     assert np.all(np.diff(fa.arrival) >= 0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from echelon.topology import load
-from topo.agents import host_pacing
+from topo.demo import host_pacing
 
 ROOT = Path(__file__).resolve().parents[2]
 
