@@ -48,6 +48,7 @@ from controlplane.planning import PlanChange, Planner, check_policy
 from controlplane.registry import GroupIds, JobRecord, Registry, RegistryError, UnknownJobError
 from controlplane.switchsync import SwitchSync
 from controlplane.syncstatus import SwitchUnavailableError
+from controlplane.views import echelonflow_view, switch_view
 from echelon.errors import SpecError
 from echelon.topology import Topology, TopologyNetwork
 from p4client.codec import encoded
@@ -526,26 +527,7 @@ class Controller:
                 g["ranges"] = [
                     {"lo_us": r.lo_us, "hi_us": r.hi_us, "priority": r.priority} for r in p.ranges
                 ]
-            out["echelonflows"] = [
-                {
-                    "name": ef.name,
-                    "group": ef.group,
-                    "t_ref": ef.t_ref,
-                    "weight": ef.weight,
-                    "flows": [
-                        {
-                            "index": f.index,
-                            "src": f.src,
-                            "dst": f.dst,
-                            "size": f.size,
-                            "offset": f.offset,
-                            "offset_us": f.offset_us,
-                        }
-                        for f in ef.flows
-                    ],
-                }
-                for ef in parsed.echelons
-            ]
+            out["echelonflows"] = [echelonflow_view(ef) for ef in parsed.echelons]
             out["installed"] = {n: a.status.in_sync for n, a in self.agents.items()}
             return out
 
@@ -562,25 +544,7 @@ class Controller:
         return out
 
     def status(self) -> dict[str, Any]:
-        switches = {}
-        for name, a in self.agents.items():
-            st = a.status
-            switches[name] = {
-                "grpc": a.switch.grpc,
-                "device_id": a.switch.device_id,
-                "connected": st.connected,
-                "primary": bool(a.conn is not None and a.conn.is_primary and st.connected),
-                "in_sync": st.in_sync,
-                "pipeline_cookie": st.pipeline_cookie,
-                "pipeline_pushes": st.pipeline_pushes,
-                "reconciles": st.reconciles,
-                "updates_written": st.updates_written,
-                "last_reconcile_updates": st.last_reconcile_updates,
-                "last_reconcile_s": st.last_reconcile_s,
-                "last_error": st.last_error,
-                "entries": a.entry_counts() if st.in_sync else {},
-                **a.status_view(),
-            }
+        switches = {name: switch_view(a) for name, a in self.agents.items()}
         with self.lock:
             n_jobs = len(self._records) + len(self.orphans)
             orphans = dict(self.orphans)

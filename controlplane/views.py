@@ -1,0 +1,53 @@
+"""JSON views for ``GET /status`` and ``GET /jobs/{id}``: one switch's connection and sync
+state, an EchelonFlow as registered. Kept apart from :mod:`controlplane.controller`, whose
+job is planning and writing: these only read what it holds and shape it for the API
+(:mod:`controlplane.apimodels` declares the same shapes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.switchsync import SwitchSync
+from echelon.model import EchelonFlow
+
+
+def switch_view(agent: SwitchSync) -> dict[str, Any]:
+    """A switch's address, mastership, pipeline and the last reconcile's numbers."""
+    st = agent.status
+    return {
+        "grpc": agent.switch.grpc,
+        "device_id": agent.switch.device_id,
+        "connected": st.connected,
+        "primary": bool(agent.conn is not None and agent.conn.is_primary and st.connected),
+        "in_sync": st.in_sync,
+        "pipeline_cookie": st.pipeline_cookie,
+        "pipeline_pushes": st.pipeline_pushes,
+        "reconciles": st.reconciles,
+        "updates_written": st.updates_written,
+        "last_reconcile_updates": st.last_reconcile_updates,
+        "last_reconcile_s": st.last_reconcile_s,
+        "last_error": st.last_error,
+        "entries": agent.entry_counts() if st.in_sync else {},
+        **agent.status_view(),
+    }
+
+
+def echelonflow_view(ef: EchelonFlow) -> dict[str, Any]:
+    """An EchelonFlow with its flows' offsets ``A(j)`` in seconds and µs (the header's unit)."""
+    return {
+        "name": ef.name,
+        "group": ef.group,
+        "t_ref": ef.t_ref,
+        "weight": ef.weight,
+        "flows": [
+            {
+                "index": f.index,
+                "src": f.src,
+                "dst": f.dst,
+                "size": f.size,
+                "offset": f.offset,
+                "offset_us": f.offset_us,
+            }
+            for f in ef.flows
+        ],
+    }
