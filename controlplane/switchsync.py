@@ -26,7 +26,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from finsy.proto import p4r
 
@@ -577,20 +576,10 @@ class SwitchSync:
     def entry_counts(self) -> dict[str, int]:
         return dict(self._counts())
 
-    def status_view(self) -> dict[str, Any]:
-        """The anti-entropy and arbitration part of ``/status``: the counters, and what
-        only the live agent knows (its thread, why it cannot take a change, the primary)."""
-        conn = self.conn
-        return {
-            **self.status.counters_view(),
-            "agent_alive": self._thread.is_alive(),
-            "unavailable": self.unavailable(),
-            "primary_election_id": (
-                list(conn.primary_election_id)
-                if conn is not None and conn.primary_election_id
-                else None
-            ),
-        }
+    @property
+    def alive(self) -> bool:
+        """Whether the agent's thread runs (a dead one cannot sync)."""
+        return self._thread.is_alive()
 
 
 def _digest(parts: list[bytes]) -> bytes:

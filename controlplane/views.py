@@ -13,12 +13,12 @@ from echelon.model import EchelonFlow
 
 def switch_view(agent: SwitchSync) -> dict[str, Any]:
     """A switch's address, mastership, pipeline and the last reconcile's numbers."""
-    st = agent.status
+    st, conn = agent.status, agent.conn
     return {
         "grpc": agent.switch.grpc,
         "device_id": agent.switch.device_id,
         "connected": st.connected,
-        "primary": bool(agent.conn is not None and agent.conn.is_primary and st.connected),
+        "primary": bool(conn is not None and conn.is_primary and st.connected),
         "in_sync": st.in_sync,
         "pipeline_cookie": st.pipeline_cookie,
         "pipeline_pushes": st.pipeline_pushes,
@@ -28,7 +28,15 @@ def switch_view(agent: SwitchSync) -> dict[str, Any]:
         "last_reconcile_s": st.last_reconcile_s,
         "last_error": st.last_error,
         "entries": agent.entry_counts() if st.in_sync else {},
-        **agent.status_view(),
+        # anti-entropy counters, and what only the live agent knows
+        **st.counters_view(),
+        "agent_alive": agent.alive,
+        "unavailable": agent.unavailable(),
+        "primary_election_id": (
+            list(conn.primary_election_id)
+            if conn is not None and conn.primary_election_id
+            else None
+        ),
     }
 
 
