@@ -182,7 +182,9 @@ def test_expansion_refused_at_the_limit_not_after_it(
     took = time.perf_counter() - t0
     assert r.status_code == 422 and "flows exceed the limit of 4096" in r.json()["message"]
     assert "expansion stopped" in r.json()["message"]
-    assert took < 0.25, took
+    # the full expansion took 5.9 s; the early stop ~0.1 s alone and 0.3 s on a loaded
+    # 2-core machine: a bound far from both
+    assert took < 2.0, took
     assert ctl.jobs() == []
 
 
