@@ -25,7 +25,8 @@ from p4client.bmruntime import RuntimeApiError, RuntimeClient
 from topo import tc
 from topo.net import ShapedPort
 
-#: Seconds between samples (each: one ``tc`` run and one Thrift register read).
+#: Seconds between samples (each: one ``tc`` run and one Thrift register read on the
+#: sampler's one connection).
 INTERVAL_S = 0.05
 
 
@@ -42,10 +43,18 @@ class QueueSampler:
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="queue-sampler", daemon=True)
+        #: one Thrift connection for the run, opened again after a failed sample
+        self._rt: RuntimeClient | None = None
 
     def _switch_depths(self) -> dict[int, int]:
-        with RuntimeClient(self.thrift_port, timeout=2.0) as rt:
-            cells = rt.read_register_all(REG_QUEUE_DEPTH)
+        if self._rt is None:
+            self._rt = RuntimeClient(self.thrift_port, timeout=2.0).connect()
+        try:
+            cells = self._rt.read_register_all(REG_QUEUE_DEPTH)
+        except (RuntimeApiError, OSError):
+            self._rt.close()
+            self._rt = None
+            raise
         base = self.port.port * NUM_PRIORITIES
         return {p: cells[base + p] for p in range(NUM_PRIORITIES) if base + p < len(cells)}
 
@@ -76,6 +85,8 @@ class QueueSampler:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(5)
+        if self._rt is not None:
+            self._rt.close()
 
     def as_json(self) -> dict[str, Any]:
         """Per priority ever non-zero, its depth at each sample time (packets)."""

@@ -72,3 +72,27 @@ def test_plot_one_panel_per_policy_and_port(tmp_path: Path) -> None:
 def test_plot_without_samples_says_so(tmp_path: Path) -> None:
     fig = plot_queue_depths({"policies": {"echelon": {}}}, tmp_path / "q.png")
     assert "no queue samples" in [t.get_text() for t in fig.axes[0].texts]
+
+
+def test_the_sampler_reads_the_switch_queue_on_one_connection(tmp_path: Path) -> None:
+    """The switch half of a sample: the bottleneck port's cells of the depth register,
+    over one Thrift connection for the whole run (opened again only after a failure)."""
+    from echelon.constants import NUM_PRIORITIES, REG_QUEUE_DEPTH
+    from p4client.bmruntime import RuntimeClient
+    from tests.controlplane.inproc import running_controller
+    from topo.net import ShapedPort
+    from topo.queuedepth import QueueSampler
+
+    with running_controller(tmp_path) as c:
+        (sw,) = c.topo.switches.values()
+        with RuntimeClient(sw.thrift_port) as rt:
+            rt.write_register(REG_QUEUE_DEPTH, 4 * NUM_PRIORITIES + 5, 17)
+        port = ShapedPort("s1", 4, "h4", "s1-eth4", (), "htb")
+        sampler = QueueSampler(port, sw.thrift_port)
+        assert sampler._switch_depths()[5] == 17
+        first = sampler._rt
+        assert sampler._switch_depths() == {p: 17 if p == 5 else 0 for p in range(8)}
+        assert first is not None and sampler._rt is first
+        with sampler:  # stopping the sampler closes its connection
+            pass
+        assert first._transport is None
