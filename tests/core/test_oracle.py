@@ -110,8 +110,8 @@ def test_too_large_refused() -> None:
 def test_ratio_on_the_random_set() -> None:
     """The numbers docs/evaluation.md reports (300 instances, seed 0), kept from
     sliding. Without the starvation guard echelon meets the one-link target of 1.005
-    on the mean (1.0026, max 1.167); the guard, which shares the overdue groups and
-    these instances release groups already overdue, costs 1.0197 / 1.356 (docs/model.md,
+    on the mean (1.0026, max 1.167); the guard, which makes groups share once they are
+    overdue -- here mostly while queued behind peers -- costs 1.0197 / 1.356 (docs/model.md,
     measurements/scheduling.md): pinned so it cannot grow unnoticed. Its interchange
     still helps (noswap is worse), the grace is what closes most of the gap, echelon-v1
     within 2 %, the myopic optimum within 0.1 % (what an online policy could reach)."""
