@@ -18,6 +18,7 @@ its priority queue (simple_switch's order, split where its queues are).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -277,21 +278,29 @@ class Pipeline:
             for key, prio, aid, args in rt.const_entries:
                 entry = rt.table.get(key, prio)
                 if entry is not None:
-                    entry.payload = self._const_payload(info, fields, key, prio, aid, args)
+                    name = rt.names[aid]
+                    pid = next((a.id for a in self.actions.values() if a.name == name), None)
+                    entry.payload = self.entry_message(info, key, prio, pid, args)
             tables[t.preamble.id] = info
         return tables
 
-    def _const_payload(
+    def entry_message(
         self,
         info: TableInfo,
-        fields: dict[int, tuple[int, KeyField]],
         key: tuple[Any, ...],
-        prio: int,
-        aid: int,
-        args: tuple[int, ...],
+        priority: int,
+        action_id: int | None,
+        args: Sequence[int] = (),
+        present: int = -1,
     ) -> p4r.TableEntry:
-        te = p4r.TableEntry(table_id=info.id, priority=prio)
-        for fid, (pos, kf) in sorted(fields.items()):
+        """An entry as a Read returns it (canonical): match fields in id order with
+        canonical byte strings, leaving out those whose bit in ``present`` is clear (the
+        wildcards), then the action and its parameters in id order. The one encoder of
+        entries: const entries, entries written in another form, default entries."""
+        te = p4r.TableEntry(table_id=info.id, priority=priority)
+        for fid, (pos, kf) in sorted(info.fields.items()):
+            if not present >> pos & 1:
+                continue
             m, fm = key[pos], te.match.add(field_id=fid)
             if kf.kind == EXACT:
                 fm.exact.value = encode_bytes(m)
@@ -299,12 +308,14 @@ class Pipeline:
                 fm.lpm.value, fm.lpm.prefix_len = encode_bytes(m[0]), m[1]
             elif kf.kind == RANGE:
                 fm.range.low, fm.range.high = encode_bytes(m[0]), encode_bytes(m[1])
+            elif kf.kind == OPTIONAL:
+                fm.optional.value = encode_bytes(m[0])
             else:
                 fm.ternary.value, fm.ternary.mask = encode_bytes(m[0]), encode_bytes(m[1])
-        name = info.runtime.names[aid]
-        for ai in self.actions.values():
-            if ai.name == name:
-                te.action.action.action_id = ai.id
+        if action_id is not None:
+            te.action.action.action_id = action_id
+            ai = self.actions.get(action_id)
+            if ai is not None:
                 for pid, (pos, _w) in sorted(ai.params.items()):
                     te.action.action.params.add(param_id=pid, value=encode_bytes(args[pos]))
         return te
@@ -341,9 +352,6 @@ class Pipeline:
     def action_fn(self, info: TableInfo, name: str) -> ActionFn:
         """The compiled action ``name`` as table ``info`` runs it."""
         return info.runtime.action_fn(name)
-
-    def default_args(self, info: TableInfo) -> tuple[int, ...]:
-        return info.runtime.default_args
 
     # ------------------------------------------------------------------ packets
     def process_all(self, data: bytes, ingress_port: int) -> list[tuple[int, int, bytearray]]:
