@@ -14,6 +14,11 @@ namespaces (on the other CPUs). Reports, as markdown:
   installed table entries; "loss-free" is the highest rate delivering all;
 * in-process pipeline cost per packet (µs) with 10 and 10,000 entries.
 
+``--cost-only`` measures only that cost (no root); ``--against DIR`` measures it
+for the soft switch of another checkout too (e.g. ``git archive main`` unpacked in
+DIR), each run in a fresh process, the two trees alternated, and prints the ratio
+of the medians: an A/B of a change to the packet path under the same load.
+
 ``--target both`` runs the same sweep, with the same sender, on BMv2 then on the
 soft switch and ends with a table of both loss-free rates and their ratio.
 Needs root. Everything it creates is removed on exit. This is a command, not
@@ -217,7 +222,8 @@ def traffic(rate: float, duration: float, cpus: str) -> dict[str, Any]:
 
 
 def pipeline_cost(info: P4Info, fill: bool, n: int = 20000) -> float:
-    """µs per packet through Pipeline.process (no sockets, no queues)."""
+    """CPU µs per packet through Pipeline.process (no sockets, no queues); CPU time, so
+    that other processes on a loaded machine do not count."""
     from softswitch import p4rt_codec as codec
     from softswitch.bm.pipeline import Pipeline
 
@@ -230,10 +236,50 @@ def pipeline_cost(info: P4Info, fill: bool, n: int = 20000) -> float:
         e.info.table.insert(e.key, e.priority, e.call, e.proto)
     frames = [bytes(bt.frame(k)) for k in range(bt.KINDS)]
     gc.collect()  # do not bill the previous run's garbage to this one
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for i in range(n):
         pl.process(frames[i % bt.KINDS], 1)
-    return (time.perf_counter() - t0) / n * 1e6
+    return (time.process_time() - t0) / n * 1e6
+
+
+def cost_runs(trees: list[str], runs: int) -> list[list[tuple[float, float]]]:
+    """Per tree, ``runs`` x (µs/packet with 10, with 10,000 entries), each run a fresh
+    process importing the soft switch of that tree; the trees alternate."""
+    out: list[list[tuple[float, float]]] = [[] for _ in trees]
+    for _ in range(runs):
+        for i, tree in enumerate(trees):
+            # this file's worker, run with the other tree's packages first on the path
+            code = (
+                "import runpy, sys; sys.argv[1:] = ['--cost-worker']; "
+                f"runpy.run_path({__file__!r}, run_name='__main__')"
+            )
+            env = {**os.environ, "PYTHONPATH": tree}
+            run = subprocess.run(
+                [PY, "-c", code], env=env, cwd=tree, capture_output=True, text=True
+            )
+            if run.returncode:
+                raise RuntimeError(f"{tree}: cost worker failed: {run.stderr.strip()}")
+            small, big = json.loads(run.stdout.strip().splitlines()[-1])
+            out[i].append((small, big))
+    return out
+
+
+def cost_report(args: argparse.Namespace, info: P4Info) -> int:
+    """``--cost-only``: the per-packet cost table (and ratio to ``--against``)."""
+    trees = [str(ROOT)] + ([str(Path(args.against).resolve())] if args.against else [])
+    results = cost_runs(trees, args.cost_runs)
+    runs = args.cost_runs
+    print(f"## pipeline cost in-process (CPU µs/packet, median of {runs} alternating runs)\n")
+    print("| tree | 10 entries | 10,000 entries |\n|---|---|---|")
+    medians = []
+    for tree, rows in zip(trees, results, strict=True):
+        m = (statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows))
+        medians.append(m)
+        print(f"| {tree} | {m[0]:.2f} | {m[1]:.2f} |")
+    if len(medians) == 2:
+        (a, b), (c, d) = medians
+        print(f"\nratio this / against: {a / c:.3f} (10 entries), {b / d:.3f} (10,000 entries)")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -254,7 +300,21 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only the P4Runtime insert rate, soft switch vs BMv2 (no root needed)",
     )
+    ap.add_argument(
+        "--cost-only",
+        action="store_true",
+        help="only the in-process per-packet cost of the echelon program (no root needed)",
+    )
+    ap.add_argument("--against", metavar="DIR", help="with --cost-only: A/B against DIR's tree")
+    ap.add_argument("--cost-runs", type=int, default=7)
+    ap.add_argument("--cost-worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.cost_worker:
+        info = P4Info.load(P4INFO)
+        print(json.dumps([pipeline_cost(info, False), pipeline_cost(info, True)]))
+        return 0
+    if args.cost_only:
+        return cost_report(args, P4Info.load(P4INFO))
     try:
         rates = sorted(float(r) for r in args.rates.split(","))
     except ValueError:
@@ -362,7 +422,7 @@ def run_target(
         target.stop()
         target = None
         if kind == "soft":
-            print("\n## pipeline cost in-process (µs/packet, median of 3 alternating runs)\n")
+            print("\n## pipeline cost in-process (CPU µs/packet, median of 3 alternating runs)\n")
             small, big = [], []
             for _ in range(3):
                 small.append(pipeline_cost(info, False))

@@ -3,18 +3,23 @@
 The scenario is written by the demo and read by every emulated host; its shape
 lives here with the other user-facing models (:mod:`echelon.specs`) so unknown
 keys and wrong types are refused the same way, naming the field
-(``echelons[0].flows[2].sport``). What spans fields (ports used twice, tasks on
-the right host) is checked by :func:`hostagent.scenario.parse`.
+(``echelons[0].flows[2].sport``). These models are also what the agents use (the
+one definition of the file): :mod:`hostagent.scenario` names them ``Scenario``,
+``EchelonSpec``, ``FlowSpec``, ``TaskSpec`` and checks what spans fields (ports
+used twice, tasks on the right host) in :func:`hostagent.scenario.parse`.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, WithJsonSchema
 from pydantic.functional_validators import PlainValidator
 
-from echelon.constants import MAX_ECHELON_ID
+from echelon.constants import ECHELON_HEADER_LEN, MAX_ECHELON_ID
+from echelon.model import EchelonFlow, Flow
 from echelon.specs import (
     Bytes,
     Index,
@@ -45,8 +50,18 @@ SourcePort = Annotated[
 ]
 
 
+def flow_uid(echelon: str, index: int) -> str:
+    """The key of a flow instance in agent records: ``<echelon name>#<index>``."""
+    return f"{echelon}#{index}"
+
+
 class FlowEntry(SpecModel):
-    """One flow instance: its place in the formation and how the sender plays it."""
+    """One flow instance: its place in the formation and how the sender plays it.
+
+    ``release`` is when its producer's computation ends (the sender may start),
+    ``sport`` the UDP source port that tells this instance apart from the same
+    flow of other iterations (same echelon ID and index) at the receiver.
+    """
 
     index: Index
     src: Text
@@ -68,9 +83,25 @@ class EchelonEntry(SpecModel):
     flows: tuple[FlowEntry, ...]
     iteration: Index = 0
 
+    def echelonflow(self) -> EchelonFlow:
+        return EchelonFlow(
+            self.name,
+            self.job,
+            self.group,
+            tuple(Flow(f.index, f.src, f.dst, f.size, f.offset) for f in self.flows),
+            t_ref=self.t_ref,
+        )
+
+    def uid(self, flow: FlowEntry) -> str:
+        return flow_uid(self.name, flow.index)
+
 
 class TaskEntry(SpecModel):
-    """One compute task a host runs in closed loop."""
+    """One compute task instance a host runs in closed loop (:class:`echelon.model.ComputeTask`).
+
+    ``after_flows`` and ``produces`` are flow uids (:func:`flow_uid`): the flows
+    that must have fully arrived before it starts, and the flows its end releases.
+    """
 
     id: Text = ""
     job: Text = ""
@@ -97,3 +128,26 @@ class ScenarioFile(SpecModel):
     idle_timeout_s: Positive | None = None
     release: Literal["closed", "open"] = "closed"
     tasks: tuple[TaskEntry, ...] = ()
+
+    @property
+    def chunk(self) -> int:
+        """Payload bytes of the job's data in one packet (after the echelon header)."""
+        return int(self.packet_bytes) - ECHELON_HEADER_LEN
+
+    def packets(self, flow: FlowEntry) -> int:
+        return max(1, -(-flow.size // self.chunk))
+
+    def rate_of(self, host: str) -> float:
+        return float(self.rate_mbit.get(host, self.default_rate_mbit))
+
+    def flows_from(self, host: str) -> list[tuple[EchelonEntry, FlowEntry]]:
+        return [(e, f) for e in self.echelons for f in e.flows if f.src == host]
+
+    def flows_to(self, host: str) -> list[tuple[EchelonEntry, FlowEntry]]:
+        return [(e, f) for e in self.echelons for f in e.flows if f.dst == host]
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=1)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json())

@@ -79,8 +79,10 @@ def task_specs(plan: IterationPlan) -> list[TaskSpec]:
     for key, task in plan.producer.items():
         produces.setdefault(task, []).append(flow_uid(*key))
     return [
-        TaskSpec(t.id, plan.job, plan.iteration, t.host, t.duration, t.after_tasks,
-                 tuple(flow_uid(*k) for k in t.after_flows), tuple(sorted(produces.get(t.id, []))))
+        TaskSpec(id=t.id, job=plan.job, iteration=plan.iteration, host=t.host,
+                 duration=t.duration, after_tasks=t.after_tasks,
+                 after_flows=tuple(flow_uid(*k) for k in t.after_flows),
+                 produces=tuple(sorted(produces.get(t.id, []))))
         for t in plan.tasks
     ]  # fmt: skip
 
@@ -121,10 +123,20 @@ def build_scenario(
                 port = sport.get(f.src, FIRST_SPORT)
                 sport[f.src] = port + 1
                 rel = t0 + ideal[(ef.name, f.index)]
-                flows.append(FlowSpec(f.index, f.src, f.dst, f.size, f.offset, rel, port))
+                flows.append(
+                    FlowSpec(
+                        index=f.index,
+                        src=f.src,
+                        dst=f.dst,
+                        size=f.size,
+                        offset=f.offset,
+                        release=rel,
+                        sport=port,
+                    )
+                )
             specs.append(
-                EchelonSpec(ef.name, ef.job, ef.group, echelon_ids[key], ef.t_ref, tuple(flows),
-                            plan.iteration)
+                EchelonSpec(name=ef.name, job=ef.job, group=ef.group, echelon_id=echelon_ids[key],
+                            t_ref=ef.t_ref, flows=tuple(flows), iteration=plan.iteration)
             )  # fmt: skip
     return Scenario(
         start_at=start_at,
@@ -134,7 +146,7 @@ def build_scenario(
         rate_mbit=dict(rate_mbit or {}),
         default_rate_mbit=default_rate_mbit,
         timeout_s=timeout_s,
-        release=release,
+        release="open" if release == "open" else "closed",  # checked above
         tasks=tuple(tasks),
         idle_timeout_s=idle_timeout_s,
     )

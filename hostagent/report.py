@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +99,7 @@ def formation_report(
             if t0 is None:  # the iteration never (fully) ran: no reference
                 finish = {**finish, **{spec.uid(f): None for f in spec.flows}}
                 t0 = 0.0
-            spec = replace(spec, t_ref=t0 + spec.t_ref)
+            spec = spec.model_copy(update={"t_ref": t0 + spec.t_ref})
         ef = spec.echelonflow()
         actual = {f.index: finish.get(spec.uid(f)) for f in spec.flows}
         done = {j: t for j, t in actual.items() if t is not None}

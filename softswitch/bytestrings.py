@@ -1,4 +1,4 @@
-"""P4Runtime byte strings <-> integers, for the codec and the pipeline's const entries.
+"""P4Runtime byte strings <-> integers: decoded by the codec, encoded by the pipeline's entries.
 
 A request may use the canonical form (no leading zero bytes) or a form padded
 with leading zeros up to ``ceil(bitwidth / 8)`` bytes; both mean the same value.

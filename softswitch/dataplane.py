@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from echelon.pcap import PcapWriter, pcap_names
-from softswitch.bm.instances import Ingressed, PacketState
+from softswitch.bm.packet import Ingressed, PacketState
 from softswitch.bm.pipeline import Pipeline
 from softswitch.errors import UsageError
 from softswitch.queueing import PriorityRateQueues
@@ -298,11 +298,14 @@ class DataPlane:
                 self.stats.errors += 1
                 log.exception("port %d: egress pipeline failed", port)
                 continue
-            if pipeline.spawned:  # egress clones, recirculated packets after their ingress
+            if pipeline.spawned:  # egress clones (and a recirculated packet's ingress clones)
                 for item in pipeline.take_spawned():
                     self._enqueue(port, pipeline, item, now, False)
             if frame is None:
                 self.stats.pipeline_drop += 1
+                continue
+            if isinstance(frame, tuple):  # recirculated: queued again after its new ingress
+                self._enqueue(port, pipeline, frame, now, False)
                 continue
             try:
                 self.socks[port].send(frame)

@@ -27,7 +27,7 @@ from finsy.proto import p4i as p4info_pb2
 from finsy.proto import p4r
 
 from softswitch.bm.pipeline import ActionInfo, CounterInfo, Pipeline, TableInfo
-from softswitch.bytestrings import bytes_error, decode_bytes, encode_bytes
+from softswitch.bytestrings import bytes_error, decode_bytes
 from softswitch.errors import InvalidArgument
 from softswitch.tables import (
     EXACT,
@@ -175,7 +175,7 @@ class Decoder:
             raise InvalidArgument(f"{info.name}.action", "INSERT/MODIFY needs an action")
         elif te.HasField("action"):
             canonical = False  # an empty TableAction, which a read does not return
-        proto = te if canonical else _canonical(spec, te, key, seen, priority, call)
+        proto = te if canonical else _canonical(self.pipeline, info, te, key, seen, priority, call)
         return DecodedEntry(info, key, priority, call, proto)
 
 
@@ -333,7 +333,8 @@ def _action(spec: _Table, action: p4r.Action, default: bool) -> tuple[ActionCall
 
 
 def _canonical(
-    spec: _Table,
+    pl: Pipeline,
+    info: TableInfo,
     te: p4r.TableEntry,
     key: MatchKey,
     seen: int,
@@ -341,32 +342,10 @@ def _canonical(
     call: ActionCall | None,
 ) -> p4r.TableEntry:
     """The entry a read returns for a valid but not canonical ``te``."""
-    out = p4r.TableEntry(table_id=te.table_id, metadata=te.metadata)
-    out.controller_metadata = te.controller_metadata
-    if te.is_default_action:
-        out.is_default_action = True
-    else:
-        for fid, (pos, kind, _w, _n, _name) in sorted(spec.fields.items()):
-            if not seen >> pos & 1:
-                continue  # a wildcard: omitted, as requested
-            m = key[pos]
-            o = out.match.add(field_id=fid)
-            if isinstance(m, int):
-                o.exact.value = encode_bytes(m)
-            elif kind == "lpm":
-                o.lpm.value, o.lpm.prefix_len = encode_bytes(m[0]), m[1]
-            elif kind == "range":
-                o.range.low, o.range.high = encode_bytes(m[0]), encode_bytes(m[1])
-            elif kind == "optional":
-                o.optional.value = encode_bytes(m[0])
-            else:
-                o.ternary.value, o.ternary.mask = encode_bytes(m[0]), encode_bytes(m[1])
-        out.priority = priority
-    if call is not None:
-        a = spec.actions[te.action.action.action_id]
-        out.action.action.action_id = a.info.id
-        for pid, q in sorted(a.params.items()):
-            out.action.action.params.add(param_id=pid, value=encode_bytes(call[1][q[1]]))
+    aid, args = (None, ()) if call is None else (te.action.action.action_id, call[1])
+    out = pl.entry_message(info, key, priority, aid, args, seen)
+    out.metadata, out.controller_metadata = te.metadata, te.controller_metadata
+    out.is_default_action = te.is_default_action
     return out
 
 
@@ -427,13 +406,9 @@ def default_entry(pl: Pipeline, info: TableInfo) -> p4r.TableEntry:
     payload = info.table.default_payload
     if isinstance(payload, p4r.TableEntry):
         return payload
-    te = p4r.TableEntry(table_id=info.id, is_default_action=True)
-    te.action.action.action_id = info.default_action_id
-    args = pl.default_args(info)
-    ainfo = pl.actions.get(info.default_action_id)
-    if ainfo is not None:
-        for pid, (pos, _w) in sorted(ainfo.params.items()):
-            te.action.action.params.add(param_id=pid, value=encode_bytes(args[pos]))
+    args = info.runtime.default_args
+    te = pl.entry_message(info, (), 0, info.default_action_id, args, present=0)
+    te.is_default_action = True
     return te
 
 

@@ -8,7 +8,7 @@ simple_switch_grpc converts them (``/ 1e6``), bursts as they are.
 
 simple_switch_grpc maps a ``CloneSessionEntry`` to a BMv2 mirroring session; the
 soft switch keeps its sessions in :attr:`Pipeline.mirroring` (session id -> egress
-port), which clones read (:mod:`softswitch.bm.instances`) and Thrift's
+port), which clones read (:mod:`softswitch.bm.packet`) and Thrift's
 ``mirroring_session_add`` also writes. A session sends to one port: sessions with
 several replicas (BMv2 makes a multicast group of them), truncation
 (``packet_length_bytes``) and multicast group entries are UNIMPLEMENTED, by name.

@@ -7,7 +7,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +107,7 @@ def play_scenario(
             log.close()
         ready = [r.with_suffix(".ready") for r in records.values()]
         wait_until(lambda: all(r.exists() for r in ready), READY_TIMEOUT_S, "agents ready")
-        sc = replace(sc, start_at=time.time() + GO_MARGIN_S)
+        sc = sc.model_copy(update={"start_at": time.time() + GO_MARGIN_S})
         sc.save(path)  # the report and anyone reading the file see the real instant
         tmp = go.with_suffix(".tmp")
         tmp.write_text(repr(sc.start_at))

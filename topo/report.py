@@ -36,8 +36,9 @@ def table(results: dict[str, Any]) -> str:
 REFERENCES = ("fifo", "coflow")
 
 
-def _iteration_times(results: dict[str, Any]) -> tuple[list[str], dict[str, dict[str, float]]]:
-    """Jobs, and per policy the mean iteration time of each job that finished."""
+def iteration_times(results: dict[str, Any]) -> tuple[list[str], dict[str, dict[str, float]]]:
+    """Jobs, and per policy the mean iteration time of each job that finished (the
+    verdict's and :mod:`topo.summary`'s numbers)."""
     jobs = sorted({j for r in results["policies"].values() for j in r["jobs"]})
     times: dict[str, dict[str, float]] = {}
     for pol, r in results["policies"].items():
@@ -53,7 +54,7 @@ def verdict_rows(results: dict[str, Any]) -> list[tuple[str, dict[str, float | N
     """Rows of the verdict: each job's mean iteration time per policy, then the mean
     over jobs and the slowest job (``None`` where a policy lacks a job's result: a
     summary over fewer jobs would not compare)."""
-    jobs, times = _iteration_times(results)
+    jobs, times = iteration_times(results)
     rows: list[tuple[str, dict[str, float | None]]] = []
     for job in jobs:
         rows.append((job, {p: t.get(job) for p, t in times.items()}))
@@ -119,7 +120,7 @@ def verdict(results: dict[str, Any]) -> str:
     pols = list(results["policies"])
     rows = verdict_rows(results)
     w = max([len(p) for p in pols] + [9])
-    _, times = _iteration_times(results)
+    _, times = iteration_times(results)
     ideal = {
         job: j.get("iteration_time_ideal")
         for r in results["policies"].values()

@@ -22,23 +22,22 @@ from pathlib import Path
 from typing import Any
 
 from echelon.errors import EchelonError
+from topo.report import iteration_times
 
 
 def run_table(results: dict[str, Any], policies: list[str]) -> dict[str, dict[str, float]]:
     """``policy -> {job: mean iteration time, "mean": over jobs, "max": slowest job}``."""
+    for pol in policies:
+        if pol not in results.get("policies", {}):
+            raise EchelonError(f"policies: {pol!r} is not in the results")
+    _, times = iteration_times(results)
     out: dict[str, dict[str, float]] = {}
     for pol in policies:
-        got = results.get("policies", {}).get(pol)
-        if got is None:
-            raise EchelonError(f"policies: {pol!r} is not in the results")
-        row: dict[str, float] = {}
-        for name, job in sorted(got["jobs"].items()):
-            if not job.get("complete") or job.get("iteration_time_mean") is None:
-                raise EchelonError(f"jobs.{name}: incomplete under {pol}")
-            row[name] = float(job["iteration_time_mean"])
-        times = list(row.values())
-        row["mean"] = statistics.fmean(times)
-        row["max"] = max(times)
+        incomplete = sorted(set(results["policies"][pol]["jobs"]) - set(times[pol]))
+        if incomplete:
+            raise EchelonError(f"jobs.{incomplete[0]}: incomplete under {pol}")
+        row = dict(sorted(times[pol].items()))
+        row["mean"], row["max"] = statistics.fmean(row.values()), max(row.values())
         out[pol] = row
     return out
 

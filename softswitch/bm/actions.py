@@ -6,7 +6,7 @@ for v1model that the soft switch implements are listed in ``PRIMITIVES``;
 anything else (truncate, ...) is refused when the pipeline is loaded,
 naming the primitive and the action. The hash primitives are :mod:`softswitch.bm.hashing`'s,
 ``push``/``pop`` (header stacks) :mod:`softswitch.bm.stacks`'s, clone, resubmit and
-recirculate :mod:`softswitch.bm.instances`'s, meters :mod:`softswitch.bm.meters`'s, digests
+recirculate :mod:`softswitch.bm.packet`'s, meters :mod:`softswitch.bm.meters`'s, digests
 :mod:`softswitch.bm.digests`'s.
 
 Counters count the ingress frame length in bytes, like BMv2
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from softswitch.bm import instances
+from softswitch.bm import packet
 from softswitch.bm.digests import Digests, generate_digest
 from softswitch.bm.expr import Expr, compile_expr, constant_of
 from softswitch.bm.hashing import Calculations, hash_based_offset, rng_uniform
@@ -52,7 +52,7 @@ PRIMITIVES = (
     "pop",
     "execute_meter",
     "generate_digest",
-    *sorted(instances.OPS),
+    *sorted(packet.OPS),
 )
 
 
@@ -91,8 +91,8 @@ class Externs:
         for dm in self.direct_meters.values():
             dm.bind(self.ingress_length)
         self.calculations = Calculations(lay, j)
-        #: clone/resubmit/recirculate request slots, only if the program has those primitives
-        self.instance_regs = instances.Registers.allocate(lay) if instances.used(j) else None
+        #: clone/resubmit/recirculate/digest request slots (0: no request)
+        self.instance_regs = packet.Registers.allocate(lay)
         self.egress_spec = lay.std("egress_spec")
         self.mcast_grp = lay.std("mcast_grp")
 
@@ -277,10 +277,10 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
         return _dirtying(fn, lay.raw_slot(params[0]["value"]))
     if op == "modify_field_rng_uniform":
         return _dirtying(rng_uniform(lay, params, where), lay.raw_slot(params[0]["value"]))
-    if op == "generate_digest" and ext.instance_regs is not None:
+    if op == "generate_digest":
         return generate_digest(lay, ext.instance_regs.learn, params, where)
-    if op in instances.OPS and ext.instance_regs is not None:
-        return instances.primitive(lay, ext.instance_regs, op, params, where)
+    if op in packet.OPS:
+        return packet.primitive(lay, ext.instance_regs, op, params, where)
     if op == "execute_meter":
         fn = execute_meter(lay, ext.meters, params, where, ext.ingress_length)
         return _dirtying(fn, lay.raw_slot(params[2]["value"]))

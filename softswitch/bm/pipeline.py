@@ -10,28 +10,26 @@ exist in the JSON with the same key fields, widths and parameters. Anything
 the soft switch does not implement is refused here with INVALID_ARGUMENT
 naming it, never ignored.
 
-simple_switch's order for one packet is split where its queues are:
-:meth:`Pipeline.ingress` (parser, verify checksums, ingress, drop check
-``egress_spec == 511``, priority taken for the queue) runs on arrival;
-:meth:`Pipeline.egress` (queueing metadata, egress, drop check, update
-checksums, deparser) runs when the packet leaves its priority queue, so the
-egress control sees the queue it waited in, as on BMv2.
+Packets run :class:`softswitch.bm.packet.PacketPath`, the one packet path:
+``Pipeline.ingress`` on arrival, ``Pipeline.egress`` when the packet leaves
+its priority queue (simple_switch's order, split where its queues are).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from finsy.proto import p4i as p4info_pb2
 from finsy.proto import p4r
 
-from softswitch.bm.actions import DROP_PORT, ActionFn, Externs, Register
+from softswitch.bm.actions import ActionFn, Externs, Register
 from softswitch.bm.control import Controls, TableRuntime, Visible
-from softswitch.bm.instances import TS_MASK, Ingressed, Instances, PacketState
 from softswitch.bm.layout import build_layout
 from softswitch.bm.meters import DirectMeter, MeterArray
+from softswitch.bm.packet import PacketPath
 from softswitch.bm.parser import Checksums, CompiledParser, Deparser
 from softswitch.bytestrings import encode_bytes
 from softswitch.errors import InvalidArgument
@@ -184,36 +182,18 @@ class Pipeline:
                     t.preamble.name, "action profiles, direct counters, idle timeout unsupported"
                 )
             visible[t.preamble.name] = Visible(t.size, kinds)
-        self._parser = CompiledParser(lay, ext, j)
-        self._checksums = Checksums(lay, j)
+        parser, checksums = CompiledParser(lay, ext, j), Checksums(lay, j)
         self._controls = Controls(lay, ext, j, visible)
-        self._deparser = Deparser(lay, j)
-        self._initial = lay.initial
         #: mirroring (clone) sessions: session id -> egress port
         self.mirroring: dict[int, int] = {}
-        #: clones, resubmits, recirculations: programs with them run :class:`Instances`
-        self.instances: Instances | None = None
-        #: instances made by the last ingress/egress, for the data plane to queue
-        self.spawned: list[Ingressed] = []
-        if ext.instance_regs is not None:
-            lengths = (ext.length_reg, ext.ingress_length)
-            parts = (self._parser, self._checksums, self._controls, self._deparser)
-            self.instances = Instances(
-                lay, j, ext.instance_regs, lengths, self.mirroring, ext.digests, *parts
-            )
-        self._s_port = lay.std("ingress_port")
-        self._s_len = lay.std("packet_length")
-        self._s_spec = lay.std("egress_spec")
-        self._s_lreg = ext.length_reg
-        self._s_ilen = ext.ingress_length
-        self._s_eport = lay.std("egress_port")
-        self._s_prio = lay.std("priority")
-        self._s_igts = lay.std("ingress_global_timestamp")
-        self._s_egts = lay.std("egress_global_timestamp")
-        self._s_enq_ts = lay.std("enq_timestamp")
-        self._s_enq_depth = lay.std("enq_qdepth")
-        self._s_deq_delta = lay.std("deq_timedelta")
-        self._s_deq_depth = lay.std("deq_qdepth")
+        parts = (parser, checksums, self._controls, Deparser(lay, j))
+        lengths = (ext.length_reg, ext.ingress_length)
+        path = PacketPath(lay, j, ext.instance_regs, lengths, self.mirroring, ext.digests, *parts)
+        #: the packet path: ingress on arrival, egress when the packet leaves its queue;
+        #: the clones they make wait in ``spawned`` (take them with ``take_spawned``)
+        self.packets = path
+        self.ingress, self.egress = path.ingress, path.egress
+        self.spawned, self.take_spawned = path.spawned, path.take_spawned
         self.actions = self._bind_actions(p4info, j)
         self.tables = self._bind_tables(p4info)
         self.counters = self._bind_counters(p4info, ext)
@@ -298,21 +278,29 @@ class Pipeline:
             for key, prio, aid, args in rt.const_entries:
                 entry = rt.table.get(key, prio)
                 if entry is not None:
-                    entry.payload = self._const_payload(info, fields, key, prio, aid, args)
+                    name = rt.names[aid]
+                    pid = next((a.id for a in self.actions.values() if a.name == name), None)
+                    entry.payload = self.entry_message(info, key, prio, pid, args)
             tables[t.preamble.id] = info
         return tables
 
-    def _const_payload(
+    def entry_message(
         self,
         info: TableInfo,
-        fields: dict[int, tuple[int, KeyField]],
         key: tuple[Any, ...],
-        prio: int,
-        aid: int,
-        args: tuple[int, ...],
+        priority: int,
+        action_id: int | None,
+        args: Sequence[int] = (),
+        present: int = -1,
     ) -> p4r.TableEntry:
-        te = p4r.TableEntry(table_id=info.id, priority=prio)
-        for fid, (pos, kf) in sorted(fields.items()):
+        """An entry as a Read returns it (canonical): match fields in id order with
+        canonical byte strings, leaving out those whose bit in ``present`` is clear (the
+        wildcards), then the action and its parameters in id order. The one encoder of
+        entries: const entries, entries written in another form, default entries."""
+        te = p4r.TableEntry(table_id=info.id, priority=priority)
+        for fid, (pos, kf) in sorted(info.fields.items()):
+            if not present >> pos & 1:
+                continue
             m, fm = key[pos], te.match.add(field_id=fid)
             if kf.kind == EXACT:
                 fm.exact.value = encode_bytes(m)
@@ -320,12 +308,14 @@ class Pipeline:
                 fm.lpm.value, fm.lpm.prefix_len = encode_bytes(m[0]), m[1]
             elif kf.kind == RANGE:
                 fm.range.low, fm.range.high = encode_bytes(m[0]), encode_bytes(m[1])
+            elif kf.kind == OPTIONAL:
+                fm.optional.value = encode_bytes(m[0])
             else:
                 fm.ternary.value, fm.ternary.mask = encode_bytes(m[0]), encode_bytes(m[1])
-        name = info.runtime.names[aid]
-        for ai in self.actions.values():
-            if ai.name == name:
-                te.action.action.action_id = ai.id
+        if action_id is not None:
+            te.action.action.action_id = action_id
+            ai = self.actions.get(action_id)
+            if ai is not None:
                 for pid, (pos, _w) in sorted(ai.params.items()):
                     te.action.action.params.add(param_id=pid, value=encode_bytes(args[pos]))
         return te
@@ -363,72 +353,7 @@ class Pipeline:
         """The compiled action ``name`` as table ``info`` runs it."""
         return info.runtime.action_fn(name)
 
-    def default_args(self, info: TableInfo) -> tuple[int, ...]:
-        return info.runtime.default_args
-
     # ------------------------------------------------------------------ packets
-    def ingress(self, data: bytes, ingress_port: int, now_us: int = 0) -> Ingressed | None:
-        """Parser, verify checksums, ingress: (egress port, priority, state), None if dropped.
-
-        ``now_us`` (µs since the switch started) is ``ingress_global_timestamp``. A
-        program with clones/resubmits/recirculations runs :class:`Instances`: the
-        ingress clones it makes are left in :attr:`spawned`, to be queued before
-        the returned original (simple_switch's order)."""
-        if self.instances is not None:
-            return self.instances.ingress(data, ingress_port, now_us, self.spawned)
-        v = self._initial.copy()
-        v[self._s_port] = ingress_port
-        v[self._s_len] = v[self._s_lreg] = v[self._s_ilen] = len(data)
-        v[self._s_igts] = now_us & TS_MASK
-        pos = self._parser.parse(v, data)
-        self._checksums.run_verify(v, data)
-        self._controls.ingress(v)
-        spec = v[self._s_spec]
-        if spec == DROP_PORT:
-            return None
-        return spec, v[self._s_prio], (v, data, pos)
-
-    def egress(
-        self,
-        state: PacketState,
-        port: int,
-        enq_us: int = 0,
-        enq_depth: int = 0,
-        deq_us: int = 0,
-        deq_depth: int = 0,
-    ) -> bytearray | None:
-        """Egress of a dequeued packet, then update checksums and deparse; None if dropped.
-
-        Sets what simple_switch's ``enqueue``/``egress_thread`` set: the queueing
-        metadata (``enq_timestamp``, ``enq_qdepth``, ``deq_timedelta``,
-        ``deq_qdepth``; µs and packets of the packet's own priority queue),
-        ``egress_global_timestamp``, ``egress_port``, and ``egress_spec`` reset to
-        ``drop_port + 1`` (0 in 9 bits) so only an egress ``mark_to_drop`` drops.
-        Egress clones and recirculated packets (after their new ingress) are left
-        in :attr:`spawned`, to be queued."""
-        v, data, pos = state
-        v[self._s_enq_ts] = enq_us & 0xFFFFFFFF
-        v[self._s_enq_depth] = enq_depth & 0x7FFFF
-        v[self._s_deq_delta] = (deq_us - enq_us) & 0xFFFFFFFF
-        v[self._s_deq_depth] = deq_depth & 0x7FFFF
-        v[self._s_egts] = deq_us & TS_MASK
-        v[self._s_eport] = port
-        v[self._s_spec] = (DROP_PORT + 1) & 0x1FF
-        v[self._s_len] = v[self._s_lreg]
-        v[0] = 0
-        if self.instances is not None:
-            return self.instances.egress(state, port, deq_us, self.spawned)
-        self._controls.egress(v)
-        if v[self._s_spec] == DROP_PORT:
-            return None
-        self._checksums.run_update(v, data)
-        return self._deparser.deparse(v, data, pos)
-
-    def take_spawned(self) -> list[Ingressed]:
-        """The instances the last ingress/egress made (clones, recirculations), in order."""
-        out, self.spawned = self.spawned, []
-        return out
-
     def process_all(self, data: bytes, ingress_port: int) -> list[tuple[int, int, bytearray]]:
         """Every frame ``data`` makes (clones, resubmits, recirculations), each through an
         idle queue at once: what tests run without a data plane."""
@@ -437,14 +362,17 @@ class Pipeline:
         out = []
         while pending:
             spec, prio, state = pending.pop(0)
-            frame = self.egress(state, spec)
+            sent = self.egress(state, spec)
             pending += self.take_spawned()
-            if frame is not None:
-                out.append((spec, prio, frame))
+            if isinstance(sent, tuple):  # recirculated: queued again
+                pending.append(sent)
+            elif sent is not None:
+                out.append((spec, prio, sent))
         return out
 
     def process(self, data: bytes, ingress_port: int) -> tuple[int, int, bytearray] | None:
-        """(egress port, priority, bytes) of a frame through an idle queue; None if dropped.
+        """(egress port, priority, bytes) of a frame through an idle queue; None if dropped
+        or recirculated (the instances a frame makes: :meth:`process_all`).
 
         Ingress then egress at once, with the queueing metadata of an empty queue:
         what tests and the per-packet cost benchmark run without a data plane."""
@@ -453,4 +381,6 @@ class Pipeline:
             return None
         spec, prio, state = result
         frame = self.egress(state, spec)
-        return None if frame is None else (spec, prio, frame)
+        if self.spawned:
+            self.spawned.clear()
+        return (spec, prio, frame) if isinstance(frame, bytearray) else None

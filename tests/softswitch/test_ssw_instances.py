@@ -7,6 +7,7 @@ switch's own rules around them.
 
 from __future__ import annotations
 
+import socket
 import struct
 from pathlib import Path
 
@@ -14,10 +15,14 @@ import pytest
 from finsy.proto import p4i, p4r
 from google.protobuf import text_format
 
-from softswitch.bm.instances import MAX_PASSES
+from softswitch import p4rt_codec as codec
+from softswitch.bm.packet import MAX_PASSES
 from softswitch.bm.pipeline import Pipeline
+from softswitch.dataplane import DataPlane, Queued
 from softswitch.errors import AlreadyExists, InvalidArgument, NotFound, Unimplemented
 from softswitch.p4rt_entities import write_pre
+from softswitch.queueing import PriorityRateQueues
+from tests.softswitch.helpers import Names
 
 BUILD = Path(__file__).resolve().parents[1] / "p4" / "programs" / "build"
 
@@ -82,8 +87,7 @@ def _frame(op: int) -> bytes:
 
 def test_a_frame_that_resubmits_forever_stops_after_max_passes() -> None:
     pl = _pipeline()
-    inst = pl.instances
-    assert inst is not None
+    inst = pl.packets
     calls = 0
     ingress = inst._controls.ingress
 
@@ -96,3 +100,44 @@ def test_a_frame_that_resubmits_forever_stops_after_max_passes() -> None:
     inst._controls.ingress = resubmitting
     assert pl.process_all(_frame(0), 1) == []
     assert calls == MAX_PASSES + 1
+
+
+def test_a_recirculated_frame_is_queued_again_and_sent_not_counted_as_a_drop() -> None:
+    pl = _pipeline()
+    names = Names(pl.p4info)
+    te = names.entry("Ing.routes", {"hdr.ipv4.dst": (0x0A000109, 32)}, "Ing.route", {"port": 2})
+    d = codec.Decoder(pl).table_entry(te, needs_action=True)
+    assert d.call is not None
+    d.info.table.insert(d.key, d.priority, d.call, d.proto)
+    inst = pl.packets
+    egress = inst._controls.egress
+
+    def recirculating_once(v: list[int]) -> None:
+        # clone.p4's op 4 asks again on every pass (egress sees instance_type 0 as on
+        # BMv2, which would loop): only the first pass's request is kept here
+        egress(v)
+        if v[inst.regs.passes]:
+            v[inst.regs.recirculate] = 0
+
+    inst._controls.egress = recirculating_once
+    queues: PriorityRateQueues[Queued] = PriorityRateQueues()
+    dp = DataPlane({}, queues)  # no interfaces: port 2 is one end of a socket pair
+    wire, far = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        dp.socks[2] = wire
+        queues.add_port(2)
+        dp.pipeline = pl
+        first = pl.ingress(_frame(4), 1)  # op 4: egress recirculates it
+        assert first is not None
+        dp._enqueue(1, pl, first, 0.0, False)
+        dp._transmit(0.0)  # egress recirculates: back into the queue, nothing sent
+        assert (dp.stats.tx, dp.stats.pipeline_drop) == (0, 0)
+        assert queues.next_departure() is not None  # the recirculated instance waits
+        dp._transmit(1.0)
+        assert (dp.stats.tx, dp.stats.pipeline_drop) == (1, 0)
+        sent = far.recv(2048)
+        assert sent[12:14] == b"\x88\xb6"  # what op 4's egress writes before recirculating
+    finally:
+        dp.close()
+        wire.close()
+        far.close()

@@ -1,11 +1,19 @@
-"""Packet instances: clone (I2E, E2E), digests, resubmit, recirculate, in simple_switch's order.
+"""The packet path: every packet of every program, in simple_switch's order.
+
+simple_switch's order for one packet is split where its queues are:
+:meth:`PacketPath.ingress` (parser, verify checksums, ingress, the instance
+rules below, drop check ``egress_spec == 511``, priority taken for the queue)
+runs on arrival; :meth:`PacketPath.egress` (queueing metadata, egress, the
+instance rules, drop check, update checksums, deparser) when the packet leaves
+its priority queue. There is one path: a program without the primitives below
+leaves their request slots at 0 and pays only for reading them.
 
 v1model's ``clone``/``clone_preserving_field_list``, ``resubmit_preserving_field_list``
 and ``recirculate_preserving_field_list`` compile to the primitives
 ``clone_ingress_pkt_to_egress`` / ``clone_egress_pkt_to_egress`` (session, field list),
 ``resubmit`` and ``recirculate`` (field list). Like simple_switch's, the primitives
-only record a request in per-packet registers (here: slots of the state vector,
-allocated only when the program has these primitives); what happens to the packet
+only record a request in per-packet registers (here: slots of the state
+vector); what happens to the packet
 is decided after ingress and after egress (``simple_switch.cpp``'s
 ``ingress_thread``/``egress_thread``):
 
@@ -27,7 +35,7 @@ is decided after ingress and after egress (``simple_switch.cpp``'s
 A reset leaves ``ingress_port`` 0 too, as in simple_switch. ``packet_length`` is
 the ingress length for I2E clones and resubmits, and the packet length register
 (the ingress length plus/minus the headers made valid/invalid) for E2E clones.
-Sessions are one egress port each (:attr:`Instances.sessions`, written by
+Sessions are one egress port each (:attr:`PacketPath.sessions`, written by
 P4Runtime ``CloneSessionEntry`` and Thrift ``mirroring_add``); a request for a
 session nobody configured does nothing. One frame may make at most
 :data:`MAX_PASSES` resubmissions and recirculations (simple_switch has no bound:
@@ -56,19 +64,12 @@ TS_MASK = (1 << 48) - 1
 OPS = frozenset(
     {"clone_ingress_pkt_to_egress", "clone_egress_pkt_to_egress", "resubmit", "recirculate"}
 )
-#: Primitives that need the request registers and this module's general path.
-USES = OPS | {"generate_digest"}
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, RESUBMIT = 0, 1, 2, 4, 6
 DROP_PORT = 511
 #: A clone request keeps this bit set, so that session 0 is a request too (as in BMv2).
 _VALID = 1 << 15
 #: Resubmissions + recirculations of one frame before it is dropped.
 MAX_PASSES = 32
-
-
-def used(j: dict[str, Any]) -> bool:
-    """True if the program has any of these primitives (else nothing here runs)."""
-    return any(p.get("op") in USES for a in j.get("actions", []) for p in a.get("primitives", []))
 
 
 @dataclass(frozen=True)
@@ -115,8 +116,15 @@ def primitive(lay: Layout, regs: Registers, op: str, params: list[Any], where: s
     return request
 
 
-class Instances:
-    """Runs one received frame and every instance it makes; returns what leaves."""
+class PacketPath:
+    """simple_switch's order for every packet of every program, split where its queues are.
+
+    :meth:`ingress` runs on arrival, :meth:`egress` when the packet leaves its
+    priority queue (so the egress control sees the queue it waited in, as on
+    BMv2). A program without clone/resubmit/recirculate/digest primitives runs
+    the same code: its request slots stay 0, which costs a few slot reads per
+    packet. Instances a packet makes besides itself (clones) are left in
+    :attr:`spawned`, in the order simple_switch queues them."""
 
     def __init__(
         self,
@@ -135,6 +143,8 @@ class Instances:
         self._lreg, self._ilen = lengths  # the length register, the ingress length
         #: mirroring session id -> egress port (the pipeline's, shared)
         self.sessions = sessions
+        #: clones made by the last ingress/egress (and a recirculated packet's new ingress)
+        self.spawned: list[Ingressed] = []
         self._digests = digests
         self._parser, self._checksums = parser, checksums
         self._controls, self._deparser = controls, deparser
@@ -165,7 +175,9 @@ class Instances:
             std("priority"),
             std("instance_type"),
         )
-        self._igts = std("ingress_global_timestamp")
+        self._igts, self._egts = std("ingress_global_timestamp"), std("egress_global_timestamp")
+        self._enq_ts, self._enq_depth = std("enq_timestamp"), std("enq_qdepth")
+        self._deq_delta, self._deq_depth = std("deq_timedelta"), std("deq_qdepth")
 
     def _kept(self, v: list[int], flist: int) -> tuple[tuple[int, int], ...]:
         return tuple((s, v[s]) for s in self._lists.get(flist, ()))
@@ -182,23 +194,22 @@ class Instances:
         v[self._len] = v[self._lreg] = length
 
     def ingress(
-        self, data: bytes, port: int, now_us: int, spawned: list[Ingressed]
-    ) -> Ingressed | None:
-        """Ingress of a received frame: its ingress clones go to ``spawned`` (queued before
-        it); returns (egress port, priority, state) of what goes on, None if dropped."""
-        return self._ingress(data, port, NORMAL, (), len(data), 0, now_us, spawned)
-
-    def _ingress(
         self,
         frame: bytes,
         in_port: int,
-        kind: int,
-        kept: tuple[tuple[int, int], ...],
-        length: int,
-        passes: int,
-        now_us: int,
-        spawned: list[Ingressed],
+        now_us: int = 0,
+        kind: int = NORMAL,
+        kept: tuple[tuple[int, int], ...] = (),
+        passes: int = 0,
     ) -> Ingressed | None:
+        """Parser, verify checksums, ingress, drop check ``egress_spec == 511``, priority
+        taken for the queue: (egress port, priority, state), None if dropped.
+
+        ``now_us`` (µs since the switch started) is ``ingress_global_timestamp``. Ingress
+        clones go to :attr:`spawned`, to be queued before the returned original. A
+        recirculated frame comes back here as ``kind`` RECIRC with the fields it keeps
+        and its passes so far."""
+        length = len(frame)
         regs = self.regs
         while True:
             v = self._initial.copy()
@@ -221,7 +232,7 @@ class Instances:
                     cpos = self._parser.parse(c, frame)
                     self._checksums.run_verify(c, frame)
                     self._reset(c, self._kept(v, v[regs.clone_list]), INGRESS_CLONE, length)
-                    spawned.append((dst, c[self._prio], (c, frame, cpos)))
+                    self.spawned.append((dst, c[self._prio], (c, frame, cpos)))
                 v[regs.clone] = v[regs.clone_list] = 0
             if v[regs.learn]:
                 self._digests.learn(v[regs.learn], v)
@@ -239,14 +250,35 @@ class Instances:
         return v[self._spec], v[self._prio], (v, frame, pos)
 
     def egress(
-        self, state: PacketState, port: int, now_us: int, spawned: list[Ingressed]
-    ) -> bytearray | None:
-        """Egress of a dequeued instance (its standard and queueing metadata set by the
-        pipeline): an egress clone goes to ``spawned``; a recirculated frame runs
-        ingress again and, if it goes on, goes to ``spawned`` too. Returns the frame
-        to send, None if dropped or recirculated."""
+        self,
+        state: PacketState,
+        port: int,
+        enq_us: int = 0,
+        enq_depth: int = 0,
+        deq_us: int = 0,
+        deq_depth: int = 0,
+    ) -> bytearray | Ingressed | None:
+        """Egress of a dequeued packet, update checksums, deparse: the frame to send; or,
+        if egress recirculated it, the packet after its new ingress, to be queued again;
+        None if dropped (by egress, or by the recirculated packet's ingress).
+
+        Sets what simple_switch's ``enqueue``/``egress_thread`` set: the queueing
+        metadata (``enq_timestamp``, ``enq_qdepth``, ``deq_timedelta``,
+        ``deq_qdepth``; µs and packets of the packet's own priority queue),
+        ``egress_global_timestamp``, ``egress_port``, and ``egress_spec`` reset to
+        ``drop_port + 1`` (0 in 9 bits) so only an egress ``mark_to_drop`` drops.
+        An egress clone goes to :attr:`spawned`."""
         regs = self.regs
         v, data, pos = state
+        v[self._enq_ts] = enq_us & 0xFFFFFFFF
+        v[self._enq_depth] = enq_depth & 0x7FFFF
+        v[self._deq_delta] = (deq_us - enq_us) & 0xFFFFFFFF
+        v[self._deq_depth] = deq_depth & 0x7FFFF
+        v[self._egts] = deq_us & TS_MASK
+        v[self._eport] = port
+        v[self._spec] = (DROP_PORT + 1) & 0x1FF
+        v[self._len] = v[self._lreg]
+        v[0] = 0
         self._controls.egress(v)
         if v[regs.clone]:
             dst = self.sessions.get(v[regs.clone] & 0x7FFF)
@@ -254,7 +286,7 @@ class Instances:
                 c = v.copy()
                 c[0] = 0
                 self._reset(c, self._kept(v, v[regs.clone_list]), EGRESS_CLONE, v[self._lreg])
-                spawned.append((dst, c[self._prio], (c, data, pos)))
+                self.spawned.append((dst, c[self._prio], (c, data, pos)))
             v[regs.clone] = v[regs.clone_list] = 0
         if v[self._spec] == DROP_PORT:
             return None
@@ -262,12 +294,14 @@ class Instances:
         frame: bytearray = self._deparser.deparse(v, data, pos)
         if v[regs.recirculate]:
             passes = v[regs.passes] + 1
-            if passes <= MAX_PASSES:
-                kept = self._kept(v, v[regs.recirculate])
-                again = self._ingress(
-                    bytes(frame), 0, RECIRC, kept, len(frame), passes, now_us, spawned
-                )
-                if again is not None:
-                    spawned.append(again)
-            return None
+            if passes > MAX_PASSES:
+                return None
+            kept = self._kept(v, v[regs.recirculate])
+            return self.ingress(bytes(frame), 0, deq_us, RECIRC, kept, passes)
         return frame
+
+    def take_spawned(self) -> list[Ingressed]:
+        """The clones the last ingress/egress made, in order; the list is emptied."""
+        out = self.spawned.copy()
+        self.spawned.clear()
+        return out
