@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +22,8 @@ from echelon.errors import SpecError
 from echelon.model import EchelonFlow, Flow, FlowKey
 from echelon.policies.baselines import FifoPolicy
 from echelon.policies.table import FlowTable, TablePolicy
-from echelon.schedule import Network, Policy, Schedule
+from echelon.quantize import FlowRows, flow_level_array, rank_array, us_of
+from echelon.schedule import Network, Policy
 from sim.core.state import GrowArray
 
 Ints = npt.NDArray[np.int64]
@@ -150,30 +150,28 @@ class Ranker:
         """``(flow ids, ranks)`` of every flow of ``groups``: the policy's ranks, or with
         ``levels`` the negated echelon levels (higher level: served first); flows the
         policy left out get :data:`UNRANKED`."""
+        live = None
         if self.table_policy:
             assert isinstance(self.policy, TablePolicy)
             t, gids = self.table(groups, first, told)
             if self.levels is None and self._per_flow:
                 return gids, self.policy.rank(t)  # type: ignore[attr-defined]
             sched = self.policy.decide(t, now)
-            keys = t.keys
-            if self.levels is not None:
-                done = t.remaining <= 0
-                if done.any():  # as TablePolicy.schedule: the quantiser skips finished flows
-                    live = frozenset(k for k, d in zip(keys, done.tolist(), strict=True) if not d)
-                    sched = replace(sched, live=live)
+            keys, group = t.keys, t.ech
+            # as TablePolicy.schedule: the quantiser skips finished flows
+            live = t.remaining > 0
         else:
-            _counts, gids = _flow_ids(groups, first)
+            counts, gids = _flow_ids(groups, first)
             keys = [self.keys[g] for g in gids.tolist()]
+            group = np.repeat(np.arange(len(groups), dtype=np.int64), counts)
             rem = self.remaining.data[gids].astype(np.int64).tolist()
             remaining = dict(zip(keys, rem, strict=True)) if told else None
             sched = self.policy.schedule(groups, self.net, remaining, now)
         if self.levels is None:
-            return gids, _ranks_in_order(sched, keys)
-        from echelon.quantize import flow_levels
-
-        lv = flow_levels(sched, groups, tuple(range(1, self.levels)))
-        return gids, np.array([-lv[k] if k in lv else UNRANKED for k in keys], dtype=np.int64)
+            return gids, rank_array(sched.flow_rank, keys, UNRANKED)
+        rows = FlowRows(keys, group, us_of(self.offset.data[gids]), live)
+        lv = flow_level_array(sched, groups, tuple(range(1, self.levels)), rows)
+        return gids, -lv
 
 
 def _flow_ids(groups: Sequence[EchelonFlow], first: Sequence[int]) -> tuple[Ints, Ints]:
@@ -184,15 +182,3 @@ def _flow_ids(groups: Sequence[EchelonFlow], first: Sequence[int]) -> tuple[Ints
         np.asarray(first, dtype=np.int64) - starts, counts
     )
     return counts, gids
-
-
-def _ranks_in_order(sched: Schedule, keys: list[FlowKey]) -> Ints:
-    """The schedule's ranks for ``keys``, in that order (missing flows: served last).
-
-    Policies built on FlowTable return ranks in the table's key order; that is
-    checked (cheaply: same key objects) before the fast read, else keys are looked up.
-    """
-    fr = sched.flow_rank
-    if isinstance(fr, dict) and len(fr) == len(keys) and list(fr) == keys:
-        return np.fromiter(fr.values(), dtype=np.int64, count=len(keys))
-    return np.array([fr.get(k, UNRANKED) for k in keys], dtype=np.int64)
