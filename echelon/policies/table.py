@@ -125,13 +125,30 @@ def segments(t: FlowTable) -> tuple[Ints, Ints, Ints, Floats, Ints]:
     live = t.remaining[t.inc_flow] > 0
     f, lk = t.inc_flow[live], t.inc_link[live]
     e = t.ech[f]
-    order = np.lexsort((t.index[f], lk, e))
+    order = _int_lexsort(t.index[f], lk, e)
     f, lk, e = f[order], lk[order], e[order]
     secs = t.remaining[f] / t.cap[lk]
     new = np.ones(len(f), dtype=bool)
     if len(f):
         new[1:] = (e[1:] != e[:-1]) | (lk[1:] != lk[:-1])
     return f, e, lk, secs, np.flatnonzero(new)
+
+
+def _int_lexsort(*keys: Ints) -> Ints:
+    """``np.lexsort(keys)`` of non-negative integer keys, as one stable argsort of their
+    combined value when it fits in 62 bits (a third of the time of a three-key lexsort
+    on a re-plan's table; same order: both sorts are stable)."""
+    if not len(keys[0]):
+        return np.zeros(0, dtype=np.int64)
+    combined = np.zeros(len(keys[0]), dtype=np.int64)
+    room = 1
+    for k in reversed(keys):  # most significant first
+        lo, hi = int(k.min()), int(k.max())
+        room *= hi + 1
+        if lo < 0 or room >= 1 << 62:
+            return np.lexsort(keys)
+        combined = combined * (hi + 1) + k
+    return np.argsort(combined, kind="stable")
 
 
 def effective_bottleneck(t: FlowTable, use_offsets: bool = True) -> Floats:

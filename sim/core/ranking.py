@@ -109,8 +109,9 @@ class Ranker:
                 self.keys[a : a + len(ef.flows)] for a, ef in zip(first, groups, strict=True)
             )
         )
+        # sorted in Python: a few dozen strings, where numpy's object sorts cost more
         name_rank = np.empty(len(names), dtype=np.int64)
-        name_rank[np.argsort(np.array(names, dtype=object), kind="stable")] = np.arange(len(names))
+        name_rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
         hops = self._path_matrix()[self.path.data[gids]]
         if hops.shape[1] and bool(hops[:, -1].min(initial=0) >= 0):  # no padding: every row
             inc_flow = np.repeat(np.arange(len(gids), dtype=np.int64), hops.shape[1])
@@ -119,9 +120,8 @@ class Ranker:
             inc_flow, hop = np.nonzero(hops >= 0)
             inc_link = hops[inc_flow, hop]
         rem = (self.remaining if told else self.size).data[gids]
-        _jobs, job = np.unique(
-            np.array([ef.job for ef in groups], dtype=object), return_inverse=True
-        )
+        jobs = [ef.job for ef in groups]
+        job_id = {j: i for i, j in enumerate(sorted(set(jobs)))}  # as np.unique numbers them
         t = FlowTable(
             keys=keys,
             names=names,
@@ -136,7 +136,7 @@ class Ranker:
             inc_flow=inc_flow.astype(np.int64, copy=False),
             inc_link=inc_link.astype(np.int64, copy=False),
             cap=self.cap.copy(),
-            job=job.astype(np.int64).reshape(len(groups)),
+            job=np.fromiter((job_id[j] for j in jobs), dtype=np.int64, count=len(jobs)),
         )
         return t, gids
 
