@@ -26,14 +26,15 @@ from typing import Any
 from sim.eval import steady
 from sim.points import TIMING_FIELDS, Point
 
-#: (mix, Gbit/s, seed, policy): the echelon policy's re-plans on each mix, and the
-#: slowest group baseline.
+#: (mix, Gbit/s, seed, policy): the echelon policy's re-plans on each mix, the slowest
+#: group baseline and two per-flow ones.
 RUNS: tuple[tuple[str, float, int, str], ...] = (
     ("hybrid", 25.0, 1, "echelon"),
     ("dp", 10.0, 0, "echelon"),
     ("mixed", 100.0, 0, "echelon"),
     ("hybrid", 25.0, 1, "sincronia"),
     ("dp", 10.0, 0, "fair"),
+    ("dp", 10.0, 0, "srpt"),
 )
 
 

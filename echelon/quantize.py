@@ -252,16 +252,20 @@ def flow_level_array(
     echelons: Sequence[EchelonFlow],
     levels: Sequence[int] = ECHELON_LEVELS,
     rows: FlowRows | None = None,
+    ranks: Ints | None = None,
 ) -> Ints:
     """:func:`flow_levels` as an array over ``rows`` (``FlowRows.of(echelons)`` unless
-    given: a caller that holds the flows as arrays passes its own)."""
+    given: a caller that holds the flows as arrays passes its own, and may pass the
+    rows' ranks in place of ``schedule.flow_rank``, which group bands still read)."""
     desc = _levels(levels)
     rows = FlowRows.of(echelons) if rows is None else rows
     live = _live_rows(schedule, rows)
+    if ranks is None:
+        ranks = rank_array(schedule.flow_rank, rows.keys)
     if not schedule.echelon_order:
-        return rank_levels(rank_array(schedule.flow_rank, rows.keys), desc, live)
+        return rank_levels(ranks, desc, live)
     if schedule.interleaved:
-        level = rank_levels(rank_array(schedule.flow_rank, rows.keys), desc, live)
+        level = rank_levels(ranks, desc, live)
         return _offset_lookup(rows, level, live, len(echelons))
     q = _quantize(schedule, echelons, desc)
     bounds = np.searchsorted(rows.group, np.arange(len(echelons) + 1)).tolist()

@@ -23,7 +23,7 @@ from echelon.model import EchelonFlow, Flow, FlowKey
 from echelon.policies.baselines import FifoPolicy
 from echelon.policies.table import FlowTable, TablePolicy
 from echelon.quantize import FlowRows, flow_level_array, rank_array, us_of
-from echelon.schedule import Network, Policy
+from echelon.schedule import Network, Policy, Schedule
 from sim.core.state import GrowArray
 
 Ints = npt.NDArray[np.int64]
@@ -150,13 +150,17 @@ class Ranker:
         """``(flow ids, ranks)`` of every flow of ``groups``: the policy's ranks, or with
         ``levels`` the negated echelon levels (higher level: served first); flows the
         policy left out get :data:`UNRANKED`."""
-        live = None
+        live, ranks = None, None
         if self.table_policy:
             assert isinstance(self.policy, TablePolicy)
             t, gids = self.table(groups, first, told)
-            if self.levels is None and self._per_flow:
-                return gids, self.policy.rank(t)  # type: ignore[attr-defined]
-            sched = self.policy.decide(t, now)
+            if self._per_flow:  # decide() is a dict of rank() and no group order
+                ranks = self.policy.rank(t)  # type: ignore[attr-defined]
+                if self.levels is None:
+                    return gids, ranks
+                sched = Schedule(self.policy.name, (), {})
+            else:
+                sched = self.policy.decide(t, now)
             keys, group = t.keys, t.ech
             # as TablePolicy.schedule: the quantiser skips finished flows
             live = t.remaining > 0
@@ -170,7 +174,7 @@ class Ranker:
         if self.levels is None:
             return gids, rank_array(sched.flow_rank, keys, UNRANKED)
         rows = FlowRows(keys, group, us_of(self.offset.data[gids]), live)
-        lv = flow_level_array(sched, groups, tuple(range(1, self.levels)), rows)
+        lv = flow_level_array(sched, groups, tuple(range(1, self.levels)), rows, ranks)
         return gids, -lv
 
 
