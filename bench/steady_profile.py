@@ -4,7 +4,8 @@ Why it exists: the steady-state headline (:mod:`sim.eval.steady`, ``python -m
 sim.eval --steady-seeds 10``) is about a thousand such runs, so their speed decides
 whether the headline fits the machine. Each run of :data:`RUNS` is repeated
 ``--repeat`` times in this one process (interleaved, so load on the shared machine
-hits all alike) and the median wall time of each is printed as a Markdown table.
+hits all alike) and the median CPU and wall time of each are printed as a Markdown
+table (CPU time: the wall time of a run moves with the other work on the machine).
 ``--rows FILE`` writes the runs' rows (``wall_s`` left out) as JSON, so that two
 versions of the code can be checked for identical results with ``--check FILE``;
 ``--profile N`` prints the top ``N`` functions of a cProfile of one round.
@@ -61,26 +62,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
     walls: dict[str, list[float]] = {label(r): [] for r in RUNS}
+    cpus: dict[str, list[float]] = {label(r): [] for r in RUNS}
     rows: dict[str, Any] = {}
     prof = cProfile.Profile() if args.profile else None
     for _ in range(args.repeat):
         for r in RUNS:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             if prof is not None:
                 prof.enable()
             row = steady.run_steady(point(*r))
             if prof is not None:
                 prof.disable()
             walls[label(r)].append(time.perf_counter() - t0)
+            cpus[label(r)].append(time.process_time() - c0)
             rows[label(r)] = {k: v for k, v in row.items() if k not in TIMING_FIELDS}
         if prof is not None:
             pstats.Stats(prof).sort_stats("cumulative").print_stats(args.profile)
             prof = None
-    print("| run | median wall (s) | all (s) |\n|---|---:|---|")
+    print("| run | median CPU (s) | median wall (s) | all CPU (s) |\n|---|---:|---:|---|")
     for name, w in walls.items():
-        print(f"| {name} | {statistics.median(w):.2f} | {', '.join(f'{x:.2f}' for x in w)} |")
-    total = sum(statistics.median(w) for w in walls.values())
-    print(f"| sum of medians | {total:.2f} | |")
+        c = cpus[name]
+        each = ", ".join(f"{x:.2f}" for x in c)
+        print(f"| {name} | {statistics.median(c):.2f} | {statistics.median(w):.2f} | {each} |")
+    cpu = sum(statistics.median(c) for c in cpus.values())
+    wall = sum(statistics.median(w) for w in walls.values())
+    print(f"| sum of medians | {cpu:.2f} | {wall:.2f} | |")
     if args.rows:
         args.rows.write_text(json.dumps(rows, indent=1, sort_keys=True))
     if args.check:

@@ -24,12 +24,14 @@ levels over its offsets (flows with the same offset, which the switch cannot
 tell apart, take the best level among them). Ranges may then go up and down
 with the offset; the data plane's range table allows any level per range.
 
-:func:`flow_levels` is the per-flow view the simulator uses. For group
-schedules it is computed *from* :func:`quantize`'s ranges, so it is exactly what
-the switch does. For per-flow policies (no ``echelon_order``) it is the ideal
-per-flow mapping of ranks onto levels, which a real switch could only
-approximate; :func:`quantize` then falls back to ordering echelons by their best
-flow rank.
+:func:`flow_levels` is the per-flow view the simulator uses. For group bands
+it is computed *from* :func:`quantize`'s ranges, so it is exactly what the switch
+does; for interleaved schedules from the same best level per offset the ranges
+are cut from (over arrays: the simulator asks at every re-plan), which the
+property tests check against the ranges. For per-flow policies (no
+``echelon_order``) it is the ideal per-flow mapping of ranks onto levels, which a
+real switch could only approximate; :func:`quantize` then falls back to ordering
+echelons by their best flow rank.
 """
 
 from __future__ import annotations

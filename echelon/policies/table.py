@@ -270,7 +270,10 @@ def incidence_finish(
     """Per flow-link incidence (``secs`` of its link's time), when its link finishes it,
     serving its incidences one at a time at full capacity from ``now`` in ``keys``
     order (lexsort convention); the rows come back in the order they came in."""
-    order = np.lexsort((*keys, link))
+    if all(k.dtype.kind in "iu" for k in keys):  # e.g. the serial layout's
+        order = _int_lexsort(*keys, link)
+    else:
+        order = np.lexsort((*keys, link))
     lk, s = link[order], secs[order]
     done = np.cumsum(s)
     if len(lk):
