@@ -66,6 +66,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows: dict[str, Any] = {}
     prof = cProfile.Profile() if args.profile else None
     for _ in range(args.repeat):
+        # each round meets each draw afresh (a sweep's worker meets a draw under about
+        # half of the policies, this round under one to three)
+        steady._PLANS.clear()
         for r in RUNS:
             t0, c0 = time.perf_counter(), time.process_time()
             if prof is not None:

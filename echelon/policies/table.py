@@ -134,12 +134,14 @@ def segments(t: FlowTable) -> tuple[Ints, Ints, Ints, Floats, Ints]:
     return f, e, lk, secs, np.flatnonzero(new)
 
 
-def _int_lexsort(*keys: Ints) -> Ints:
-    """``np.lexsort(keys)`` of non-negative integer keys, as one stable argsort of their
-    combined value when it fits in 62 bits (a third of the time of a three-key lexsort
-    on a re-plan's table; same order: both sorts are stable)."""
+def _int_lexsort(*keys: npt.NDArray[np.generic]) -> Ints:
+    """``np.lexsort(keys)``; for non-negative integer keys whose combined value fits in
+    62 bits, one stable argsort of that value (a third of the time of a three-key
+    lexsort on a re-plan's table; same order: both sorts are stable)."""
     if not len(keys[0]):
         return np.zeros(0, dtype=np.int64)
+    if any(k.dtype.kind not in "iu" for k in keys):
+        return np.lexsort(keys)
     combined = np.zeros(len(keys[0]), dtype=np.int64)
     room = 1
     for k in reversed(keys):  # most significant first
@@ -270,10 +272,7 @@ def incidence_finish(
     """Per flow-link incidence (``secs`` of its link's time), when its link finishes it,
     serving its incidences one at a time at full capacity from ``now`` in ``keys``
     order (lexsort convention); the rows come back in the order they came in."""
-    if all(k.dtype.kind in "iu" for k in keys):  # e.g. the serial layout's
-        order = _int_lexsort(*keys, link)
-    else:
-        order = np.lexsort((*keys, link))
+    order = _int_lexsort(*keys, link)
     lk, s = link[order], secs[order]
     done = np.cumsum(s)
     if len(lk):
