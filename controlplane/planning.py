@@ -468,7 +468,7 @@ class Planner:
         if ranks is None:
             rank = schedule.flow_rank
             ranks = np.fromiter((rank.get(k, 0) for k in s.keys), np.int64, count=len(s.keys))
-        flow_level = _rank_levels(ranks, self._desc)
+        flow_level = core_quantize.rank_levels(ranks, self._desc)
         if s.flow_level is None:
             moved = np.arange(len(s.names), dtype=np.int64)
         else:
@@ -563,19 +563,3 @@ def _table(s: _State, cap: Floats) -> FlowTable:
         cap=cap,
         job=job_ids(s.echelons),
     )
-
-
-def _rank_levels(ranks: Ints, desc: Sequence[int]) -> Ints:
-    """``echelon.quantize._rank_levels`` over arrays: the distinct ranks cut into
-    ``min(K, distinct)`` contiguous runs (earlier runs one longer), run ``i`` on
-    level ``desc[i]``."""
-    if not len(ranks):
-        return np.zeros(0, dtype=np.int64)
-    distinct, inverse = np.unique(ranks, return_inverse=True)
-    items = len(distinct)
-    parts = max(1, min(len(desc), items))
-    q, r = divmod(items, parts)
-    bounds = np.cumsum([q + (1 if i < r else 0) for i in range(parts)])
-    run = np.searchsorted(bounds, inverse.reshape(-1), side="right")
-    out: Ints = np.asarray(desc, dtype=np.int64)[run]
-    return out

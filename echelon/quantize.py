@@ -24,23 +24,32 @@ levels over its offsets (flows with the same offset, which the switch cannot
 tell apart, take the best level among them). Ranges may then go up and down
 with the offset; the data plane's range table allows any level per range.
 
-:func:`flow_levels` is the per-flow view the simulator uses. For group
-schedules it is computed *from* :func:`quantize`'s ranges, so it is exactly what
-the switch does. For per-flow policies (no ``echelon_order``) it is the ideal
-per-flow mapping of ranks onto levels, which a real switch could only
-approximate; :func:`quantize` then falls back to ordering echelons by their best
-flow rank.
+:func:`flow_levels` is the per-flow view the simulator uses. For group bands
+it is computed *from* :func:`quantize`'s ranges, so it is exactly what the switch
+does; for interleaved schedules from the same best level per offset the ranges
+are cut from (over arrays: the simulator asks at every re-plan), which the
+property tests check against the ranges. For per-flow policies (no
+``echelon_order``) it is the ideal per-flow mapping of ranks onto levels, which a
+real switch could only approximate; :func:`quantize` then falls back to ordering
+echelons by their best flow rank.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
 
 from echelon.constants import ECHELON_LEVELS, MAX_DEADLINE_US, PRIO_MAX
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, FlowKey, offset_us
 from echelon.schedule import DeadlineRange, EchelonLevels, Schedule
+
+Ints = npt.NDArray[np.int64]
+Floats = npt.NDArray[np.float64]
 
 
 def quantize(
@@ -58,12 +67,15 @@ def _quantize_flows(
     schedule: Schedule, echelons: Sequence[EchelonFlow], desc: Sequence[int]
 ) -> dict[str, EchelonLevels]:
     """Per-flow levels (interleaved schedules): ranges follow each flow's level."""
-    level = _rank_levels(schedule, echelons, desc)
-    live = schedule.live
+    rows = FlowRows.of(echelons)
+    live = _live_rows(schedule, rows)
+    level = rank_levels(rank_array(schedule.flow_rank, rows.keys), desc, live).tolist()
+    us, pool = rows.us.tolist(), _pool(rows.group, live, len(echelons)).tolist()
     out: dict[str, EchelonLevels] = {}
-    for ef in echelons:
-        flows = [f for f in ef.flows if live is None or ef.key(f) in live] or list(ef.flows)
-        out[ef.name] = offset_levels(ef.name, [(_us(f.offset), level[ef.key(f)]) for f in flows])
+    bounds = np.searchsorted(rows.group, np.arange(len(echelons) + 1)).tolist()
+    for e, ef in enumerate(echelons):
+        pairs = [(us[i], level[i]) for i in range(bounds[e], bounds[e + 1]) if pool[i]]
+        out[ef.name] = offset_levels(ef.name, pairs)
     return out
 
 
@@ -89,32 +101,105 @@ def offset_levels(name: str, levels: Iterable[tuple[int, int]]) -> EchelonLevels
     return EchelonLevels(name, max(lv for _, lv in runs), ranges)
 
 
-def _rank_levels(
-    schedule: Schedule, echelons: Sequence[EchelonFlow], desc: Sequence[int]
-) -> dict[FlowKey, int]:
+@dataclass(frozen=True)
+class FlowRows:
+    """The flows of a list of EchelonFlows as arrays, one row per flow in list order
+    (a group's flows consecutive, in index order): what the quantiser reads of them.
+
+    Why arrays: the simulator asks for every flow's level at each re-plan (thousands of
+    flows, tens of thousands of re-plans per steady-state run); it keeps its flows as
+    columns and builds this view without walking the objects."""
+
+    keys: list[FlowKey]
+    group: Ints  # position of the flow's EchelonFlow in the list
+    us: Ints  # offset as the data plane matches it (:func:`us_of`)
+    live: npt.NDArray[np.bool_] | None = None  # bytes left; None: ``Schedule.live`` says
+
+    @classmethod
+    def of(cls, echelons: Sequence[EchelonFlow]) -> FlowRows:
+        flows = [f for ef in echelons for f in ef.flows]
+        offsets = np.fromiter((f.offset for f in flows), dtype=np.float64, count=len(flows))
+        counts = [len(ef.flows) for ef in echelons]
+        return cls(
+            [(ef.name, f.index) for ef in echelons for f in ef.flows],
+            np.repeat(np.arange(len(echelons), dtype=np.int64), counts),
+            us_of(offsets),
+        )
+
+
+def us_of(offsets: Floats) -> Ints:
+    """Offsets in seconds as the data plane matches them (:func:`_us` over an array:
+    ``np.rint`` rounds half to even, as ``round`` does)."""
+    us: Ints = np.minimum(np.rint(offsets * 1e6), MAX_DEADLINE_US).astype(np.int64)
+    return us
+
+
+def rank_array(flow_rank: Mapping[FlowKey, int], keys: list[FlowKey], missing: int = 0) -> Ints:
+    """The ranks of ``keys`` in that order (``missing`` for flows the schedule omits).
+
+    Policies built on a FlowTable give ranks in the table's key order; that is checked
+    (cheaply: same key objects) before the fast read, else keys are looked up."""
+    n = len(keys)
+    if isinstance(flow_rank, dict) and len(flow_rank) == n and list(flow_rank) == keys:
+        return np.fromiter(flow_rank.values(), dtype=np.int64, count=n)
+    return np.fromiter((flow_rank.get(k, missing) for k in keys), dtype=np.int64, count=n)
+
+
+def rank_levels(
+    ranks: Ints, desc: Sequence[int], live: npt.NDArray[np.bool_] | None = None
+) -> Ints:
     """Distinct ranks cut into ``len(desc)`` contiguous runs, best run on the top level.
 
-    Only the ranks of flows with bytes left (``Schedule.live``) are cut: a finished
-    flow sends nothing, so a level spent on it is a level the live flows lose. A
-    finished flow takes the level of the run its rank falls in (or the next run).
+    Only the ranks of flows with bytes left (``live``) are cut: a finished flow sends
+    nothing, so a level spent on it is a level the live flows lose. A finished flow
+    takes the level of the run its rank falls in (or the next run).
     """
-    rank = schedule.flow_rank
-    keys = [ef.key(f) for ef in echelons for f in ef.flows]
+    pool = ranks if live is None or not live.any() else ranks[live]
+    distinct = np.unique(pool)
+    if not len(distinct):
+        return np.zeros(0, dtype=np.int64)
+    sizes = _split(len(distinct), min(len(desc), len(distinct)))
+    tops = distinct[np.cumsum(sizes) - 1]  # highest rank of each run
+    run = np.minimum(np.searchsorted(tops, ranks, side="left"), len(tops) - 1)
+    out: Ints = np.asarray(desc[: len(tops)], dtype=np.int64)[run]
+    return out
+
+
+def _live_rows(schedule: Schedule, rows: FlowRows) -> npt.NDArray[np.bool_] | None:
+    if rows.live is not None or schedule.live is None:
+        return rows.live
     live = schedule.live
-    pool = keys if live is None else [k for k in keys if k in live]
-    distinct = sorted({rank.get(k, 0) for k in pool or keys})
-    tops: list[int] = []  # highest rank of each run
-    run_levels: list[int] = []
-    pos = 0
-    for i, size in enumerate(_split(len(distinct), min(len(desc), len(distinct)))):
-        pos += size
-        tops.append(distinct[pos - 1])
-        run_levels.append(desc[i])
+    return np.fromiter((k in live for k in rows.keys), dtype=np.bool_, count=len(rows.keys))
 
-    def level(r: int) -> int:
-        return run_levels[min(bisect_left(tops, r), len(tops) - 1)]
 
-    return {k: level(rank.get(k, 0)) for k in keys}
+def _pool(group: Ints, live: npt.NDArray[np.bool_] | None, n_groups: int) -> npt.NDArray[np.bool_]:
+    """The rows a group's deadline ranges are cut on: its live flows, or all of its
+    flows when none is live."""
+    if live is None:
+        return np.ones(len(group), dtype=np.bool_)
+    has_live = np.zeros(n_groups, dtype=np.bool_)
+    has_live[group[live]] = True
+    pool: npt.NDArray[np.bool_] = live | ~has_live[group]
+    return pool
+
+
+def _offset_lookup(
+    rows: FlowRows, level: Ints, live: npt.NDArray[np.bool_] | None, n_groups: int
+) -> Ints:
+    """Per row, the level :func:`offset_levels`' ranges of its group give its offset:
+    the best level at the group's largest pool offset not above the row's (the first
+    range starts at 0, and a group's first flow has offset 0)."""
+    pool = _pool(rows.group, live, n_groups)
+    stride = MAX_DEADLINE_US + 1
+    cell = rows.group[pool] * stride + rows.us[pool]
+    order = np.argsort(cell, kind="stable")
+    cell, pl = cell[order], level[pool][order]
+    starts = np.flatnonzero(np.concatenate(([True], cell[1:] != cell[:-1])))
+    cells, best = cell[starts], np.maximum.reduceat(pl, starts)
+    at = np.searchsorted(cells, rows.group * stride + rows.us, side="right") - 1
+    first = np.searchsorted(cells, rows.group * stride, side="left")
+    out: Ints = best[np.maximum(at, first)]
+    return out
 
 
 def _quantize(
@@ -159,22 +244,44 @@ def flow_levels(
     levels: Sequence[int] = ECHELON_LEVELS,
 ) -> dict[FlowKey, int]:
     """The level of every flow (the K-queue view a simulator uses)."""
+    rows = FlowRows.of(echelons)
+    got = flow_level_array(schedule, echelons, levels, rows).tolist()
+    return dict(zip(rows.keys, got, strict=True))
+
+
+def flow_level_array(
+    schedule: Schedule,
+    echelons: Sequence[EchelonFlow],
+    levels: Sequence[int] = ECHELON_LEVELS,
+    rows: FlowRows | None = None,
+    ranks: Ints | None = None,
+) -> Ints:
+    """:func:`flow_levels` as an array over ``rows`` (``FlowRows.of(echelons)`` unless
+    given: a caller that holds the flows as arrays passes its own, and may pass the
+    rows' ranks in place of ``schedule.flow_rank``, which group bands still read)."""
     desc = _levels(levels)
-    if schedule.echelon_order:
-        q = (_quantize_flows if schedule.interleaved else _quantize)(schedule, echelons, desc)
-        out: dict[FlowKey, int] = {}
-        for ef in echelons:
-            ranges = q[ef.name].ranges
-            if len(ranges) == 1:
-                prio = ranges[0].priority
-                out.update(((ef.name, f.index), prio) for f in ef.flows)
-                continue
-            los = [r.lo_us for r in ranges]
-            for f in ef.flows:
-                i = bisect_right(los, _us(f.offset)) - 1
-                out[(ef.name, f.index)] = ranges[i].priority
-        return out
-    return _rank_levels(schedule, echelons, desc)
+    rows = FlowRows.of(echelons) if rows is None else rows
+    live = _live_rows(schedule, rows)
+    if ranks is None:
+        ranks = rank_array(schedule.flow_rank, rows.keys)
+    if not schedule.echelon_order:
+        return rank_levels(ranks, desc, live)
+    if schedule.interleaved:
+        level = rank_levels(ranks, desc, live)
+        return _offset_lookup(rows, level, live, len(echelons))
+    q = _quantize(schedule, echelons, desc)
+    bounds = np.searchsorted(rows.group, np.arange(len(echelons) + 1)).tolist()
+    out = np.empty(len(rows.keys), dtype=np.int64)
+    for e, ef in enumerate(echelons):
+        ranges = q[ef.name].ranges
+        lo, hi = bounds[e], bounds[e + 1]
+        if len(ranges) == 1:
+            out[lo:hi] = ranges[0].priority
+            continue
+        los = np.array([r.lo_us for r in ranges], dtype=np.int64)
+        prio = np.array([r.priority for r in ranges], dtype=np.int64)
+        out[lo:hi] = prio[np.searchsorted(los, rows.us[lo:hi], side="right") - 1]
+    return out
 
 
 def _levels(levels: Sequence[int]) -> list[int]:

@@ -61,6 +61,7 @@ is not the default because its demo plan hinged on a strict-priority race (docs/
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from typing import Literal
@@ -124,9 +125,22 @@ def lateness_grace(p: Floats, cls: Ints, alive: npt.NDArray[np.bool_]) -> Floats
     """Per group, :data:`LATENESS_GRACE` times the median bottleneck time ``p`` of the
     live groups of its class (0 where the class has none)."""
     grace = np.zeros(len(p))
-    for c in np.unique(cls[alive]):
-        members = cls == c
-        grace[members] = LATENESS_GRACE * float(np.median(p[members & alive]))
+    c_live, p_live = cls[alive], p[alive]
+    if not len(c_live):
+        return grace
+    # each class's live bottlenecks as one sorted run (np.median's values without its
+    # per-call cost: this runs at every re-plan)
+    order = np.lexsort((p_live, c_live))
+    c_sorted, p_sorted = c_live[order], p_live[order]
+    starts = np.flatnonzero(np.concatenate(([True], c_sorted[1:] != c_sorted[:-1])))
+    values, median = p_sorted.tolist(), []
+    for lo, hi in itertools.pairwise([*starts.tolist(), len(order)]):
+        mid = (lo + hi) // 2
+        median.append(values[mid] if (hi - lo) % 2 else (values[mid - 1] + values[mid]) / 2)
+    classes = c_sorted[starts]
+    at = np.minimum(np.searchsorted(classes, cls), len(classes) - 1)
+    member = classes[at] == cls
+    grace[member] = LATENESS_GRACE * np.array(median)[at[member]]
     return grace
 
 

@@ -125,13 +125,32 @@ def segments(t: FlowTable) -> tuple[Ints, Ints, Ints, Floats, Ints]:
     live = t.remaining[t.inc_flow] > 0
     f, lk = t.inc_flow[live], t.inc_link[live]
     e = t.ech[f]
-    order = np.lexsort((t.index[f], lk, e))
+    order = _int_lexsort(t.index[f], lk, e)
     f, lk, e = f[order], lk[order], e[order]
     secs = t.remaining[f] / t.cap[lk]
     new = np.ones(len(f), dtype=bool)
     if len(f):
         new[1:] = (e[1:] != e[:-1]) | (lk[1:] != lk[:-1])
     return f, e, lk, secs, np.flatnonzero(new)
+
+
+def _int_lexsort(*keys: npt.NDArray[np.generic]) -> Ints:
+    """``np.lexsort(keys)``; for non-negative integer keys whose combined value fits in
+    62 bits, one stable argsort of that value (a third of the time of a three-key
+    lexsort on a re-plan's table; same order: both sorts are stable)."""
+    if not len(keys[0]):
+        return np.zeros(0, dtype=np.int64)
+    if any(k.dtype.kind not in "iu" for k in keys):
+        return np.lexsort(keys)
+    combined = np.zeros(len(keys[0]), dtype=np.int64)
+    room = 1
+    for k in reversed(keys):  # most significant first
+        lo, hi = int(k.min()), int(k.max())
+        room *= hi + 1
+        if lo < 0 or room >= 1 << 62:
+            return np.lexsort(keys)
+        combined = combined * (hi + 1) + k
+    return np.argsort(combined, kind="stable")
 
 
 def effective_bottleneck(t: FlowTable, use_offsets: bool = True) -> Floats:
@@ -253,7 +272,7 @@ def incidence_finish(
     """Per flow-link incidence (``secs`` of its link's time), when its link finishes it,
     serving its incidences one at a time at full capacity from ``now`` in ``keys``
     order (lexsort convention); the rows come back in the order they came in."""
-    order = np.lexsort((*keys, link))
+    order = _int_lexsort(*keys, link)
     lk, s = link[order], secs[order]
     done = np.cumsum(s)
     if len(lk):

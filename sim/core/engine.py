@@ -140,7 +140,7 @@ class Simulator:
         self._last_replan = -math.inf
         self._replan_pending = False
         self._replan_due = False
-        self._levels_of: dict[int, tuple[int, ...]] = {}
+        self._levels_of: dict[int, bytes] = {}
         #: ``keep_levels``: per (job, group, flow index) the last rank a plan gave it
         self._kept: dict[tuple[str, str, int], int] = {}
         if config.keep_levels:
@@ -283,7 +283,8 @@ class Simulator:
     def _count_updates(self, e: int) -> None:
         """A group whose levels changed since the last re-plan costs the controller
         table writes (its classify/range entries); count such groups."""
-        levels = tuple(int(self.rank.data[g]) for g in self.e_gids[e])
+        a = self.e_first[e]  # a group's flow ids are consecutive
+        levels = self.rank.data[a : a + len(self.e_gids[e])].tobytes()
         if self._levels_of.get(e) != levels:
             self._levels_of[e] = levels
             self.result.n_level_updates += 1

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +22,7 @@ from echelon.errors import SpecError
 from echelon.model import EchelonFlow, Flow, FlowKey
 from echelon.policies.baselines import FifoPolicy
 from echelon.policies.table import FlowTable, TablePolicy
+from echelon.quantize import FlowRows, flow_level_array, rank_array, us_of
 from echelon.schedule import Network, Policy, Schedule
 from sim.core.state import GrowArray
 
@@ -109,8 +109,9 @@ class Ranker:
                 self.keys[a : a + len(ef.flows)] for a, ef in zip(first, groups, strict=True)
             )
         )
+        # sorted in Python: a few dozen strings, where numpy's object sorts cost more
         name_rank = np.empty(len(names), dtype=np.int64)
-        name_rank[np.argsort(np.array(names, dtype=object), kind="stable")] = np.arange(len(names))
+        name_rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
         hops = self._path_matrix()[self.path.data[gids]]
         if hops.shape[1] and bool(hops[:, -1].min(initial=0) >= 0):  # no padding: every row
             inc_flow = np.repeat(np.arange(len(gids), dtype=np.int64), hops.shape[1])
@@ -119,9 +120,8 @@ class Ranker:
             inc_flow, hop = np.nonzero(hops >= 0)
             inc_link = hops[inc_flow, hop]
         rem = (self.remaining if told else self.size).data[gids]
-        _jobs, job = np.unique(
-            np.array([ef.job for ef in groups], dtype=object), return_inverse=True
-        )
+        jobs = [ef.job for ef in groups]
+        job_id = {j: i for i, j in enumerate(sorted(set(jobs)))}  # as np.unique numbers them
         t = FlowTable(
             keys=keys,
             names=names,
@@ -136,7 +136,7 @@ class Ranker:
             inc_flow=inc_flow.astype(np.int64, copy=False),
             inc_link=inc_link.astype(np.int64, copy=False),
             cap=self.cap.copy(),
-            job=job.astype(np.int64).reshape(len(groups)),
+            job=np.fromiter((job_id[j] for j in jobs), dtype=np.int64, count=len(jobs)),
         )
         return t, gids
 
@@ -150,30 +150,32 @@ class Ranker:
         """``(flow ids, ranks)`` of every flow of ``groups``: the policy's ranks, or with
         ``levels`` the negated echelon levels (higher level: served first); flows the
         policy left out get :data:`UNRANKED`."""
+        live, ranks = None, None
         if self.table_policy:
             assert isinstance(self.policy, TablePolicy)
             t, gids = self.table(groups, first, told)
-            if self.levels is None and self._per_flow:
-                return gids, self.policy.rank(t)  # type: ignore[attr-defined]
-            sched = self.policy.decide(t, now)
-            keys = t.keys
-            if self.levels is not None:
-                done = t.remaining <= 0
-                if done.any():  # as TablePolicy.schedule: the quantiser skips finished flows
-                    live = frozenset(k for k, d in zip(keys, done.tolist(), strict=True) if not d)
-                    sched = replace(sched, live=live)
+            if self._per_flow:  # decide() is a dict of rank() and no group order
+                ranks = self.policy.rank(t)  # type: ignore[attr-defined]
+                if self.levels is None:
+                    return gids, ranks
+                sched = Schedule(self.policy.name, (), {})
+            else:
+                sched = self.policy.decide(t, now)
+            keys, group = t.keys, t.ech
+            # as TablePolicy.schedule: the quantiser skips finished flows
+            live = t.remaining > 0
         else:
-            _counts, gids = _flow_ids(groups, first)
+            counts, gids = _flow_ids(groups, first)
             keys = [self.keys[g] for g in gids.tolist()]
+            group = np.repeat(np.arange(len(groups), dtype=np.int64), counts)
             rem = self.remaining.data[gids].astype(np.int64).tolist()
             remaining = dict(zip(keys, rem, strict=True)) if told else None
             sched = self.policy.schedule(groups, self.net, remaining, now)
         if self.levels is None:
-            return gids, _ranks_in_order(sched, keys)
-        from echelon.quantize import flow_levels
-
-        lv = flow_levels(sched, groups, tuple(range(1, self.levels)))
-        return gids, np.array([-lv[k] if k in lv else UNRANKED for k in keys], dtype=np.int64)
+            return gids, rank_array(sched.flow_rank, keys, UNRANKED)
+        rows = FlowRows(keys, group, us_of(self.offset.data[gids]), live)
+        lv = flow_level_array(sched, groups, tuple(range(1, self.levels)), rows, ranks)
+        return gids, -lv
 
 
 def _flow_ids(groups: Sequence[EchelonFlow], first: Sequence[int]) -> tuple[Ints, Ints]:
@@ -184,15 +186,3 @@ def _flow_ids(groups: Sequence[EchelonFlow], first: Sequence[int]) -> tuple[Ints
         np.asarray(first, dtype=np.int64) - starts, counts
     )
     return counts, gids
-
-
-def _ranks_in_order(sched: Schedule, keys: list[FlowKey]) -> Ints:
-    """The schedule's ranks for ``keys``, in that order (missing flows: served last).
-
-    Policies built on FlowTable return ranks in the table's key order; that is
-    checked (cheaply: same key objects) before the fast read, else keys are looked up.
-    """
-    fr = sched.flow_rank
-    if isinstance(fr, dict) and len(fr) == len(keys) and list(fr) == keys:
-        return np.fromiter(fr.values(), dtype=np.int64, count=len(keys))
-    return np.array([fr.get(k, UNRANKED) for k in keys], dtype=np.int64)

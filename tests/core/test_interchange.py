@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from echelon.model import EchelonFlow, Flow
 from echelon.network import BigSwitch
@@ -17,6 +19,7 @@ from echelon.policies.table import (
     Floats,
     FlowTable,
     Ints,
+    _int_lexsort,
     bottlenecks,
     build_table,
     group_lateness,
@@ -143,3 +146,22 @@ def test_only_nested_pairs_swap_by_default() -> None:
         judge(t, position, cls, due, grace, pairs="some")
     with pytest.raises(ValueError, match="relayout"):
         judge(t, position, cls, due, grace, relayout="partial")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 40).flatmap(
+        lambda n: st.lists(
+            st.lists(st.integers(0, 6), min_size=n, max_size=n)
+            | st.lists(st.floats(0.0, 3.0), min_size=n, max_size=n),
+            min_size=1,
+            max_size=4,
+        )
+    )
+)
+def test_the_layouts_integer_order_is_lexsorts(columns: list[list[float]]) -> None:
+    """The layouts' incidence order (one argsort of combined integer keys, lexsort for
+    float keys) is exactly ``np.lexsort``'s, ties in input order included."""
+    keys = [np.array(c, dtype=np.int64 if all(isinstance(x, int) for x in c) else float)
+            for c in columns]  # fmt: skip
+    assert _int_lexsort(*keys).tolist() == np.lexsort(keys).tolist()

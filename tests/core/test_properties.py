@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from echelon.constants import MAX_DEADLINE_US
-from echelon.model import EchelonFlow, Flow, max_tardiness
+from echelon.model import EchelonFlow, Flow, max_tardiness, offset_us
 from echelon.network import BigSwitch
 from echelon.policies import POLICIES, get_policy
-from echelon.quantize import flow_levels, level_of, quantize
+from echelon.quantize import flow_levels, level_of, quantize, us_of
 
 HOSTS = ["h1", "h2", "h3", "h4"]
 NET = BigSwitch.uniform(HOSTS, 1.0)
@@ -139,6 +140,41 @@ def test_quantisation_preserves_order(
     if not sched.interleaved:
         tops = [q[n].priority for n in sched.echelon_order]
         assert tops == sorted(tops, reverse=True)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    echelon_sets(),
+    st.sampled_from(POLICIES),
+    st.sets(st.integers(1, 7), min_size=1, max_size=7),
+    st.lists(st.booleans(), min_size=40, max_size=40),
+)
+def test_flow_levels_are_the_data_planes_with_finished_flows(
+    efs: list[EchelonFlow], policy: str, levels: set[int], finished: list[bool]
+) -> None:
+    """With some flows finished (``Schedule.live``), the simulator's per-flow levels
+    (:func:`flow_levels`, computed over arrays) are still what the switch's deadline
+    ranges give each flow's offset."""
+    keys = [ef.key(f) for ef in efs for f in ef.flows]
+    remaining = {k: 0 for k, done in zip(keys, finished, strict=False) if done}
+    sched = get_policy(policy).schedule(efs, NET, remaining)
+    lv = flow_levels(sched, efs, sorted(levels))
+    assert list(lv) == keys and set(lv.values()) <= levels
+    if not sched.echelon_order:
+        return
+    q = quantize(sched, efs, sorted(levels))
+    for ef in efs:
+        for f in ef.flows:
+            assert lv[ef.key(f)] == level_of(q[ef.name], f.offset_us)
+
+
+@FAST
+@given(st.lists(st.floats(0.0, 5000.0) | st.integers(0, 10**7).map(lambda n: n / 2e6)))
+def test_offsets_round_as_the_wire_does(offsets: list[float]) -> None:
+    """``us_of`` (arrays) rounds offsets to whole µs exactly as ``offset_us`` (half to
+    even, clamped to the field), halves of a µs included."""
+    got = us_of(np.array(offsets, dtype=np.float64)).tolist()
+    assert got == [min(offset_us(x), MAX_DEADLINE_US) for x in offsets]
 
 
 def serve_groups(groups: list[EchelonFlow], order: tuple[str, ...]) -> float:

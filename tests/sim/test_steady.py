@@ -13,7 +13,8 @@ from sim.core.engine import JobRun, SimConfig, Simulator
 from sim.core.results import IterationRecord, SimResult
 from sim.eval import interleave, steady
 from sim.eval.experiments import NETWORK, REPLAN_INTERVAL_S
-from sim.points import Point
+from sim.points import Point, load_inputs, point_jobs
+from sim.topology import hosts_of
 
 
 def test_a_job_iterating_every_second_has_a_one_second_steady_time() -> None:
@@ -55,6 +56,21 @@ def test_until_stops_a_run_of_endless_jobs() -> None:
     assert res.end_time == 10.0
     assert 5 <= len(res.iterations) <= 10
     assert all(r.end <= 10.0 for r in res.iterations)
+
+
+def test_cached_plans_are_the_plans_the_job_builds() -> None:
+    """A steady run's jobs reuse each iteration's plan moved in time (CachedPlans):
+    equal to what the job builds at that start, echelons in the same order, also at
+    starts where float rounding ties two groups' ``t_ref``."""
+    (point,) = steady.points([0], ["fair"], ["hybrid"], [25.0])
+    net, jobs = point_jobs(point, load_inputs(point))
+    for job in jobs[:3]:
+        spec = job.to_run(hosts_of(net)).spec
+        steady._PLANS.clear()
+        cached = steady.CachedPlans(spec, repr(spec.to_dict()))
+        for i, t0 in ((0, 0.0), (1, 0.37), (2, 1e9 + 0.1), (1, 12.345678901234)):
+            assert cached.plan(i, t0) == spec.plan(i, t0)
+        assert steady._PLANS[repr(spec.to_dict())].keys() == {0, 1, 2}
 
 
 @pytest.mark.slow
