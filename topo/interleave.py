@@ -144,8 +144,8 @@ def markdown(result: Mapping[str, Any], header: Mapping[str, Any]) -> str:
         f"# Interleaving in the emulation: {result['scenario']} ({result['title']})",
         "",
         f"`{header.get('command', '')}`; target {header.get('target')}, scale "
-        f"{header.get('scale')}, hosts paced at {header.get('rate_mbit')} Mbit/s "
-        "(the links: 8 Mbit/s).",
+        f"{header.get('scale')}, each host paced at its link's rate or "
+        f"{header.get('rate_mbit')} Mbit/s, the lower.",
         "",
         "Contention-free (each job alone, mean of iterations 2-"
         f"{steady.ALONE_ITERATIONS}): "
