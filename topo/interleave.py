@@ -114,7 +114,10 @@ def play_steady(
     rows: dict[str, dict[str, Any]] = {}
     for policy in policies:
         rep = play(specs, n, out / policy.replace(":", "_"), policy)
-        row = steady.measure_iterations(iteration_records(rep), alone, horizon)
+        records = iteration_records(rep)
+        row = steady.measure_iterations(records, alone, horizon)
+        for j, v in row["jobs"].items():  # the series behind the number, for a reader
+            v["ends_s"] = sorted(round(r.end, 4) for r in records if r.job == j)
         row["complete"] = all(a["complete"] for a in rep.get("agents", {}).values())
         row["lost_packets"] = int(rep.get("lost_packets", 0))
         row["attempts"] = int(rep.get("attempts", 1))
