@@ -8,7 +8,9 @@ Why this exists: the simulator's interleaving scenarios (:mod:`sim.eval.interlea
 compute, or does not) say which policies let compatible jobs run at their
 contention-free speed. This plays the same jobs -- the simulator's own descriptions,
 written into the run folder as job files and scaled by ``--scale`` -- on
-``topo/interleave.yaml`` (hosts h0..h3 at 8 Mbit/s = the simulator's 1 MB/s), and
+``topo/interleave.yaml`` (hosts h0..h3 at 9 Mbit/s: the simulator's 1 MB/s plus
+headers and the closed loop's per-step latency, so a job alone takes the simulator's
+time), and
 measures them by the simulator's steady-state rules (:mod:`sim.eval.steady`, imported):
 
 1. each job **alone** for :data:`sim.eval.steady.ALONE_ITERATIONS` iterations: its
@@ -45,7 +47,7 @@ from sim.eval.experiments import POLICIES as SIM_POLICIES
 
 TOPO = "topo/interleave.yaml"
 #: Sizes and compute times multiplied by this: compatible-2 alone then iterates in
-#: ~0.95 s on the 8 Mbit/s links, and 20 horizons' worth of iterations take ~25 s.
+#: ~0.9 s on the 9 Mbit/s links, and 20 horizons' worth of iterations take ~25 s.
 DEFAULT_SCALE = 0.25
 FAIR = "fair"
 #: What the controller installs for ``fair`` (module docstring).
