@@ -368,11 +368,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if scenario is not None:
 
             def play(run_specs: Any, iterations: int, where: Path, policy: str) -> Any:
-                ctl.set_policy(topo_interleave.controller_policy(policy))
+                ctl.set_policy(topo_interleave.controller_policy(base_policy(policy)))
+                reports = (f"unix:{ctl.progress_socket}"
+                           if policy.endswith(ONLINE_SUFFIX) else None)  # fmt: skip
                 run_est = demo.estimate(run_specs, network, iterations, PACKET_BYTES)
                 return play_with_retries(
                     lambda: play_scenario(net, run_specs, iterations, ids, where, run_est,
-                                          rate_mbit=args.rate_mbit),
+                                          rate_mbit=args.rate_mbit, controller=reports,
+                                          entered=args.entered_reports),
                     policy, args.retries)  # fmt: skip
 
             results["interleave"] = topo_interleave.play_steady(
