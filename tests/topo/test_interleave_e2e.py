@@ -20,10 +20,11 @@ from .helpers import ROOT, needs_root, topo_on_free_ports
 
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.skipif(needs_root, reason="root")]
 PREFIX = f"t6i{os.getpid() % 1000}"
-#: A short steady run: 8 × the contention-free iteration, jobs at scale 0.15 (~0.57 s
-#: alone), so the whole test (network, controller, 2 alone runs, 2 policies) takes
-#: ~40-60 s.
-ARGS = ["--scale", "0.15", "--horizon", "8"]
+#: A short steady run: 10 × the contention-free iteration (~0.89 s alone at the default
+#: scale 0.25), so the whole test (network, controller, 2 alone runs, 2 policies) takes
+#: about a minute and every job ends at least 4 iterations in the window. (At scale
+#: 0.15, horizon 8, fair's window held 3.)
+ARGS = ["--horizon", "10"]
 #: What the emulation shows (docs/measurements/demo.md, 2026-12-02): under ``fair`` (one
 #: level) both all-reduces keep colliding, 1.43-1.45× contention-free (the simulator:
 #: 1.444×); under ``echelon`` the job on top runs at 1.00-1.07×, the other at 1.06-1.29×
@@ -31,8 +32,9 @@ ARGS = ["--scale", "0.15", "--horizon", "8"]
 #: round-robin, without priorities: when the jobs' phases drift into each other every
 #: few iterations, the overlap slows both, so the lower job is not held just behind the
 #: upper one as strict priority on every link would.
-#: The job on top under echelon: at most this slowdown (measured <= 1.07).
-TOP_BOUND = 1.15
+#: The job on top under echelon: at most this slowdown (measured 1.04-1.08 over 20
+#: horizons; a short window that holds one of the drift collisions, ~+6 % each, more).
+TOP_BOUND = 1.20
 #: Mean slowdown over the jobs: echelon's at least this far below fair's (measured
 #: 0.25-0.42 below).
 MEAN_GAP = 0.10
