@@ -17,7 +17,7 @@ POLICIES ?= echelon-online,echelon,coflow,fifo
 APT_PKGS := mininet iproute2 ethtool tcpdump tshark iputils-ping
 P4C     := $(shell command -v p4c-bm2-ss 2>/dev/null)
 
-.PHONY: help deps venv venv-ray p4 run test test-fast test-unit test-root lint typecheck fmt bench eval ptf clean p4rt-shell p4rt-shell-venv
+.PHONY: help deps venv venv-ray p4 run interleave test test-fast test-unit test-root lint typecheck fmt bench eval ptf clean p4rt-shell p4rt-shell-venv
 
 help:
 	@echo "make run      end-to-end demo on the emulated network (TARGET=auto|soft|bmv2, TOPO=...,"
@@ -26,6 +26,8 @@ help:
 	@echo "              RUN_ARGS=\"--scale 0.01\" or \"--budget 60\" (job size), PCAP=1 per-port pcaps,"
 	@echo "              TRACE=1 each switch's packet-trace log (run/latest/logs/<switch>-trace.txt),"
 	@echo "              CLI=1|during|after Mininet CLI before/during/after traffic)"
+	@echo "make interleave  compatible/incompatible jobs in steady state, every policy, vs alone"
+	@echo "              (SCENARIO=compatible-2|compatible-3|incompatible-2, TARGET=..., RUN_ARGS=...)"
 	@echo "make test     lint, type check and every test (what CI runs)"
 	@echo "make test-fast  unit tests only: no root, nothing marked slow (under a minute)"
 	@echo "make ptf      PTF suite (TARGET=soft|bmv2)"
@@ -114,6 +116,13 @@ RUN_FLAGS := $(if $(filter-out 0,$(PCAP)),--pcap) \
   --jobs "$(subst $(SPACE),$(COMMA),$(strip $(JOBS)))" --policies "$(POLICIES)"
 run: deps venv p4
 	$(PY) -m topo.run --topo $(TOPO) --target $(TARGET) $(RUN_FLAGS) $(RUN_ARGS)
+
+# The simulator's interleaving scenarios in steady state on the emulated network: each
+# job alone, then fair and every built-in policy (docs/demo.md, "Interleaving").
+# SCENARIO=compatible-2|compatible-3|incompatible-2; RUN_ARGS="--policies fair,echelon".
+SCENARIO ?= compatible-2
+interleave: deps venv p4
+	$(PY) -m topo.run --scenario $(SCENARIO) --target $(TARGET) --headless $(RUN_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -62,12 +62,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from controlplane.planning import POLICIES as PLANNED
 from controlplane.planning import check_policy
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
 from echelon.topology import TopologyNetwork, load
 from hostagent.scenario import RELEASE_MODES
+from sim.eval import interleave as sim_interleave
+from sim.eval import steady
 from topo import crosscheck, demo, portview
+from topo import interleave as topo_interleave
 from topo.agents import PACKET_BYTES, play_scenario
 from topo.controller_process import ControllerProcess
 from topo.interactive import CLI_MODES, Ticker, open_cli, resolve_cli, run_with_cli
@@ -97,7 +101,7 @@ def check_policies(policies: list[str]) -> None:
     if not policies:
         raise EchelonError("policies: none given")
     for p in policies:
-        check_policy(base_policy(p))
+        check_policy(topo_interleave.controller_policy(base_policy(p)))
 
 
 class Terminated(BaseException):
@@ -107,7 +111,15 @@ class Terminated(BaseException):
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m topo.run", description=__doc__.split("\n")[0])
-    p.add_argument("--topo", default="topo/star.yaml")
+    p.add_argument("--topo", default=None,
+                   help="topology file (default topo/star.yaml; with --scenario "
+                        f"{topo_interleave.TOPO})")  # fmt: skip
+    p.add_argument("--scenario", default=None, choices=[s.key for s in sim_interleave.SCENARIOS],
+                   help="play an interleaving scenario in steady state instead of the demo "
+                        "(each job alone, then every policy; topo/interleave.py)")  # fmt: skip
+    p.add_argument("--horizon", type=float, default=steady.HORIZON,
+                   help="--scenario: steady runs last this many times the largest "
+                        "contention-free iteration (sim.eval.steady's horizon)")  # fmt: skip
     p.add_argument("--target", default="auto", choices=("auto", "soft", "bmv2"))
     p.add_argument("--headless", action="store_true", help="never enter the Mininet CLI")
     p.add_argument("--cli", choices=CLI_MODES, default="auto",
@@ -129,10 +141,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="SECONDS",
         help="with --pcap: print per-port packet counts this often (0: off)",
     )
-    p.add_argument("--policies", default=",".join(POLICIES),
+    p.add_argument("--policies", default=None,
                    help="comma-separated: built-in names (echelon, echelon-v1, sebf-edf, "
                         "varys, sincronia, coflow, fifo, edf, srpt), package.module:Class, "
-                        "or NAME-online (NAME re-planned from the agents' progress)")  # fmt: skip
+                        "or NAME-online (NAME re-planned from the agents' progress). "
+                        f"Default {','.join(POLICIES)}; "
+                        "--scenario: fair and every built-in")  # fmt: skip
     p.add_argument(
         "--idle-level",
         choices=("keep", "lowest"),
@@ -152,9 +166,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--api-port", type=int, default=8086)
     p.add_argument("--rate-mbit", type=float, default=40.0, help="host sender pacing rate")
     p.add_argument("--jobs", default=",".join(demo.JOB_FILES), help="job description files")
-    p.add_argument("--scale", type=float, default=demo.DEFAULT_SCALE,
+    p.add_argument("--scale", type=float, default=None,
                    help="multiplies every size and compute duration of the jobs (the whole "
-                        "timeline shrinks by it; topo/demo.py)")  # fmt: skip
+                        f"timeline shrinks by it; topo/demo.py); default {demo.DEFAULT_SCALE}, "
+                        f"with --scenario {topo_interleave.DEFAULT_SCALE}")  # fmt: skip
     p.add_argument("--budget", type=float, default=demo.DEFAULT_BUDGET_S, metavar="SECONDS",
                    help="scale the jobs down further when one policy's run would take longer "
                         "than this at its bottleneck (0: never)")  # fmt: skip
@@ -164,7 +179,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--retries", type=int, default=2,
                    help="play a policy again (at most this many times) when packets were "
                         "lost between the hosts and the switch")  # fmt: skip
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    scenario = args.scenario is not None
+    if args.topo is None:
+        args.topo = topo_interleave.TOPO if scenario else "topo/star.yaml"
+    if args.scale is None:
+        args.scale = topo_interleave.DEFAULT_SCALE if scenario else demo.DEFAULT_SCALE
+    if args.policies is None:
+        args.policies = ",".join((topo_interleave.FAIR, *PLANNED) if scenario else POLICIES)
+    if scenario:
+        args.budget = 0.0  # the steady runs' length is --horizon's
+    return args
 
 
 def play_with_retries(
@@ -271,13 +296,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.iterations < 1:
         raise EchelonError(f"iterations: must be at least 1, got {args.iterations}")
     topo = load(args.topo)
-    files = [f.strip() for f in args.jobs.split(",") if f.strip()]
-    demo.load_demo_jobs(files, args.scale, set(topo.hosts))  # bad files fail before anything
+    scenario = sim_interleave.by_key(args.scenario) if args.scenario else None
+    files = [f.strip() for f in args.jobs.split(",") if f.strip()] if scenario is None else []
+    if files:
+        demo.load_demo_jobs(files, args.scale, set(topo.hosts))  # bad files fail first
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     check_policies(policies)
     out = run_dir(Path(args.out_dir))
+    if scenario is not None:
+        files = topo_interleave.write_job_files(scenario, out / "jobs")
     ctl_topo = demo.controller_topology(args.topo, args.rate_mbit, out)
-    jobs, est = fit_jobs(args, files, set(topo.hosts), TopologyNetwork(load(ctl_topo)))
+    network = TopologyNetwork(load(ctl_topo))
+    jobs, est = fit_jobs(args, files, set(topo.hosts), network)
     pcap = None if args.pcap is None else Path(args.pcap or out / "pcap")
     cli = resolve_cli(args.cli, args.headless, sys.stdin.isatty())
     net = EchelonNet(topo, kind=args.target, prefix=args.prefix, log_dir=out / "logs",
@@ -335,6 +365,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
               f"echelon IDs {ids}")  # fmt: skip
         if cli == "before":
             open_cli(net.mn, view, "before")
+        if scenario is not None:
+
+            def play(run_specs: Any, iterations: int, where: Path, policy: str) -> Any:
+                ctl.set_policy(topo_interleave.controller_policy(base_policy(policy)))
+                reports = (f"unix:{ctl.progress_socket}"
+                           if policy.endswith(ONLINE_SUFFIX) else None)  # fmt: skip
+                run_est = demo.estimate(run_specs, network, iterations, PACKET_BYTES)
+                return play_with_retries(
+                    lambda: play_scenario(net, run_specs, iterations, ids, where, run_est,
+                                          rate_mbit=args.rate_mbit, controller=reports,
+                                          entered=args.entered_reports),
+                    policy, args.retries)  # fmt: skip
+
+            results["interleave"] = topo_interleave.play_steady(
+                play, specs, scenario, policies, args.horizon, out
+            )
+            results["incomplete"] = topo_interleave.write(results, out)
+            return results
 
         def traffic() -> None:
             for policy in policies:

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from echelon.errors import SpecError
 from echelon.jobs import load_job
 from sim.core.engine import JobRun
 from sim.eval import steady
@@ -69,13 +70,24 @@ def job(name: str, peer: str, compute_s: float, grad_mb: float) -> dict[str, Any
     }
 
 
+def descriptions(scenario: Scenario) -> list[dict[str, Any]]:
+    """The scenario's job descriptions: job ``j{i}`` on (``h{1 + i % 3}``, ``h0``). The
+    emulation plays these too (:mod:`topo.interleave`), scaled to its links."""
+    return [job(f"j{i}", HOSTS[1 + i % 3], c, g) for i, (c, g) in enumerate(scenario.jobs)]
+
+
+def by_key(key: str) -> Scenario:
+    """The scenario called ``key``; an unknown key names the known ones."""
+    for s in SCENARIOS:
+        if s.key == key:
+            return s
+    raise SpecError("scenario", f"unknown {key!r} (known: {', '.join(s.key for s in SCENARIOS)})")
+
+
 def run(scenario: Scenario, policy: str, horizon: float = steady.HORIZON) -> dict[str, Any]:
     """One scenario in steady state under ``policy`` on 8 queues."""
     net = big_switch(HOSTS, CAP)
-    runs = [
-        JobRun(load_job(job(f"j{i}", HOSTS[1 + i % 3], c, g)), 0.0, 1)
-        for i, (c, g) in enumerate(scenario.jobs)
-    ]
+    runs = [JobRun(load_job(d), 0.0, 1) for d in descriptions(scenario)]
     point = Point(scenario.key, policy, 8, replan_interval=REPLAN_INTERVAL_S)
     return steady.run_jobs(point, net, runs, horizon)
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from echelon.model import IterationPlan
 from sim.core.engine import JobRun, SimConfig, Simulator
-from sim.core.results import SimResult
+from sim.core.results import IterationRecord, SimResult
 from sim.eval.experiments import NETWORK, POLICIES, REPLAN_INTERVAL_S, STEADY_HORIZON
 from sim.points import Inputs, Point, load_inputs, point_jobs
 from sim.topology import hosts_of
@@ -78,7 +78,14 @@ def alone_time(net: Any, run: JobRun) -> float:
     """``c_j``: the job alone on the network, mean iteration time after its first."""
     cfg = SimConfig(policy="fair", record_flows=False)
     res = Simulator(net, [cached(run, ALONE_ITERATIONS)], cfg).run()
-    d = [r.duration for r in res.iterations]
+    return alone_mean([r.duration for r in res.iterations])
+
+
+def alone_mean(durations: Sequence[float]) -> float:
+    """``c_j`` from a lone run's iteration times: the mean of all but the first (its
+    cold start), or the first when it is all there is. The emulation's contention-free
+    time (:mod:`topo.interleave`) is taken by the same rule."""
+    d = list(durations)
     return float(np.mean(d[1:])) if len(d) > 1 else float(d[0])
 
 
@@ -100,14 +107,22 @@ def per_job_time(ends: Sequence[float], t_w: float, horizon: float) -> tuple[flo
 
 
 def measure(res: SimResult, alone: Mapping[str, float], horizon: float) -> dict[str, Any]:
-    """The steady-state numbers of one run stopped at ``horizon`` (module rules), and
-    ``half_gap``: how far the mean over jobs from the window's first half alone is from
-    the one from its second half (relative), the stability check of the estimate."""
+    """The steady-state numbers of one simulated run stopped at ``horizon``."""
+    return measure_iterations(res.iterations, alone, horizon)
+
+
+def measure_iterations(
+    iterations: Sequence[IterationRecord], alone: Mapping[str, float], horizon: float
+) -> dict[str, Any]:
+    """The steady-state numbers of one run's iterations (simulated, or emulated:
+    :mod:`topo.interleave`) stopped at ``horizon`` (module rules), and ``half_gap``:
+    how far the mean over jobs from the window's first half alone is from the one
+    from its second half (relative), the stability check of the estimate."""
     ends: dict[str, list[float]] = {j: [] for j in alone}
-    for r in res.iterations:
+    for r in sorted(iterations, key=lambda r: r.end):
         ends[r.job].append(r.end)
     t_w = window_start(ends, horizon)
-    durations = [r.duration for r in res.iterations if t_w <= r.end <= horizon]
+    durations = [r.duration for r in iterations if t_w <= r.end <= horizon]
     per_job: dict[str, dict[str, float]] = {}
     for j, c in alone.items():
         t, n = per_job_time(ends[j], t_w, horizon)
