@@ -14,7 +14,8 @@ host agent and the simulator's cross-check all read it through :func:`load`::
       - {a: h2, b: s1, b_port: 2, bw_mbit: 10, bottleneck: true}
 
 A link joins node ``a`` to node ``b``; a switch end names its port (``a_port`` /
-``b_port``). ``bw_mbit`` limits the link (both directions), ``delay_ms`` delays it
+``b_port``). ``bw_mbit`` limits the link (both directions; ``host_bw_mbit``, where
+given, the direction a host end sends into instead), ``delay_ms`` delays it
 where the kernel has ``netem``; ``bottleneck: true`` gives each switch egress of
 the link a strict-priority queue discipline keyed on DSCP (see docs/topology.md).
 """
@@ -77,6 +78,14 @@ class Link:
     bw_mbit: float | None
     delay_ms: float
     bottleneck: bool
+    #: The host end's sending direction (its uplink), Mbit/s, where it differs from
+    #: ``bw_mbit``: lets an experiment take a host's NIC out of the contention while the
+    #: switch's direction towards it stays the (prioritised) bottleneck.
+    host_bw_mbit: float | None = None
+
+    def host_rate(self) -> float | None:
+        """Mbit/s of the direction the host end sends into (``None``: unlimited)."""
+        return self.bw_mbit if self.host_bw_mbit is None else self.host_bw_mbit
 
     def port_of(self, node: str) -> int | None:
         return self.a_port if node == self.a else self.b_port
@@ -150,7 +159,8 @@ class TopologyNetwork:
     """A topology file as the core's ``Network`` (``echelon.schedule.Network``).
 
     Each cable becomes two directed links ``a>b`` and ``b>a`` with the cable's
-    ``bw_mbit`` (unshaped cables get ``unshaped_bytes_s``); paths are the file's
+    ``bw_mbit`` (a host's own direction ``host_bw_mbit`` where given; unshaped
+    cables get ``unshaped_bytes_s``); paths are the file's
     shortest paths, the ones the controller installs. The controller schedules
     on it and the simulator predicts the emulation with it, so both see the same
     bottleneck.
@@ -160,9 +170,9 @@ class TopologyNetwork:
         self.topology = topo
         caps: dict[str, float] = {}
         for lk in topo.links:
-            cap = unshaped_bytes_s if lk.bw_mbit is None else lk.bw_mbit * 1e6 / 8
-            caps[f"{lk.a}>{lk.b}"] = cap
-            caps[f"{lk.b}>{lk.a}"] = cap
+            for src, dst in ((lk.a, lk.b), (lk.b, lk.a)):
+                mbit = lk.host_rate() if src in topo.hosts else lk.bw_mbit
+                caps[f"{src}>{dst}"] = unshaped_bytes_s if mbit is None else mbit * 1e6 / 8
         self._links = caps
         self._paths: dict[tuple[str, str], tuple[str, ...]] = {}
 
@@ -269,6 +279,9 @@ class LinkModel(SpecModel):
     bw_mbit: Positive | None = Field(None, description="Mbit/s, both directions")
     delay_ms: NonNegative = Field(0.0, description="milliseconds (where netem exists)")
     bottleneck: Flag = False
+    host_bw_mbit: Positive | None = Field(
+        None, description="Mbit/s of the host end's sending direction (default bw_mbit)"
+    )
 
 
 class TopologyFile(SpecModel):
@@ -347,7 +360,11 @@ def _link(i: int, v: LinkModel, hosts: Mapping[str, Host], switches: Mapping[str
                 raise SpecError(f"{where}.{end}_port", f"switch port 1..510 required: {port!r}")
         elif port is not None:
             raise SpecError(f"{where}.{end}_port", "hosts have one interface: give no port")
-    return Link(v.a, v.b, v.a_port, v.b_port, v.bw_mbit, v.delay_ms, v.bottleneck)
+    if v.host_bw_mbit is not None and (v.a in hosts) == (v.b in hosts):
+        raise SpecError(f"{where}.host_bw_mbit", "only a link between a host and a switch "
+                        "has a host end's direction")  # fmt: skip
+    return Link(v.a, v.b, v.a_port, v.b_port, v.bw_mbit, v.delay_ms, v.bottleneck,
+                v.host_bw_mbit)  # fmt: skip
 
 
 def _unique(values: list[str], field: str) -> None:

@@ -100,7 +100,11 @@ def paced_topology(path: str, rate_mbit: float) -> Topology:
     """
     topo = load(path)
     links = tuple(
-        replace(lk, bw_mbit=min(lk.bw_mbit or rate_mbit, rate_mbit))
+        replace(
+            lk,
+            bw_mbit=min(lk.bw_mbit or rate_mbit, rate_mbit),
+            host_bw_mbit=min(lk.host_bw_mbit, rate_mbit) if lk.host_bw_mbit else None,
+        )
         if lk.a in topo.hosts or lk.b in topo.hosts
         else lk
         for lk in topo.links
@@ -118,7 +122,13 @@ def scaled_links(topo: Topology, scale: float) -> Topology:
     if scale <= 0:
         raise EchelonError(f"rate_scale: must be positive, got {scale}")
     links = tuple(
-        replace(lk, bw_mbit=lk.bw_mbit * scale) if lk.bw_mbit is not None else lk
+        replace(
+            lk,
+            bw_mbit=lk.bw_mbit * scale,
+            host_bw_mbit=lk.host_bw_mbit * scale if lk.host_bw_mbit else None,
+        )
+        if lk.bw_mbit is not None
+        else lk
         for lk in topo.links
     )
     return replace(topo, links=links)

@@ -215,15 +215,18 @@ def controller_topology(path: str | Path, rate_mbit: float, out_dir: Path) -> Pa
     hosts = set(raw.get("hosts", {}))
     for link in raw.get("links", []):
         if link.get("a") in hosts or link.get("b") in hosts:
-            bw = link.get("bw_mbit")
-            link["bw_mbit"] = min(float(bw), rate_mbit) if bw else rate_mbit
+            for key in ("bw_mbit", "host_bw_mbit"):
+                bw = link.get(key)
+                if bw or key == "bw_mbit":
+                    link[key] = min(float(bw), rate_mbit) if bw else rate_mbit
     out = out_dir / "controller-topo.yaml"
     out.write_text(yaml.safe_dump(raw, sort_keys=False))
     return out
 
 
 def host_pacing(topo: Topology, rate_mbit: float) -> dict[str, float]:
-    """Each host's sending rate: ``rate_mbit``, or its own link's rate where that is lower.
+    """Each host's sending rate: ``rate_mbit``, or its own link's rate where that is lower
+    (the link's ``host_bw_mbit``, the direction the host sends into, where given).
 
     Why: a host paced faster than its own shaped link overflows that link's queue on
     the host itself (a ring all-reduce's h4 sends through the 10 Mbit/s bottleneck
@@ -232,6 +235,6 @@ def host_pacing(topo: Topology, rate_mbit: float) -> dict[str, float]:
     rates = {h: rate_mbit for h in topo.hosts}
     for lk in topo.links:
         for end in (lk.a, lk.b):
-            if end in rates and lk.bw_mbit is not None:
-                rates[end] = min(rates[end], lk.bw_mbit)
+            if end in rates and (up := lk.host_rate()) is not None:
+                rates[end] = min(rates[end], up)
     return rates

@@ -17,7 +17,8 @@
   ``packet_trace`` its per-packet trace log into ``<log dir>/<switch>-trace.txt``
   (``--packet-trace``).
   No OpenFlow controller: the controller daemon programs the switches over P4Runtime.
-* Links: ``bw_mbit`` via Mininet's ``TCLink``; ``delay_ms`` only where the
+* Links: ``bw_mbit`` via Mininet's ``TCLink`` (a host's own direction
+  ``host_bw_mbit`` where given); ``delay_ms`` only where the
   kernel has ``netem`` (warned once and ignored otherwise). A ``bottleneck``
   link gets a "wire" namespace between the switch and its neighbour carrying
   the strict-priority shaper of :mod:`topo.tc` (see :func:`topo.tc.mirror_commands`
@@ -239,7 +240,8 @@ class EchelonNet:
         if not lk.bottleneck:
             self._connect(mn, ends[0], ends[1], params)
             for node, port in ends:
-                self._limit(mn, node, port, lk.bw_mbit, delay)
+                rate = lk.host_rate() if node in self.topo.hosts else lk.bw_mbit
+                self._limit(mn, node, port, rate, delay)
             return
         wire = mn.addHost(f"w{i}", ip=None, inNamespace=True)
         self._connect(mn, ends[0], (wire.name, None), params, "wa")
@@ -247,7 +249,7 @@ class EchelonNet:
         self._wires.append((wire, lk))
         for node, port in ends:  # a host's own direction keeps a plain rate limit
             if node in self.topo.hosts:
-                self._limit(mn, node, port, lk.bw_mbit, delay)
+                self._limit(mn, node, port, lk.host_rate(), delay)
 
     def next_hop_mac(self, switch: str, port: int) -> str:
         """The destination MAC ``switch`` writes on frames it sends out of ``port``."""

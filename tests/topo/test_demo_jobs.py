@@ -11,7 +11,7 @@ from echelon.jobs import load_job_file
 from echelon.topology import load
 from hostagent.plan import release_times
 from topo import demo
-from topo.crosscheck import OpenLoopJob, completion_rows, scaled_links
+from topo.crosscheck import OpenLoopJob, completion_rows, paced_topology, scaled_links
 
 HOSTS = set(load("topo/star.yaml").hosts)
 
@@ -165,3 +165,15 @@ def test_scaled_links_slow_only_shaped_links() -> None:
     assert any(lk.bw_mbit is not None for lk in topo.links)
     with pytest.raises(EchelonError, match="rate_scale"):
         scaled_links(topo, 0.0)
+
+
+def test_scaled_links_scale_a_host_uplink_too() -> None:
+    topo = load("topo/interleave-uplink.yaml")
+    h0 = next(lk for lk in scaled_links(topo, 0.5).links if "h0" in (lk.a, lk.b))
+    assert (h0.bw_mbit, h0.host_bw_mbit) == pytest.approx((4.5, 9.0))
+
+
+def test_paced_topology_caps_a_host_uplink_at_the_pacing_rate() -> None:
+    links = paced_topology("topo/interleave-uplink.yaml", 12.0).links
+    h0 = next(lk for lk in links if "h0" in (lk.a, lk.b))
+    assert (h0.bw_mbit, h0.host_bw_mbit) == (9.0, 12.0)

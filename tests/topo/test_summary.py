@@ -62,3 +62,10 @@ def test_controller_topology_caps_host_links_at_the_pacing_rate(tmp_path: Path) 
         want = min(a.bw_mbit or 40.0, 40.0) if to_host else a.bw_mbit
         assert b.bw_mbit == want, (a, b)
     assert any(a.bw_mbit != b.bw_mbit for a, b in zip(orig.links, paced.links, strict=True))
+
+
+def test_controller_topology_caps_a_host_uplink_at_the_pacing_rate(tmp_path: Path) -> None:
+    paced = load(demo.controller_topology("topo/interleave-uplink.yaml", 12.0, tmp_path))
+    h0 = next(lk for lk in paced.links if "h0" in (lk.a, lk.b))
+    assert (h0.bw_mbit, h0.host_bw_mbit) == (9.0, 12.0)
+    assert all(lk.host_bw_mbit is None for lk in paced.links if lk is not h0)

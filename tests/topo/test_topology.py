@@ -56,6 +56,22 @@ def test_network_view_has_directed_links_with_capacities() -> None:
     assert err.value.field == "hosts"
 
 
+def test_a_host_end_sends_at_host_bw_mbit_and_receives_at_bw_mbit() -> None:
+    data = copy.deepcopy(BASE)
+    data["links"][0].update(bw_mbit=9, host_bw_mbit=18)
+    net = TopologyNetwork(parse(data), unshaped_bytes_s=1e9)
+    assert net.links["h1>s1"] == 18e6 / 8
+    assert net.links["s1>h1"] == 9e6 / 8
+    assert net.links["h2>s2"] == net.links["s2>h2"] == 1e9
+
+
+def test_the_uplink_experiments_topology_frees_h0s_uplink_only() -> None:
+    topo = load(ROOT / "topo" / "interleave-uplink.yaml")
+    net = TopologyNetwork(topo)
+    assert net.links["h0>s1"] == 2 * net.links["s1>h0"]
+    assert {net.links[f"s1>{h}"] for h in ("h0", "h1", "h2")} == {net.links["s1>h0"]}
+
+
 @pytest.mark.parametrize(
     ("mutate", "field"),
     [
@@ -67,6 +83,8 @@ def test_network_view_has_directed_links_with_capacities() -> None:
         (lambda d: d["links"][0].update(a_port=3), "links[0].a_port"),
         (lambda d: d["links"][2].update(b_port=1), "links[2]"),
         (lambda d: d["links"][1].update(bw_mbit=-1), "links[1].bw_mbit"),
+        (lambda d: d["links"][0].update(host_bw_mbit=0), "links[0].host_bw_mbit"),
+        (lambda d: d["links"][1].update(host_bw_mbit=20), "links[1].host_bw_mbit"),
         (lambda d: d["links"].append({"a": "h1", "b": "s2", "b_port": 3}), "hosts.h1"),
         (lambda d: d["links"].pop(1), "links"),
         (lambda d: d["switches"]["s1"].update(grpc="nope"), "switches.s1.grpc"),
