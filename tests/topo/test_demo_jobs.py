@@ -170,7 +170,7 @@ def test_scaled_links_slow_only_shaped_links() -> None:
 def test_scaled_links_scale_a_host_uplink_too() -> None:
     topo = load("topo/interleave-uplink.yaml")
     h0 = next(lk for lk in scaled_links(topo, 0.5).links if "h0" in (lk.a, lk.b))
-    assert (h0.bw_mbit, h0.host_bw_mbit) == pytest.approx((4.5, 9.0))
+    assert (h0.bw_mbit, h0.host_bw_mbit) == pytest.approx((4.5, 13.5))
 
 
 def test_paced_topology_caps_a_host_uplink_at_the_pacing_rate() -> None:

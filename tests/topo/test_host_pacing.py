@@ -23,5 +23,5 @@ def test_a_rate_below_every_link_paces_every_host_at_it() -> None:
 
 def test_a_host_with_a_faster_uplink_is_paced_at_its_uplink() -> None:
     topo = load(ROOT / "topo" / "interleave-uplink.yaml")
-    assert host_pacing(topo, 40.0) == {"h0": 18.0, "h1": 9.0, "h2": 9.0, "h3": 9.0}
+    assert host_pacing(topo, 40.0) == {"h0": 27.0, "h1": 9.0, "h2": 9.0, "h3": 9.0}
     assert host_pacing(topo, 12.0)["h0"] == 12.0

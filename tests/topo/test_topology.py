@@ -68,8 +68,8 @@ def test_a_host_end_sends_at_host_bw_mbit_and_receives_at_bw_mbit() -> None:
 def test_the_uplink_experiments_topology_frees_h0s_uplink_only() -> None:
     topo = load(ROOT / "topo" / "interleave-uplink.yaml")
     net = TopologyNetwork(topo)
-    assert net.links["h0>s1"] == 2 * net.links["s1>h0"]
-    assert {net.links[f"s1>{h}"] for h in ("h0", "h1", "h2")} == {net.links["s1>h0"]}
+    assert net.links["h0>s1"] == 3 * net.links["s1>h0"]
+    assert {net.links[f"s1>{h}"] for h in ("h0", "h1", "h2", "h3")} == {net.links["s1>h0"]}
 
 
 @pytest.mark.parametrize(
