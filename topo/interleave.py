@@ -26,7 +26,8 @@ measures them by the simulator's steady-state rules (:mod:`sim.eval.steady`, imp
 refuses per-flow fair sharing). The hosts' own uplinks have no priorities in the
 emulation (a host shares its NIC round-robin between flows), while the simulator
 prioritises every link: h0's uplink carries every job's traffic, so the emulation's
-policies act on h0's downlink only.
+policies act on h0's downlink only. ``--topo topo/interleave-uplink.yaml`` lets h0 send
+faster than its peers' links take, which removes that contention (docs/measurements/demo.md).
 """
 
 from __future__ import annotations
