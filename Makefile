@@ -134,7 +134,7 @@ typecheck: venv
 # Unit tests: no root, nothing marked slow (> ~1 s: processes, long computations), so no
 # Ray either (its tests are slow). What to run after every edit.
 test-fast: venv
-	$(VENV)/bin/pytest -q -m "not root and not slow" tests
+	$(VENV)/bin/pytest -q -n auto -m "not root and not slow" tests
 
 test-unit: venv venv-ray
 	$(VENV)/bin/pytest -q -m "not root" tests
