@@ -83,13 +83,12 @@ def offset_levels(name: str, levels: Iterable[tuple[int, int]]) -> EchelonLevels
     """One EchelonFlow's deadline ranges from ``(offset_us, level)`` of its flows: flows
     the switch cannot tell apart (same offset) take the best level among them, and each
     run of equal levels over the sorted offsets is one range; the ranges cover the field."""
-    best: dict[int, int] = {}
-    for us, lv in levels:
-        best[us] = max(best.get(us, lv), lv)
+    pairs = np.array(list(levels), dtype=np.int64).reshape(-1, 2)
+    offsets, best = _offset_best(np.zeros(len(pairs), dtype=np.int64), pairs[:, 0], pairs[:, 1])
     runs: list[tuple[int, int]] = []
-    for us in sorted(best):
-        if not runs or best[us] != runs[-1][1]:
-            runs.append((us, best[us]))
+    for us, lv in zip(offsets.tolist(), best.tolist(), strict=True):
+        if not runs or lv != runs[-1][1]:
+            runs.append((us, lv))
     ranges = tuple(
         DeadlineRange(
             0 if i == 0 else lo,
@@ -183,6 +182,21 @@ def _pool(group: Ints, live: npt.NDArray[np.bool_] | None, n_groups: int) -> npt
     return pool
 
 
+def _offset_best(group: Ints, us: Ints, level: Ints) -> tuple[Ints, Ints]:
+    """The distinct ``(group, offset)`` cells, sorted, as ``group * (MAX_DEADLINE_US + 1)
+    + us``, and the best level among the flows of each: flows of a group with the same
+    offset are one flow to the switch. The one place that rule is computed (ranges,
+    :func:`offset_levels`; per-flow levels, :func:`_offset_lookup`)."""
+    cell = group * (MAX_DEADLINE_US + 1) + us
+    order = np.argsort(cell, kind="stable")
+    cell, lv = cell[order], level[order]
+    if not len(cell):
+        return cell, lv
+    starts = np.flatnonzero(np.concatenate(([True], cell[1:] != cell[:-1])))
+    best: Ints = np.maximum.reduceat(lv, starts)
+    return cell[starts], best
+
+
 def _offset_lookup(
     rows: FlowRows, level: Ints, live: npt.NDArray[np.bool_] | None, n_groups: int
 ) -> Ints:
@@ -191,11 +205,7 @@ def _offset_lookup(
     range starts at 0, and a group's first flow has offset 0)."""
     pool = _pool(rows.group, live, n_groups)
     stride = MAX_DEADLINE_US + 1
-    cell = rows.group[pool] * stride + rows.us[pool]
-    order = np.argsort(cell, kind="stable")
-    cell, pl = cell[order], level[pool][order]
-    starts = np.flatnonzero(np.concatenate(([True], cell[1:] != cell[:-1])))
-    cells, best = cell[starts], np.maximum.reduceat(pl, starts)
+    cells, best = _offset_best(rows.group[pool], rows.us[pool], level[pool])
     at = np.searchsorted(cells, rows.group * stride + rows.us, side="right") - 1
     first = np.searchsorted(cells, rows.group * stride, side="left")
     out: Ints = best[np.maximum(at, first)]
