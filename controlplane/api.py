@@ -480,34 +480,9 @@ class BodyLimit:
 
     def _refusal(self, size: int) -> list[Message]:
         message = f"{size} bytes or more exceed the limit of {self.limit}"
-        body = JSONResponse(
-            {"detail": f"body: {message}", "field": "body", "message": message}, status_code=413
-        )
+        body = JSONResponse(plain_error("body", message), status_code=413)
         return [
             {"type": "http.response.start", "status": 413, "headers": body.raw_headers},
             {"type": "http.response.body", "body": body.body},
         ]
 
-
-_PROGRESS_EXAMPLE: dict[str, Any] = {
-    "job": "j1",
-    "host": "h4",
-    "iteration": 0,
-    "session": "5f1c2a",
-    "seq": 3,
-    "released": [],
-    "finished": ["grads"],
-}
-
-_EXAMPLE: dict[str, Any] = {
-    "job": "j1",
-    "echelonflows": [
-        {
-            "group": "grads",
-            "flows": [
-                {"src": "h1", "dst": "h4", "size": 100000, "offset": 0.0},
-                {"src": "h2", "dst": "h4", "size": 100000, "offset": 0.002},
-            ],
-        }
-    ],
-}
