@@ -14,7 +14,6 @@ Parsing is pure and runs before the controller lock is taken; what it returns
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,6 +25,10 @@ from echelon.topology import Topology
 
 class UnknownHostError(SpecError):
     """A flow names a host the topology does not have (HTTP 422)."""
+
+
+#: How the core's parser starts the message of a host the topology does not have.
+UNKNOWN_HOST = "unknown host "
 
 
 @dataclass(frozen=True)
@@ -68,27 +71,15 @@ class ParsedJob:
 
 def parse_job(desc: Any, topo: Topology) -> ParsedJob:
     """Validate a registration through the core's one parser
-    (:func:`echelon.jobs.load_description`); raise ``SpecError``, and
-    ``UnknownHostError`` for a host the topology does not have (HTTP 422)."""
-    if not isinstance(desc, Mapping):
-        raise SpecError("job", f"must be a mapping, got {type(desc).__name__}")
-    raw_hosts = desc.get("hosts")
-    if "echelonflows" not in desc and isinstance(raw_hosts, list | tuple):
-        for i, h in enumerate(raw_hosts):
-            if isinstance(h, str) and h not in topo.hosts:
-                raise UnknownHostError(
-                    f"hosts[{i}]", f"unknown host {h!r} (topology has {sorted(topo.hosts)})"
-                )
-    parsed = core_jobs.load_description(desc)
-    for ef in parsed.echelons:
-        for pos, f in enumerate(ef.flows):
-            for end in ("src", "dst"):
-                host = getattr(f, end)
-                if host not in topo.hosts:
-                    raise UnknownHostError(
-                        f"{ef.group}.flows[{pos}].{end}",
-                        f"unknown host {host!r} (topology has {sorted(topo.hosts)})",
-                    )
+    (:func:`echelon.jobs.load_description`, which checks every host against the
+    topology's); raise ``SpecError``, and ``UnknownHostError`` for a host the topology
+    does not have (HTTP 422)."""
+    try:
+        parsed = core_jobs.load_description(desc, topo.hosts)
+    except SpecError as exc:
+        if exc.message.startswith(UNKNOWN_HOST):  # the core's words for it
+            raise UnknownHostError(exc.field, exc.message) from None
+        raise
     groups = tuple(dict.fromkeys(ef.group for ef in parsed.echelons))
     return ParsedJob(
         parsed.job_id,
