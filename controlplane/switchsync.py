@@ -25,6 +25,7 @@ import hashlib
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 
 from finsy.proto import p4r
@@ -312,7 +313,7 @@ class SwitchSync:
             if steps and not pushed:
                 # the switch already ran our program and differs (a higher-id primary's
                 # changes, writes while we were away or down): a repair like any other
-                self._record_drift(current, desired | self.defaults, "reconcile on (re)connect")
+                self._record_drift(steps, "reconcile on (re)connect")
             try:
                 self._write(steps, current)
             except _Unsettled as exc:
@@ -405,10 +406,11 @@ class SwitchSync:
         target = target | self.defaults
         if current == target and count:
             return False
-        self._record_drift(current, target, reason)
+        steps = plan_updates(current, target, self._sizes())
+        self._record_drift(steps, reason)
         self._fp = None
         try:
-            self._write(plan_updates(current, target, self._sizes()), current)
+            self._write(steps, current)
         except _Unsettled as exc:
             raise P4RuntimeError("ABORTED", f"{self.name}: repair: {exc}") from None
         self.status.drift_repairs += 1
@@ -420,13 +422,12 @@ class SwitchSync:
             entry_from_proto(self.p4info, e.table_entry) for e in conn.read_entities(*self._reads)
         }
 
-    def _record_drift(self, current: set[TableEntry], target: set[TableEntry], reason: str) -> None:
-        """Log and count a difference about to be repaired (default entries included)."""
-        keys_now = {e.key: e for e in current}
-        keys_want = {e.key: e for e in target}
-        missing = sum(1 for k in keys_want if k not in keys_now)
-        stray = sum(1 for k in keys_now if k not in keys_want and not k[3])
-        changed = sum(1 for k, e in keys_want.items() if k in keys_now and keys_now[k] != e)
+    def _record_drift(self, steps: list[Step], reason: str) -> None:
+        """Log and count a difference about to be repaired by ``steps`` (default entries
+        included): its inserts are the missing entries, its deletes the strays, its
+        modifies the changed ones (:func:`plan_updates` diffed them by key)."""
+        kinds = Counter(st.kind for st in steps)
+        missing, stray, changed = kinds["INSERT"], kinds["DELETE"], kinds["MODIFY"]
         what = f"{reason}: {missing} missing, {stray} stray, {changed} changed"
         log.warning(
             "%s: switch differs from the controller's state (%s); repairing", self.name, what
