@@ -485,4 +485,3 @@ class BodyLimit:
             {"type": "http.response.start", "status": 413, "headers": body.raw_headers},
             {"type": "http.response.body", "body": body.body},
         ]
-

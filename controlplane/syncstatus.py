@@ -31,7 +31,8 @@ class SwitchUnavailableError(P4RuntimeError):
 
 @dataclass
 class SyncStatus:
-    """Counters and flags ``/status`` reports; "primary" is read live off the connection."""
+    """Counters and flags ``/status`` reports, every field as it is
+    (:func:`controlplane.views.switch_view`); "primary" is read live off the connection."""
 
     connected: bool = False
     in_sync: bool = False
@@ -59,19 +60,6 @@ class SyncStatus:
     arbitration: deque[dict[str, Any]] = field(
         default_factory=lambda: deque(maxlen=ARBITRATION_LOG)
     )
-
-    def counters_view(self) -> dict[str, Any]:
-        """The anti-entropy and arbitration counters as ``/status`` shows them."""
-        return {
-            "verifications": self.verifications,
-            "verify_rereads": self.verify_rereads,
-            "drift_detected": self.drift_detected,
-            "drift_repairs": self.drift_repairs,
-            "last_drift": self.last_drift,
-            "arbitration_changes": self.arbitration_changes,
-            "agent_failures": self.agent_failures,
-            "arbitration": list(self.arbitration),
-        }
 
 
 def arbitration_refusal(why: str) -> str | None:

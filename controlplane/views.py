@@ -12,24 +12,17 @@ from echelon.model import EchelonFlow
 
 
 def switch_view(agent: SwitchSync) -> dict[str, Any]:
-    """A switch's address, mastership, pipeline and the last reconcile's numbers."""
+    """A switch's address, every field of its :class:`~controlplane.syncstatus.SyncStatus`
+    (mastership, pipeline, the last reconcile's numbers, the anti-entropy and
+    arbitration counters), and what only the live agent knows."""
     st, conn = agent.status, agent.conn
     return {
         "grpc": agent.switch.grpc,
         "device_id": agent.switch.device_id,
-        "connected": st.connected,
+        **vars(st),
+        "arbitration": list(st.arbitration),
         "primary": bool(conn is not None and conn.is_primary and st.connected),
-        "in_sync": st.in_sync,
-        "pipeline_cookie": st.pipeline_cookie,
-        "pipeline_pushes": st.pipeline_pushes,
-        "reconciles": st.reconciles,
-        "updates_written": st.updates_written,
-        "last_reconcile_updates": st.last_reconcile_updates,
-        "last_reconcile_s": st.last_reconcile_s,
-        "last_error": st.last_error,
         "entries": agent.entry_counts() if st.in_sync else {},
-        # anti-entropy counters, and what only the live agent knows
-        **st.counters_view(),
         "agent_alive": agent.alive,
         "unavailable": agent.unavailable(),
         "primary_election_id": (
