@@ -37,9 +37,12 @@ import math
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
+
+import numpy as np
 
 from controlplane.entries import GroupPlan
 from controlplane.inflight import ProgressTracker
@@ -112,12 +115,16 @@ def freeze_heap() -> None:
 
 
 def percentile(values: list[float], q: float) -> float | None:
-    """Nearest-rank percentile (``q`` in 0..100); ``None`` for no samples."""
-    if not values:
-        return None
-    s = sorted(values)
-    k = max(0, min(len(s) - 1, math.ceil(q / 100.0 * len(s)) - 1))
-    return s[k]
+    """Nearest-rank percentile (``q`` in 0..100: numpy's ``inverted_cdf``); ``None`` for
+    no samples."""
+    return float(np.percentile(values, q, method="inverted_cdf")) if values else None
+
+
+def _ms(samples: Iterable[float], full: bool = False) -> dict[str, Any]:
+    """p50 and p99 of ``samples`` (seconds) in ms; ``full``: also how many and the max."""
+    ms = [s * 1e3 for s in samples]
+    pcts = {"p50": percentile(ms, 50), "p99": percentile(ms, 99)}
+    return {"n": len(ms), **pcts, "max": max(ms, default=None)} if full else pcts
 
 
 class OnlinePlanner:
@@ -299,12 +306,6 @@ class OnlinePlanner:
 
     def stats(self) -> dict[str, Any]:
         with self._cond:
-            reactions = [r * 1e3 for r in self.reactions]
-            active = [r * 1e3 for r in self.active]
-            wakes = [r * 1e3 for r in self.wakes]
-            durations = [d * 1e3 for d in self.durations]
-            plans = [d * 1e3 for d in self.plan_durations]
-            writes = [d * 1e3 for d in self.write_durations]
             elapsed = max(time.monotonic() - self.started_at, 1e-9)
             return {
                 "interval_s": self.interval,
@@ -313,25 +314,12 @@ class OnlinePlanner:
                 "updates": self.updates,
                 "replans_per_s": self.replans / elapsed,
                 "updates_per_s": self.updates / elapsed,
-                "reaction_ms": {
-                    "n": len(reactions),
-                    "p50": percentile(reactions, 50),
-                    "p99": percentile(reactions, 99),
-                    "max": max(reactions, default=None),
-                },
-                "reaction_active_ms": {
-                    "n": len(active),
-                    "p50": percentile(active, 50),
-                    "p99": percentile(active, 99),
-                    "max": max(active, default=None),
-                },
-                "wake_ms": {"p50": percentile(wakes, 50), "p99": percentile(wakes, 99)},
-                "replan_ms": {
-                    "p50": percentile(durations, 50),
-                    "p99": percentile(durations, 99),
-                },
-                "plan_ms": {"p50": percentile(plans, 50), "p99": percentile(plans, 99)},
-                "write_ms": {"p50": percentile(writes, 50), "p99": percentile(writes, 99)},
+                "reaction_ms": _ms(self.reactions, full=True),
+                "reaction_active_ms": _ms(self.active, full=True),
+                "wake_ms": _ms(self.wakes),
+                "replan_ms": _ms(self.durations),
+                "plan_ms": _ms(self.plan_durations),
+                "write_ms": _ms(self.write_durations),
                 "heap_freezes": self.freezes,
                 "last_error": self.last_error,
             }
