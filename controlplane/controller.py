@@ -28,6 +28,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -365,22 +367,15 @@ class Controller:
         parsing is pure, and a large job must not stall every other request."""
         parsed = self._parse(desc)
         with self.lock:
-            token = self._begin()
             try:
-                rec, changes = self._stage(desc, parsed)
-                records = [*self._records, rec]
-                undo = self._apply(changes, self.overlay)
-            except BaseException:
-                self.planner.restore(token)
-                self._parsed.pop(parsed.job_id, None)
-                self.registry.rollback()
-                raise
-            try:
+                with self._transaction() as token:
+                    rec, changes = self._stage(desc, parsed)
+                    undo = self._apply(changes, self.overlay)
                 self._commit(token, undo)
-            except RegistryError:
+            except BaseException:
                 self._parsed.pop(parsed.job_id, None)
                 raise
-            self._records = records
+            self._records = [*self._records, rec]
             self._track(rec)
             self._settled()
             out = self.show(rec.job_id)
@@ -402,6 +397,19 @@ class Controller:
         token = self.planner.snapshot()
         self.registry.begin()
         return token
+
+    @contextmanager
+    def _transaction(self) -> Iterator[object]:
+        """:meth:`_begin` around a change (caller holds the lock): any error inside
+        restores the planner, rolls the registry back and re-raises. The caller ends it
+        with :meth:`_commit` once the switches took the change."""
+        token = self._begin()
+        try:
+            yield token
+        except BaseException:
+            self.planner.restore(token)
+            self.registry.rollback()
+            raise
 
     def _stage(self, desc: Any, parsed: ParsedJob) -> tuple[JobRecord, list[PlanChange]]:
         """A registration's own steps, inside the caller's registry transaction and
@@ -448,20 +456,13 @@ class Controller:
 
     def remove(self, job_id: str) -> None:
         with self.lock:
-            token = self.planner.snapshot()
-            self.registry.begin()
-            try:
+            with self._transaction() as token:
                 self.registry.remove_job(job_id)
-                records = [r for r in self._records if r.job_id != job_id]
                 overlay = {k: p for k, p in self.overlay.items() if k[0] != job_id}
                 changes = self.planner.remove(job_id) if job_id in self.planner else []
                 undo = self._apply(changes, overlay)
-            except BaseException:
-                self.planner.restore(token)
-                self.registry.rollback()
-                raise
             self._commit(token, undo)
-            self._records = records
+            self._records = [r for r in self._records if r.job_id != job_id]
             self._parsed.pop(job_id, None)
             self.orphans.pop(job_id, None)
             self.progress.remove_job(job_id)
@@ -470,15 +471,9 @@ class Controller:
     def set_policy(self, name: str) -> None:
         check_policy(name)
         with self.lock:
-            token = self.planner.snapshot()
-            self.registry.begin()
-            try:
+            with self._transaction() as token:
                 self.registry.set_setting("policy", name)
                 undo = self._apply(self.planner.set_policy(name), {})
-            except BaseException:
-                self.planner.restore(token)
-                self.registry.rollback()
-                raise
             self._commit(token, undo)
             self.policy = name
             self._settled()
