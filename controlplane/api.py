@@ -164,15 +164,6 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
         # an empty token made a bare "Authorization: Bearer" pass
         raise EchelonError("token: must be non-empty, without surrounding spaces")
     guarded = token is not None  # then the schema and docs pages need the token too
-    app = FastAPI(
-        title="EchelonFlow controller",
-        version=API_VERSION,
-        description="Register training jobs; the controller installs their EchelonFlow "
-        "priorities on the switches over P4Runtime.",
-        docs_url=None if guarded else "/docs",
-        redoc_url=None if guarded else "/redoc",
-        openapi_url=None if guarded else "/openapi.json",
-    )
 
     def auth(request: Request) -> None:
         if token is None:
@@ -183,6 +174,18 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
         ok = hmac.compare_digest(cred.strip().encode(), token.encode())
         if scheme.lower() != "bearer" or not ok:
             raise HTTPException(401, "missing or wrong bearer token")
+
+    app = FastAPI(
+        # every endpoint needs the token (the schema and docs pages: _guarded_docs)
+        dependencies=[Depends(auth)],
+        title="EchelonFlow controller",
+        version=API_VERSION,
+        description="Register training jobs; the controller installs their EchelonFlow "
+        "priorities on the switches over P4Runtime.",
+        docs_url=None if guarded else "/docs",
+        redoc_url=None if guarded else "/redoc",
+        openapi_url=None if guarded else "/openapi.json",
+    )
 
     def ctl() -> Controller:
         if controller is None:
@@ -219,12 +222,9 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
 
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
 
-    deps = [Depends(auth)]
-
     @app.post(
         "/jobs",
         status_code=201,
-        dependencies=deps,
         summary="Register a job",
         response_model=JobView,
         response_model_exclude_unset=True,
@@ -241,7 +241,6 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
 
     @app.post(
         "/plan",
-        dependencies=deps,
         summary="What registering a job would install (a dry run)",
         response_model=PlanView,
         response_model_exclude_unset=True,
@@ -259,7 +258,6 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
 
     @app.get(
         "/jobs",
-        dependencies=deps,
         summary="List registered jobs",
         response_model=list[JobSummary],
         response_model_exclude_unset=True,
@@ -270,7 +268,6 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
 
     @app.get(
         "/jobs/{job_id}",
-        dependencies=deps,
         summary="Show one job",
         response_model=JobView,
         response_model_exclude_unset=True,
@@ -282,7 +279,6 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
 
     @app.delete(
         "/jobs/{job_id}",
-        dependencies=deps,
         summary="Remove a job",
         response_model=Removed,
         responses=_err(401, 404, 503),
@@ -293,7 +289,6 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
 
     @app.post(
         "/progress",
-        dependencies=deps,
         summary="Report a host's progress (online re-planning)",
         response_model=ProgressReply,
         response_model_exclude_unset=True,
@@ -310,7 +305,6 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
 
     @app.get(
         "/progress",
-        dependencies=deps,
         summary="Progress state and re-plan measurements",
         response_model=ProgressView,
         response_model_exclude_unset=True,
@@ -321,7 +315,6 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
 
     @app.get(
         "/stats",
-        dependencies=deps,
         summary="Per-echelon counters, unprioritized packets by reason, live queues",
         response_model=StatsView,
         response_model_exclude_unset=True,
@@ -335,7 +328,6 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
 
     @app.post(
         "/stats/queues/reset",
-        dependencies=deps,
         summary="Zero the maximum queue depths on every switch",
         response_model=QueueResetView,
         responses=_err(401),
@@ -347,7 +339,6 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
 
     @app.get(
         "/status",
-        dependencies=deps,
         summary="Switches, pipeline and entry counts",
         response_model=StatusView,
         response_model_exclude_unset=True,
@@ -358,7 +349,6 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
 
     @app.get(
         "/policy",
-        dependencies=deps,
         summary="Current policy",
         response_model=PolicyView,
         responses=_err(401),
@@ -368,7 +358,6 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
 
     @app.put(
         "/policy",
-        dependencies=deps,
         summary="Switch policy at run time",
         response_model=PolicyView,
         responses=_err(400, 401, 422, 503, 507),
@@ -414,24 +403,24 @@ def make_app(controller: Controller | None, token: str | None = None) -> FastAPI
 
     app.openapi = openapi  # type: ignore[method-assign]
     if guarded:
-        _guarded_docs(app, deps)
+        _guarded_docs(app)
     return app
 
 
-def _guarded_docs(app: FastAPI, deps: list[Any]) -> None:
+def _guarded_docs(app: FastAPI) -> None:
     """``/openapi.json``, ``/docs`` and ``/redoc`` behind the bearer token (FastAPI
     serves its own without any): the schema names every endpoint of a controller
     whose operator asked for authentication."""
 
-    @app.get("/openapi.json", dependencies=deps, include_in_schema=False)
+    @app.get("/openapi.json", include_in_schema=False)
     def openapi_json() -> JSONResponse:
         return JSONResponse(app.openapi())
 
-    @app.get("/docs", dependencies=deps, include_in_schema=False)
+    @app.get("/docs", include_in_schema=False)
     def docs() -> Any:
         return get_swagger_ui_html(openapi_url="/openapi.json", title=app.title)
 
-    @app.get("/redoc", dependencies=deps, include_in_schema=False)
+    @app.get("/redoc", include_in_schema=False)
     def redoc() -> Any:
         return get_redoc_html(openapi_url="/openapi.json", title=app.title)
 
