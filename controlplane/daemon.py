@@ -16,10 +16,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import get_args
 
 from controlplane.api import make_app
 from controlplane.controller import Controller
 from controlplane.inflight import DEFAULT_TIMEOUT_S
+from controlplane.online import IDLE_MODES, MODES
 from controlplane.planning import POLICIES
 from controlplane.registry import CHECK_INTERVAL_S, SYNC_MODES, Registry
 from controlplane.report_socket import ProgressSocket
@@ -27,7 +29,7 @@ from echelon.errors import EchelonError
 from echelon.jobs import read_file
 from echelon.topology import load, topology_warnings
 from p4client.p4info import P4Info
-from targets.switch import Target, start_target
+from targets.switch import Target, TargetKind, start_target
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
@@ -72,7 +74,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--replan",
-        choices=("static", "online"),
+        choices=MODES,
         default="static",
         help="static: priorities from iteration 0 at registration; online: also re-plan "
         "the groups in flight on progress reports (POST /progress)",
@@ -91,7 +93,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--idle-level",
-        choices=("keep", "lowest"),
+        choices=IDLE_MODES,
         default="keep",
         help="online: a group not in flight keeps its last levels (keep) or drops to "
         "level 1 (lowest, as the simulator ranks a flow not yet re-planned)",
@@ -104,7 +106,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--log-level", default="info")
     p.add_argument(
         "--start-switches",
-        choices=("soft", "bmv2", "auto"),
+        choices=get_args(TargetKind),
         help="also start the topology's switches (no data ports) and stop them on exit: "
         "a controller to register jobs against, without the emulated network",
     )
