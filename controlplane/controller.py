@@ -279,7 +279,8 @@ class Controller:
         t0 = time.perf_counter()
         try:
             for name, sync in self.agents.items():
-                steps = sync.apply(wanted[name], gone, new)  # raises if not installed
+                # raises if not installed; the counts are of the set the delta starts from
+                steps = sync.apply(wanted[name], gone, new, self._tally[name])
                 if steps:
                     done.append((sync, steps))
         except BaseException:
@@ -539,7 +540,7 @@ class Controller:
         return out
 
     def status(self) -> dict[str, Any]:
-        switches = {name: switch_view(a) for name, a in self.agents.items()}
+        switches = {name: switch_view(a, self._tally[name]) for name, a in self.agents.items()}
         with self.lock:
             n_jobs = len(self._records) + len(self.orphans)
             orphans = dict(self.orphans)

@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from finsy.proto import p4r
 
@@ -52,7 +52,6 @@ from p4client.p4rt import (
 )
 
 log = logging.getLogger(__name__)
-_COUNT = {"INSERT": 1, "MODIFY": 0, "DELETE": -1}  # an update's effect on a table's size
 
 BACKOFF_MIN_S = 0.05
 BACKOFF_MAX_S = 2.0
@@ -122,8 +121,6 @@ class SwitchSync:
         self._fp: bytes | None = None
         self._fp_of: set[TableEntry] | None = None
         self._decoded: dict[bytes, TableEntry] = {}  # last verification's, by entry bytes
-        self._counts_cache: dict[str, int] = {}
-        self._counts_of: set[TableEntry] | None = None
         self._write_gen = 0  # seqlock: odd while a write is in flight (see verify)
         self._stale_skips = 0
         self._was_primary: bool | None = None
@@ -440,19 +437,18 @@ class SwitchSync:
     def _sizes(self) -> dict[str, int]:
         return {t.name: t.size for t in self.p4info.tables()}
 
-    def _counts(self) -> dict[str, int]:
-        """``count_by_table`` of the installed set, cached per installed set (identity)."""
-        if self._counts_of is not self.installed:
-            self._counts_cache = count_by_table(e for e in self.installed if not e.is_default)
-            self._counts_of = self.installed
-        return self._counts_cache
-
     def apply(
-        self, desired: set[TableEntry], gone: set[TableEntry], new: set[TableEntry]
+        self,
+        desired: set[TableEntry],
+        gone: set[TableEntry],
+        new: set[TableEntry],
+        counts: Mapping[str, int],
     ) -> list[Step]:
         """Bring the switch from the installed set to ``desired``, which the controller
         built as ``(installed - gone) | new`` (caller holds the lock): only ``gone`` and
-        ``new`` are diffed (:func:`plan_delta`), never the whole set.
+        ``new`` are diffed (:func:`plan_delta`), never the whole set. ``counts``: the
+        installed set's entries per table, which the controller keeps for the set it
+        built the delta on (``count_by_table``).
 
         Returns the applied steps. Raises :class:`SwitchUnavailableError` when the
         switch is not in sync, or became unreachable or preempted during the write (it
@@ -467,7 +463,7 @@ class SwitchSync:
         if why is not None or conn is None:
             raise SwitchUnavailableError(self.name, why or "not connected")
         before = self.installed
-        steps = self._delta_steps(before, gone, new)
+        steps = self._delta_steps(before, gone, new, counts)
         try:
             try:
                 self._write(steps, before)
@@ -480,22 +476,21 @@ class SwitchSync:
             self._mark_down(str(exc))
             self._wake.set()
             raise SwitchUnavailableError(self.name, str(exc)) from None
-        if self._counts_of is before:  # carry the counts over instead of recounting
-            counts = dict(self._counts_cache)
-            for st in steps:
-                counts[st.entry.table] = counts.get(st.entry.table, 0) + _COUNT[st.kind]
-            self._counts_cache, self._counts_of = counts, desired
         self.installed = desired
         return steps
 
     def _delta_steps(
-        self, before: set[TableEntry], gone: set[TableEntry], new: set[TableEntry]
+        self,
+        before: set[TableEntry],
+        gone: set[TableEntry],
+        new: set[TableEntry],
+        counts: Mapping[str, int],
     ) -> list[Step]:
         """Steps ``before`` -> ``(before - gone) | new`` (:func:`plan_delta`, tested
         equal to the full diff). An in-sync switch's installed set is the set the
         controller built the delta on: both start from the same reconciliation and
         take the same changes (an undone change is undone on both)."""
-        return plan_delta(before, gone, new, self._counts(), self._sizes())
+        return plan_delta(before, gone, new, counts, self._sizes())
 
     def _converge(
         self, conn: SwitchConnection, desired: set[TableEntry], before: set[TableEntry], why: str
@@ -573,9 +568,6 @@ class SwitchSync:
                     table, needed, self.p4info.table(table).size, f"switch {self.name} is full"
                 ) from None
             raise err from None
-
-    def entry_counts(self) -> dict[str, int]:
-        return dict(self._counts())
 
     @property
     def alive(self) -> bool:

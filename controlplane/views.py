@@ -5,16 +5,18 @@ job is planning and writing: these only read what it holds and shape it for the 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from controlplane.switchsync import SwitchSync
 from echelon.model import EchelonFlow
 
 
-def switch_view(agent: SwitchSync) -> dict[str, Any]:
+def switch_view(agent: SwitchSync, entries: Mapping[str, int]) -> dict[str, Any]:
     """A switch's address, every field of its :class:`~controlplane.syncstatus.SyncStatus`
     (mastership, pipeline, the last reconcile's numbers, the anti-entropy and
-    arbitration counters), and what only the live agent knows."""
+    arbitration counters), what only the live agent knows, and ``entries`` per table
+    (the controller's count of what an in-sync switch holds)."""
     st, conn = agent.status, agent.conn
     return {
         "grpc": agent.switch.grpc,
@@ -22,7 +24,7 @@ def switch_view(agent: SwitchSync) -> dict[str, Any]:
         **vars(st),
         "arbitration": list(st.arbitration),
         "primary": bool(conn is not None and conn.is_primary and st.connected),
-        "entries": agent.entry_counts() if st.in_sync else {},
+        "entries": dict(entries) if st.in_sync else {},
         "agent_alive": agent.alive,
         "unavailable": agent.unavailable(),
         "primary_election_id": (

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ import pytest
 
 from controlplane import online as online_mod
 from controlplane.controller import Controller
-from controlplane.entries import Step, plan_updates
+from controlplane.entries import Step, count_by_table, plan_updates
 from p4client.p4info import TableEntry
 from targets.process import wait_until
 from tests.controlplane.inproc import InProcessSwitch
@@ -50,8 +50,14 @@ def test_delta_steps_equal_the_full_diff(online: tuple[Controller, InProcessSwit
     seen: list[tuple[list[Step], list[Step]]] = []
     real = agent._delta_steps
 
-    def spy(before: set[TableEntry], gone: set[TableEntry], new: set[TableEntry]) -> list[Step]:
-        got = real(before, gone, new)
+    def spy(
+        before: set[TableEntry],
+        gone: set[TableEntry],
+        new: set[TableEntry],
+        counts: Mapping[str, int],
+    ) -> list[Step]:
+        assert dict(counts) == count_by_table(before)  # the controller's, of the same set
+        got = real(before, gone, new, counts)
         seen.append((got, plan_updates(before, (before - gone) | new, agent._sizes())))
         return got
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from controlplane.entries import count_by_table
 from controlplane.views import echelonflow_view, switch_view
 from echelon.model import EchelonFlow, Flow
 from tests.controlplane.inproc import running_controller
@@ -23,7 +24,8 @@ def test_an_echelonflow_view_carries_every_flow_with_its_offset_in_us() -> None:
 def test_a_switch_view_is_what_status_reports_for_it(tmp_path: Path) -> None:
     with running_controller(tmp_path) as c:
         ((name, agent),) = c.agents.items()
-        view = switch_view(agent)
+        view = switch_view(agent, count_by_table(c.desired(name)))
         assert view["connected"] and view["primary"] and view["in_sync"]
         assert view["grpc"] == agent.switch.grpc and view["entries"]
         assert c.status()["switches"][name]["grpc"] == view["grpc"]
+        assert c.status()["switches"][name]["entries"] == view["entries"]
