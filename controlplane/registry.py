@@ -414,11 +414,23 @@ class Registry:
         """Every registered job in registration order (``spec`` left empty when
         ``specs`` is false: the controller re-plans on every change and keeps the
         parsed descriptions itself, so decoding 1,000 JSON specs each time is waste)."""
+        return self._records("", (), specs)
+
+    def job(self, job_id: str) -> JobRecord:
+        recs = self._records("WHERE job_id=?", (job_id,), True)
+        if not recs:
+            raise UnknownJobError("job", f"no job {job_id!r} is registered")
+        return recs[0]
+
+    def _records(self, where: str, args: tuple[Any, ...], specs: bool) -> list[JobRecord]:
+        """The jobs ``where`` selects (a clause on ``job_id``), in registration order."""
         with self._lock, self._reading():
             cols = "job_id, seq, spec" if specs else "job_id, seq, '{}'"
-            rows = self._db.execute(f"SELECT {cols} FROM jobs ORDER BY seq").fetchall()
+            query = f"SELECT {cols} FROM jobs {where} ORDER BY seq"
+            rows = self._db.execute(query, args).fetchall()
             grows = self._db.execute(
-                "SELECT job_id, grp, echelon_id, class_id FROM groups ORDER BY echelon_id"
+                f"SELECT job_id, grp, echelon_id, class_id FROM groups {where} ORDER BY echelon_id",
+                args,
             ).fetchall()
         by_job: dict[str, list[GroupIds]] = {}
         for job_id, grp, eid, cid in grows:
@@ -427,19 +439,6 @@ class Registry:
             JobRecord(job_id, seq, json.loads(spec) if specs else {}, tuple(by_job.get(job_id, ())))
             for job_id, seq, spec in rows
         ]
-
-    def job(self, job_id: str) -> JobRecord:
-        with self._lock, self._reading():
-            row = self._db.execute(
-                "SELECT seq, spec FROM jobs WHERE job_id=?", (job_id,)
-            ).fetchone()
-            grows = self._db.execute(
-                "SELECT grp, echelon_id, class_id FROM groups WHERE job_id=? ORDER BY echelon_id",
-                (job_id,),
-            ).fetchall()
-        if row is None:
-            raise UnknownJobError("job", f"no job {job_id!r} is registered")
-        return JobRecord(job_id, row[0], json.loads(row[1]), tuple(GroupIds(*g) for g in grows))
 
 
 def _file_id(path: str) -> tuple[int, int]:
