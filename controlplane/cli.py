@@ -304,16 +304,11 @@ def run(args: argparse.Namespace, api: ApiClient) -> int:
     """One command; prints its answer. Returns the exit status."""
     if args.cmd == "stats":
         return stats(args, api)
-    if args.cmd == "register" and args.dry_run:
-        plan = api.plan(description(args))
-        for w in plan.warnings:
-            print(f"warning: {w}", file=sys.stderr)
-        emit(args, plan, render_plan)
-    elif args.cmd == "register":
-        job = api.register(description(args))
+    if args.cmd == "register":  # --dry-run: the same description, planned, not installed
+        job = (api.plan if args.dry_run else api.register)(description(args))
         for w in job.warnings:
             print(f"warning: {w}", file=sys.stderr)
-        emit(args, job, render_job)
+        emit(args, job, render_plan if args.dry_run else render_job)
     elif args.cmd == "list":
         jobs = api.jobs()
         if args.json:
