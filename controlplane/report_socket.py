@@ -35,7 +35,6 @@ class ProgressSocket:
     def __init__(self, path: str | Path, handle: Callable[[Any], object]) -> None:
         self.path = Path(path)
         self.handle = handle
-        self.received = 0
         self.rejected = 0
         if self.path.exists() and not self.path.is_socket():
             raise EchelonError(
@@ -70,7 +69,6 @@ class ProgressSocket:
                 data = self.sock.recv(MAX_DATAGRAM)
             except OSError:
                 return
-            self.received += 1
             try:
                 self.handle(json.loads(data))
             except (ValueError, EchelonError) as exc:
