@@ -17,14 +17,12 @@ Every error is a :class:`SpecError` naming the field, e.g. ``stages[2].fwd_s``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import Field, create_model, field_validator
 
 from echelon.errors import SpecError
@@ -41,6 +39,7 @@ from echelon.specs import (
     Text,
     dump,
     fail,
+    read_file,
     unit_warnings,
     validate,
 )
@@ -209,19 +208,6 @@ def load_job(data: Mapping[str, Any], known_hosts: Collection[str] | None = None
     )
     spec.plan()  # surfaces model errors (e.g. an empty iteration) at load time
     return spec
-
-
-def read_file(file: str | Path) -> Any:
-    """A YAML or JSON file's content; unreadable or unparsable files are SpecErrors."""
-    where = str(file)
-    try:
-        raw = Path(file).read_text()
-    except OSError as exc:
-        raise SpecError(where, f"cannot read: {exc.strerror or exc}") from None
-    try:
-        return json.loads(raw) if where.endswith(".json") else yaml.safe_load(raw)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise SpecError(where, f"not valid YAML/JSON: {exc}") from None
 
 
 def load_job_file(file: str | Path, known_hosts: Collection[str] | None = None) -> JobSpec:

@@ -19,7 +19,6 @@ start); ``"open"`` -- every flow leaves at its fixed ``FlowSpec.release`` and
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from echelon.scenario import FlowEntry as FlowSpec
 from echelon.scenario import ScenarioFile as Scenario
 from echelon.scenario import TaskEntry as TaskSpec
 from echelon.scenario import flow_uid
-from echelon.specs import validate
+from echelon.specs import read_file, validate
 
 __all__ = ["EchelonSpec", "FlowSpec", "Scenario", "TaskSpec", "flow_uid", "load", "parse"]
 
@@ -41,14 +40,7 @@ RELEASE_MODES = ("closed", "open")
 
 
 def load(path: str | Path) -> Scenario:
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text())
-    except OSError as exc:
-        raise SpecError("scenario", f"cannot read {p}: {exc.strerror}") from exc
-    except ValueError as exc:
-        raise SpecError("scenario", f"{p} is not JSON: {exc}") from exc
-    return parse(data)
+    return parse(read_file(path))
 
 
 def parse(data: Any) -> Scenario:
