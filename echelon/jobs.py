@@ -23,7 +23,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, create_model, field_validator
+from pydantic import AfterValidator, Field, create_model, field_validator
 
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, Flow, IterationPlan
@@ -53,19 +53,18 @@ def _job_name(value: str) -> str:
     return value
 
 
+#: A job ID: a name without '/' (it is a path segment of the API) or surrounding spaces.
+JobName = Annotated[Name, AfterValidator(_job_name)]
+
+
 class JobCommon(SpecModel):
     """The fields every paradigm job description has."""
 
-    job: Name = Field(description="job ID, unique per deployment; no '/'")
+    job: JobName = Field(description="job ID, unique per deployment; no '/'")
     paradigm: Name
     hosts: Annotated[tuple[Name, ...], Field(min_length=1, max_length=4096)]
     weight: Positive = 1.0
     description: Text = ""
-
-    @field_validator("job")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        return _job_name(value)
 
     @field_validator("hosts")
     @classmethod
@@ -112,13 +111,8 @@ class EchelonFlowSpec(SpecModel):
 class ExplicitJob(SpecModel):
     """An explicit EchelonFlow spec: groups of flows with their offsets, no paradigm."""
 
-    job: Name
+    job: JobName
     echelonflows: Annotated[tuple[EchelonFlowSpec, ...], Field(min_length=1, max_length=1024)]
-
-    @field_validator("job")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        return _job_name(value)
 
 
 def description_models() -> list[type[SpecModel]]:
