@@ -23,7 +23,7 @@ import yaml
 from controlplane.apimodels import JobView, PlanView, StatsView, StatusView
 from controlplane.client import ApiClient, ControllerUnreachable, plain
 from echelon.errors import EchelonError
-from echelon.jobs import read_file
+from echelon.specs import read_file
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 

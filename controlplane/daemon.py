@@ -26,7 +26,7 @@ from controlplane.planning import POLICIES
 from controlplane.registry import CHECK_INTERVAL_S, SYNC_MODES, Registry
 from controlplane.report_socket import ProgressSocket
 from echelon.errors import EchelonError
-from echelon.jobs import read_file
+from echelon.specs import read_file
 from echelon.topology import load, topology_warnings
 from p4client.p4info import P4Info
 from targets.switch import Target, TargetKind, start_target

@@ -38,14 +38,14 @@ from echelon.chakra.convert import job_from_path
 from echelon.errors import EchelonError, SpecError
 from echelon.jobgen import PARADIGMS as GEN_PARADIGMS
 from echelon.jobgen import job_for_parallelism
-from echelon.jobs import load_description, load_job, load_job_file, read_file
+from echelon.jobs import load_description, load_job, load_job_file
 from echelon.models import MODEL_NAMES, load_model
 from echelon.network import BigSwitch
 from echelon.paradigms import PARADIGMS
 from echelon.policies import POLICIES, get_policy, not_installable, plugin_names
 from echelon.quantize import flow_levels, quantize
 from echelon.schedule import Network
-from echelon.specs import SpecWarning
+from echelon.specs import SpecWarning, read_file
 from echelon.timeline import nice_scale
 from echelon.timeline import render as render_timeline
 from echelon.topology import TopologyNetwork, topology_warnings

@@ -69,20 +69,7 @@ def describe_model(
             raise SpecError(
                 "model", "resnet50 is only modelled data parallel (dp_allreduce, dp_ps)"
             )
-        layers = resnet50_layers(batch or 256, gpu)
-        if p == "dp_ps":
-            return {
-                **base,
-                "paradigm": p,
-                "ps": base["hosts"][0],
-                "layers": _rename(layers, "param_bytes"),
-            }
-        return {
-            **base,
-            "paradigm": p,
-            "bucket_bytes": _ddp_bucket_bytes(),
-            "layers": _rename(layers, "grad_bytes"),
-        }
+        return _data_parallel(base, p, resnet50_layers(batch or 256, gpu))
     batch = batch or 4
     if p in ("gpipe", "1f1b"):
         stages = [
@@ -110,6 +97,16 @@ def describe_model(
     return _per_layer(base, p, n, unit, model, batch, gpu)
 
 
+def _data_parallel(base: dict[str, Any], p: str, layers: list[dict[str, Any]]) -> dict[str, Any]:
+    """``dp_allreduce`` (DDP's gradient buckets) or ``dp_ps`` (the first host serves the
+    parameters) over per-layer compute times and bytes, for any model."""
+    if p == "dp_ps":
+        return {**base, "paradigm": p, "ps": base["hosts"][0],
+                "layers": _rename(layers, "param_bytes")}  # fmt: skip
+    return {**base, "paradigm": p, "bucket_bytes": _ddp_bucket_bytes(),
+            "layers": _rename(layers, "grad_bytes")}  # fmt: skip
+
+
 def _group(layers: list[dict[str, Any]], unit: int) -> list[dict[str, Any]]:
     """Merge every ``unit`` consecutive layers (sums of times and bytes)."""
     out = []
@@ -133,22 +130,8 @@ def _per_layer(
 ) -> dict[str, Any]:
     if unit < 1:
         raise SpecError("unit", f"must be at least 1, got {unit}")
-    if p == "dp_allreduce":
-        layers = _group(transformer_layers(model, batch, gpu), unit)
-        return {
-            **base,
-            "paradigm": p,
-            "bucket_bytes": _ddp_bucket_bytes(),
-            "layers": _rename(layers, "grad_bytes"),
-        }
-    if p == "dp_ps":
-        layers = _group(transformer_layers(model, batch, gpu), unit)
-        return {
-            **base,
-            "paradigm": p,
-            "ps": base["hosts"][0],
-            "layers": _rename(layers, "param_bytes"),
-        }
+    if p in ("dp_allreduce", "dp_ps"):
+        return _data_parallel(base, p, _group(transformer_layers(model, batch, gpu), unit))
     if p == "fsdp":
         layers = _group(transformer_layers(model, batch, gpu), unit)
         return {**base, "paradigm": p, "layers": _rename(layers, "param_bytes")}

@@ -17,15 +17,13 @@ Every error is a :class:`SpecError` naming the field, e.g. ``stages[2].fwd_s``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import Field, create_model, field_validator
+from pydantic import AfterValidator, Field, create_model, field_validator
 
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, Flow, IterationPlan
@@ -41,6 +39,7 @@ from echelon.specs import (
     Text,
     dump,
     fail,
+    read_file,
     unit_warnings,
     validate,
 )
@@ -54,19 +53,18 @@ def _job_name(value: str) -> str:
     return value
 
 
+#: A job ID: a name without '/' (it is a path segment of the API) or surrounding spaces.
+JobName = Annotated[Name, AfterValidator(_job_name)]
+
+
 class JobCommon(SpecModel):
     """The fields every paradigm job description has."""
 
-    job: Name = Field(description="job ID, unique per deployment; no '/'")
+    job: JobName = Field(description="job ID, unique per deployment; no '/'")
     paradigm: Name
     hosts: Annotated[tuple[Name, ...], Field(min_length=1, max_length=4096)]
     weight: Positive = 1.0
     description: Text = ""
-
-    @field_validator("job")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        return _job_name(value)
 
     @field_validator("hosts")
     @classmethod
@@ -113,13 +111,8 @@ class EchelonFlowSpec(SpecModel):
 class ExplicitJob(SpecModel):
     """An explicit EchelonFlow spec: groups of flows with their offsets, no paradigm."""
 
-    job: Name
+    job: JobName
     echelonflows: Annotated[tuple[EchelonFlowSpec, ...], Field(min_length=1, max_length=1024)]
-
-    @field_validator("job")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        return _job_name(value)
 
 
 def description_models() -> list[type[SpecModel]]:
@@ -209,19 +202,6 @@ def load_job(data: Mapping[str, Any], known_hosts: Collection[str] | None = None
     )
     spec.plan()  # surfaces model errors (e.g. an empty iteration) at load time
     return spec
-
-
-def read_file(file: str | Path) -> Any:
-    """A YAML or JSON file's content; unreadable or unparsable files are SpecErrors."""
-    where = str(file)
-    try:
-        raw = Path(file).read_text()
-    except OSError as exc:
-        raise SpecError(where, f"cannot read: {exc.strerror or exc}") from None
-    try:
-        return json.loads(raw) if where.endswith(".json") else yaml.safe_load(raw)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise SpecError(where, f"not valid YAML/JSON: {exc}") from None
 
 
 def load_job_file(file: str | Path, known_hosts: Collection[str] | None = None) -> JobSpec:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from echelon.errors import SpecError
-from echelon.model import EchelonFlow, Flow, FlowKey
+from echelon.model import EchelonFlow, Flow, FlowKey, completion_time
 from echelon.network import BigSwitch
 from echelon.schedule import Policy, Schedule
 
@@ -55,11 +55,10 @@ class Instance:
 
 def formation_delay(inst: Instance, finish: Mapping[FlowKey, float]) -> float:
     """``Σ_g w_g · max(0, max_j (C_j - A(j)) - t_ref)``."""
-    total = 0.0
-    for ef in inst.groups:
-        ect = max(finish[(ef.name, f.index)] - f.offset for f in ef.flows) - ef.t_ref
-        total += ef.weight * max(0.0, ect)
-    return total
+    return sum(
+        ef.weight * max(0.0, completion_time(ef, {f.index: finish[ef.key(f)] for f in ef.flows}))
+        for ef in inst.groups
+    )
 
 
 def optimum(inst: Instance) -> float:

@@ -6,9 +6,10 @@ and ``DIR/IFACE_out.pcap`` (frames sent on it); the soft switch writes the same
 files, in the same format, so Wireshark, tshark, tcpdump -r and scapy read
 either. Why a module of our own rather than scapy's writer: the soft switch's
 packet thread appends a record per frame, and a 16-byte header plus the frame
-is all that takes; and :func:`count_records` lets the demo show per-port packet
+is all that takes; and :class:`PcapTail` lets the demo show per-port packet
 counts while the switch is still writing, which needs a reader that stops
-cleanly at a record the writer has not finished.
+cleanly at a record the writer has not finished (and, from a fresh tail, reads a
+whole file: the tests' reader too).
 
 Format: a 24-byte global header (magic ``0xa1b2c3d4`` in the writer's byte
 order, version 2.4, snaplen, link type 1 = Ethernet), then per frame a 16-byte
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -92,56 +92,6 @@ def _byte_order(head: bytes, path: Path) -> str:
     raise PcapFormatError(f"{path}: not a classic pcap file (magic {head[:4].hex()})")
 
 
-def read_records(path: str | Path) -> Iterator[PcapRecord]:
-    """Every complete record of a pcap file (a partly written last record is left out).
-
-    A file shorter than the global header holds no records: BMv2 (libpcap) writes the
-    header through a buffer flushed with the first frame, so a port that captured
-    nothing leaves an empty file.
-    """
-    p = Path(path)
-    data = p.read_bytes()
-    if len(data) < _GLOBAL.size:
-        return
-    order = _byte_order(data, p)
-    rec = struct.Struct(order + "IIII")
-    off = _GLOBAL.size
-    while off + rec.size <= len(data):
-        sec, usec, caplen, orig = rec.unpack_from(data, off)
-        end = off + rec.size + caplen
-        if end > len(data):
-            break
-        yield PcapRecord(sec + usec / 1e6, data[off + rec.size : end], orig)
-        off = end
-
-
-def count_records(path: str | Path) -> int:
-    """How many complete records a pcap file holds; 0 if it is missing or has no header yet.
-
-    Why tolerant: the demo's per-port view polls files the switch is writing.
-    Walks the record headers only, without reading the frames into objects.
-    """
-    p = Path(path)
-    try:
-        with p.open("rb") as f:
-            head = f.read(_GLOBAL.size)
-            if len(head) < _GLOBAL.size:
-                return 0
-            rec = struct.Struct(_byte_order(head, p) + "IIII")
-            size = p.stat().st_size
-            n, off = 0, _GLOBAL.size
-            while off + rec.size <= size:
-                f.seek(off)
-                caplen = rec.unpack(f.read(rec.size))[2]
-                off += rec.size + caplen
-                if off > size:
-                    break
-                n += 1
-            return n
-    except FileNotFoundError:
-        return 0
-
-
 class PcapTail:
     """Reads the records appended to a pcap file since the last call, as ``tail -f`` would.
 
@@ -179,3 +129,10 @@ class PcapTail:
             off = end
         self._off += off
         return out
+
+
+def read_records(path: str | Path) -> list[PcapRecord]:
+    """Every complete record of a pcap file; none when it is missing or has no header yet
+    (BMv2 writes the header with the first frame, so a port that captured nothing leaves
+    an empty file)."""
+    return PcapTail(path).read_new()

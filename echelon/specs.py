@@ -17,11 +17,14 @@ a typo. :func:`validate` turns a ``ValidationError`` into the project's
 from __future__ import annotations
 
 import difflib
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, TypeVar, get_args, get_origin
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 from pydantic.functional_validators import PlainValidator
 from pydantic_core import PydanticCustomError
@@ -319,6 +322,21 @@ def validate(model: type[M], data: Any, where: str = "") -> M:
         return model.model_validate(dict(data))
     except ValidationError as exc:
         raise spec_error(exc, model, where) from None
+
+
+def read_file(file: str | Path) -> Any:
+    """A YAML or JSON file's content (JSON by a ``.json`` name, else YAML); an unreadable
+    or unparsable file is a :class:`SpecError` naming it: the one reader of every file
+    a user writes (job descriptions, topologies, scenarios, agent records)."""
+    where = str(file)
+    try:
+        raw = Path(file).read_text()
+    except OSError as exc:
+        raise SpecError(where, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        return json.loads(raw) if where.endswith(".json") else yaml.safe_load(raw)
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise SpecError(where, f"not valid YAML/JSON: {exc}") from None
 
 
 def dump(value: Any) -> Any:

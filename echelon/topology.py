@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
-import json
 import re
 from collections import deque
 from collections.abc import Mapping
@@ -32,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-import yaml
 from pydantic import Field, WithJsonSchema
 from pydantic.functional_validators import PlainValidator
 
@@ -47,6 +45,7 @@ from echelon.specs import (
     Text,
     bounded_int,
     fail,
+    read_file,
     validate,
 )
 
@@ -199,16 +198,7 @@ def _switch_mac(switch: str, port: int | None) -> str:
 
 def load(path: str | Path) -> Topology:
     """Read and validate a topology file; raise :class:`SpecError` naming the bad field."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise SpecError("topology", f"cannot read {p}: {exc.strerror}") from exc
-    try:
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise SpecError("topology", f"{p} is not valid YAML/JSON: {exc}") from exc
-    return parse(data, default_name=p.stem)
+    return parse(read_file(path), default_name=Path(path).stem)
 
 
 def _ipv4(value: Any) -> str:

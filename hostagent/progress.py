@@ -33,7 +33,7 @@ import logging
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -81,7 +81,6 @@ class ProgressReporter:
         self._closed = False
         self.sent = 0
         self.errors = 0
-        self.last_answer: Mapping[str, Any] | None = None
         self._conn: http.client.HTTPConnection | None = None
         self._thread = threading.Thread(target=self._run, name=f"progress-{job}", daemon=True)
         self._thread.start()
@@ -180,7 +179,6 @@ class ProgressReporter:
                 resp = self._conn.getresponse()
                 payload = resp.read()
                 if resp.status == 200:
-                    self.last_answer = json.loads(payload)
                     return True
                 log.warning("progress report refused: %s %s", resp.status, payload[:200])
                 return False

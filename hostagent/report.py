@@ -12,13 +12,12 @@ and the job ``complete: false``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from echelon.errors import SpecError
 from echelon.model import completion_time, lateness
+from echelon.specs import read_file
 from hostagent.scenario import Scenario
 
 
@@ -145,12 +144,4 @@ def formation_report(
 
 
 def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    out = []
-    for p in paths:
-        try:
-            out.append(json.loads(Path(p).read_text()))
-        except OSError as exc:
-            raise SpecError("records", f"cannot read {p}: {exc.strerror}") from exc
-        except ValueError as exc:
-            raise SpecError("records", f"{p} is not JSON: {exc}") from exc
-    return out
+    return [read_file(p) for p in paths]

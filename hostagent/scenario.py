@@ -15,47 +15,174 @@ leaves when its producer task ends (``FlowSpec.release`` is then only the ideal
 release, for the record, and ``t_ref`` is relative to the iteration's actual
 start); ``"open"`` -- every flow leaves at its fixed ``FlowSpec.release`` and
 ``t_ref`` is absolute.
+
+The file's typed models are built from the core's field types (:mod:`echelon.specs`),
+so unknown keys and wrong types are refused the same way as in job files, naming the
+field (``echelons[0].flows[2].sport``); :func:`parse` then checks what spans fields
+(ports used twice, tasks on the right host).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from echelon.constants import MAX_DEADLINE_US
+from pydantic import Field, WithJsonSchema
+from pydantic.functional_validators import PlainValidator
+
+from echelon.constants import ECHELON_HEADER_LEN, MAX_DEADLINE_US, MAX_ECHELON_ID
 from echelon.errors import SpecError
-from echelon.scenario import EchelonEntry as EchelonSpec
-from echelon.scenario import FlowEntry as FlowSpec
-from echelon.scenario import ScenarioFile as Scenario
-from echelon.scenario import TaskEntry as TaskSpec
-from echelon.scenario import flow_uid
-from echelon.specs import validate
-
-__all__ = ["EchelonSpec", "FlowSpec", "Scenario", "TaskSpec", "flow_uid", "load", "parse"]
+from echelon.model import EchelonFlow, Flow
+from echelon.specs import (
+    Bytes,
+    Index,
+    NonNegative,
+    Positive,
+    Seconds,
+    SpecModel,
+    Text,
+    bounded_int,
+    fail,
+    read_file,
+    validate,
+)
 
 #: Bytes of the IPv4 + UDP headers in front of the echelon header.
 IP_UDP_OVERHEAD = 28
 #: How the agents release flows (module docstring).
 RELEASE_MODES = ("closed", "open")
 
+EchelonId: Any = bounded_int(1, MAX_ECHELON_ID, "echelon ID given by the controller")
+
+
+def _sport(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise fail(f"must be an int, got {value!r}")
+    if not 1024 <= value < 65536 or value == 0xEC00:
+        raise fail(f"must be 1024..65535 and not 60416, got {value}")
+    return value
+
+
+SourcePort = Annotated[
+    int,
+    PlainValidator(_sport),
+    WithJsonSchema({"type": "integer", "minimum": 1024, "maximum": 65535}),
+]
+
+
+def flow_uid(echelon: str, index: int) -> str:
+    """The key of a flow instance in agent records: ``<echelon name>#<index>``."""
+    return f"{echelon}#{index}"
+
+
+class FlowSpec(SpecModel):
+    """One flow instance: its place in the formation and how the sender plays it.
+
+    ``release`` is when its producer's computation ends (the sender may start),
+    ``sport`` the UDP source port that tells this instance apart from the same
+    flow of other iterations (same echelon ID and index) at the receiver.
+    """
+
+    index: Index
+    src: Text
+    dst: Text
+    size: Bytes
+    offset: Seconds
+    release: Seconds
+    sport: SourcePort
+
+
+class EchelonSpec(SpecModel):
+    """One EchelonFlow instance with the echelon ID the controller gave its group."""
+
+    name: Text = ""
+    job: Text = ""
+    group: Text = ""
+    echelon_id: EchelonId
+    t_ref: Seconds
+    flows: tuple[FlowSpec, ...]
+    iteration: Index = 0
+
+    def echelonflow(self) -> EchelonFlow:
+        return EchelonFlow(
+            self.name,
+            self.job,
+            self.group,
+            tuple(Flow(f.index, f.src, f.dst, f.size, f.offset) for f in self.flows),
+            t_ref=self.t_ref,
+        )
+
+    def uid(self, flow: FlowSpec) -> str:
+        return flow_uid(self.name, flow.index)
+
+
+class TaskSpec(SpecModel):
+    """One compute task instance a host runs in closed loop (:class:`echelon.model.ComputeTask`).
+
+    ``after_flows`` and ``produces`` are flow uids (:func:`flow_uid`): the flows
+    that must have fully arrived before it starts, and the flows its end releases.
+    """
+
+    id: Text = ""
+    job: Text = ""
+    iteration: Index
+    host: Text = ""
+    duration: Seconds
+    after_tasks: tuple[Text, ...] = ()
+    after_flows: tuple[Text, ...] = ()
+    produces: tuple[Text, ...] = ()
+
+
+class Scenario(SpecModel):
+    """What every agent of one run reads."""
+
+    start_at: NonNegative
+    hosts: Annotated[dict[str, Text], Field(min_length=1)]
+    echelons: tuple[EchelonSpec, ...]
+    packet_bytes: bounded_int(64, 1472, "one Ethernet frame") = 1000  # type: ignore[valid-type]
+    rate_mbit: dict[str, Positive] = Field(default_factory=dict)
+    default_rate_mbit: Positive = 20.0
+    timeout_s: Positive = 60.0
+    #: an agent waiting for packets that ends when nothing moved on its host this long
+    #: (a lost packet would otherwise hold a closed-loop run until ``timeout_s``)
+    idle_timeout_s: Positive | None = None
+    release: Literal["closed", "open"] = "closed"
+    tasks: tuple[TaskSpec, ...] = ()
+
+    @property
+    def chunk(self) -> int:
+        """Payload bytes of the job's data in one packet (after the echelon header)."""
+        return int(self.packet_bytes) - ECHELON_HEADER_LEN
+
+    def packets(self, flow: FlowSpec) -> int:
+        return max(1, -(-flow.size // self.chunk))
+
+    def rate_of(self, host: str) -> float:
+        return float(self.rate_mbit.get(host, self.default_rate_mbit))
+
+    def flows_from(self, host: str) -> list[tuple[EchelonSpec, FlowSpec]]:
+        return [(e, f) for e in self.echelons for f in e.flows if f.src == host]
+
+    def flows_to(self, host: str) -> list[tuple[EchelonSpec, FlowSpec]]:
+        return [(e, f) for e in self.echelons for f in e.flows if f.dst == host]
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=1)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json())
+
 
 def load(path: str | Path) -> Scenario:
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text())
-    except OSError as exc:
-        raise SpecError("scenario", f"cannot read {p}: {exc.strerror}") from exc
-    except ValueError as exc:
-        raise SpecError("scenario", f"{p} is not JSON: {exc}") from exc
-    return parse(data)
+    return parse(read_file(path))
 
 
 def parse(data: Any) -> Scenario:
     """Build and validate a :class:`Scenario`; :class:`SpecError` names the bad field.
 
-    Types and unknown keys: the core's model (:mod:`echelon.scenario`); here what
-    spans fields (hosts of flows, ports, task placement)."""
+    Types and unknown keys: the models above; here what spans fields (hosts of flows,
+    ports, task placement)."""
     if not isinstance(data, dict):
         raise SpecError("scenario", "must be a JSON object")
     sc = validate(Scenario, data)

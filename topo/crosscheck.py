@@ -45,11 +45,11 @@ from echelon.constants import ECHELON_HEADER_LEN
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
 from echelon.model import ComputeTask, FlowKey, IterationPlan
-from echelon.topology import Topology, TopologyNetwork, load
+from echelon.topology import Topology, TopologyNetwork, load, parse
 from hostagent.plan import release_times
 from sim.packet import PacketConfig, PacketModel
 from sim.topology import UNLIMITED_BYTES_PER_S
-from topo.demo import host_pacing, specs_from_results
+from topo.demo import host_pacing, paced_description, specs_from_results
 
 DEFAULT_TOLERANCE_S = 0.02
 #: ``fluid``: the simulator's engine; ``packet``: queues that keep a packet's class
@@ -92,24 +92,8 @@ class OpenLoopJob:
 
 
 def paced_topology(path: str, rate_mbit: float) -> Topology:
-    """The topology as the agents see it: a host's link is no faster than its pacing.
-
-    The agents pace each host at ``rate_mbit`` (to spare the soft switch), and a
-    host's concurrent flows share that rate; the model must know, or it lets a
-    host's flows run in parallel at the full access-link rate.
-    """
-    topo = load(path)
-    links = tuple(
-        replace(
-            lk,
-            bw_mbit=min(lk.bw_mbit or rate_mbit, rate_mbit),
-            host_bw_mbit=min(lk.host_bw_mbit, rate_mbit) if lk.host_bw_mbit else None,
-        )
-        if lk.a in topo.hosts or lk.b in topo.hosts
-        else lk
-        for lk in topo.links
-    )
-    return replace(topo, links=links)
+    """The topology as the agents see it (:func:`topo.demo.paced_description`)."""
+    return parse(paced_description(path, rate_mbit), default_name=Path(path).stem)
 
 
 def scaled_links(topo: Topology, scale: float) -> Topology:

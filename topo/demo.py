@@ -32,6 +32,7 @@ from echelon.constants import ECHELON_HEADER_LEN
 from echelon.errors import SpecError
 from echelon.jobs import JobSpec, load_job
 from echelon.schedule import Network
+from echelon.specs import read_file
 from echelon.topology import Topology
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,11 +150,9 @@ def load_demo_jobs(
     for p in paths:
         path = Path(p) if Path(p).is_absolute() or Path(p).exists() else ROOT / p
         try:
-            raw = yaml.safe_load(path.read_text())
-        except OSError as exc:
-            raise SpecError(str(p), f"cannot read: {exc.strerror or exc}") from None
-        except yaml.YAMLError as exc:
-            raise SpecError(str(p), f"not valid YAML/JSON: {exc}") from None
+            raw = read_file(path)
+        except SpecError as exc:  # named as given, not as resolved under the repository
+            raise SpecError(str(p), exc.message) from None
         if not isinstance(raw, Mapping):
             raise SpecError(str(p), "must be a job description (a mapping)")
         desc = scale_description(raw, scale)
@@ -200,18 +199,20 @@ def group_table(results: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def controller_topology(path: str | Path, rate_mbit: float, out_dir: Path) -> Path:
-    """Write the topology the controller plans with: ``path`` with every host link no
-    faster than the agents' pacing (``rate_mbit``); return the written file.
+def paced_description(path: str | Path, rate_mbit: float) -> Any:
+    """The topology file at ``path`` as the agents see it: every link of a host no faster
+    than their pacing (``rate_mbit``), in both directions (``bw_mbit``, and
+    ``host_bw_mbit`` where given).
 
-    Why: the agents pace each host at ``rate_mbit`` (to spare the soft switch), so
-    that is the capacity a host's flows really have. A controller told the file's
-    faster host links ranks groups by bottleneck times the network does not have:
-    with the three-job scenario it put ``big``'s pull before ``dp``'s where the
-    simulator, given the paced links (``topo.crosscheck.paced_topology``, the same
-    rule), put ``dp``'s first. Mininet itself still shapes the links as the file says.
+    Why: the agents pace each host at ``rate_mbit`` (to spare the soft switch), and a
+    host's concurrent flows share that rate, so that is the capacity a host's flows
+    really have. A model told the file's faster host links lets a host's flows run in
+    parallel at the full access-link rate, and a controller ranks groups by bottleneck
+    times the network does not have: with the three-job scenario it put ``big``'s pull
+    before ``dp``'s where the simulator, given the paced links, put ``dp``'s first.
+    Mininet itself still shapes the links as the file says.
     """
-    raw = yaml.safe_load(Path(path).read_text())
+    raw = read_file(path)
     hosts = set(raw.get("hosts", {}))
     for link in raw.get("links", []):
         if link.get("a") in hosts or link.get("b") in hosts:
@@ -219,8 +220,14 @@ def controller_topology(path: str | Path, rate_mbit: float, out_dir: Path) -> Pa
                 bw = link.get(key)
                 if bw or key == "bw_mbit":
                     link[key] = min(float(bw), rate_mbit) if bw else rate_mbit
+    return raw
+
+
+def controller_topology(path: str | Path, rate_mbit: float, out_dir: Path) -> Path:
+    """Write the topology the controller plans with (:func:`paced_description`); return
+    the written file."""
     out = out_dir / "controller-topo.yaml"
-    out.write_text(yaml.safe_dump(raw, sort_keys=False))
+    out.write_text(yaml.safe_dump(paced_description(path, rate_mbit), sort_keys=False))
     return out
 
 

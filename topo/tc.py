@@ -239,21 +239,6 @@ def mirror_commands(src: str, dst: str) -> list[list[str]]:
     ]  # fmt: skip
 
 
-def class_stats(iface: str, ns: Sequence[str] = ()) -> dict[str, tuple[int, int]]:
-    """``{classid: (bytes sent, packets sent)}`` from ``tc -s class show`` (for tests/docs)."""
-    out = run_tc(["tc", "-s", "class", "show", "dev", iface], ns=ns)
-    stats: dict[str, tuple[int, int]] = {}
-    current = None
-    for line in out.splitlines():
-        words = line.split()
-        if words[:1] == ["class"] and len(words) > 2:
-            current = words[2]
-        elif words[:1] == ["Sent"] and current is not None:
-            stats[current] = (int(words[1]), int(words[3]))
-            current = None
-    return stats
-
-
 def leaf_priority(handle: str, mode: Mode) -> int | None:
     """The switch priority a leaf pfifo of :func:`commands` holds, from its handle
     (``htb``: ``20+p:``; ``prio-tbf``: ``30+band:``, band 0 = priority 7); None if not one."""

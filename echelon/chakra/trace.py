@@ -2,7 +2,8 @@
 
 A Chakra trace (MLCommons) is one file per rank: a stream of length-delimited
 protobuf messages (a varint length, then the message), first one
-``GlobalMetadata``, then one ``Node`` per operation. This module decodes it with
+``GlobalMetadata``, then one ``Node`` per operation. This module splits the
+stream and decodes each message with the protobuf classes of
 :mod:`echelon.chakra.protobuf` into :class:`Node` records and checks what a
 scheduler relies on: known node types, dependencies on nodes that exist, no
 cycle, no duplicate ids. Every problem is a :class:`TraceError` (a
@@ -22,16 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
+from typing import Any
 
-from echelon.chakra.protobuf import (
-    AttrValue,
-    WireError,
-    attribute,
-    fields,
-    repeated_u64,
-    text,
-    varint,
-)
+from echelon.chakra.protobuf import CLASSES, AttrValue, DecodeError, attributes
 from echelon.errors import SpecError
 
 
@@ -144,46 +138,33 @@ class Trace:
 # ----------------------------------------------------------------- decoding
 
 
-def _node(buf: bytes, start: int, end: int) -> Node:
-    nid = 0
-    name = ""
-    ntype = 0
-    ctrl: list[int] = []
-    data: list[int] = []
-    start_us = duration = 0
-    attrs: dict[str, AttrValue] = {}
-    for number, wt, value, at in fields(buf, start, end):
-        if number == 1 and isinstance(value, int):
-            nid = value
-        elif number == 2:
-            name = text(value, at)
-        elif number == 3 and isinstance(value, int):
-            ntype = value
-        elif number == 4:
-            repeated_u64(ctrl, wt, value)
-        elif number == 5:
-            repeated_u64(data, wt, value)
-        elif number == 6 and isinstance(value, int):
-            start_us = value
-        elif number == 7 and isinstance(value, int):
-            duration = value
-        elif number == 10 and isinstance(value, bytes):
-            key, val = attribute(value, at)
-            if val is not None:
-                attrs[key] = val
-        # 8/9 (IOInfo inputs/outputs) and unknown fields: not needed, skipped
+def _node(m: Any) -> Node:
+    """A decoded ``Node`` message as a :class:`Node` (``inputs``/``outputs`` not needed)."""
     try:
-        kind = NodeType(ntype)
+        kind = NodeType(m.type)
     except ValueError:
-        raise _BadType(nid, ntype) from None
+        raise _BadType(m.id, m.type) from None
     if kind is NodeType.INVALID:
-        raise _BadType(nid, ntype)
-    return Node(nid, name, kind, tuple(ctrl), tuple(data), start_us, duration, attrs)
+        raise _BadType(m.id, m.type)
+    return Node(m.id, m.name, kind, tuple(m.ctrl_deps), tuple(m.data_deps),
+                m.start_time_micros, m.duration_micros, attributes(m.attr))  # fmt: skip
 
 
 class _BadType(Exception):
     def __init__(self, nid: int, value: int) -> None:
         self.nid, self.value = nid, value
+
+
+def _length(buf: bytes, pos: int) -> tuple[int, int]:
+    """The varint length prefix at ``pos`` and where the message starts; ``ValueError``
+    when the file ends inside it (the messages themselves are protobuf's to decode)."""
+    result = shift = 0
+    for p in range(pos, min(len(buf), pos + 10)):
+        result |= (buf[p] & 0x7F) << shift
+        if buf[p] < 0x80:
+            return result, p + 1
+        shift += 7
+    raise ValueError("ends inside a varint")
 
 
 def decode(buf: bytes, path: str, rank: int = 0) -> RankTrace:
@@ -195,11 +176,12 @@ def decode(buf: bytes, path: str, rank: int = 0) -> RankTrace:
     version = ""
     metadata: dict[str, AttrValue] = {}
     nodes: list[Node] = []
+    meta_class, node_class = CLASSES["GlobalMetadata"], CLASSES["Node"]
     while pos < end:
         what = "the GlobalMetadata" if records == 0 else f"node record #{records}"
         try:
-            length, body = varint(buf, pos, end)
-        except WireError:
+            length, body = _length(buf, pos)
+        except ValueError:
             raise TraceError(
                 name, f"truncated: {what} (byte {pos}) ends inside its length"
             ) from None
@@ -211,17 +193,14 @@ def decode(buf: bytes, path: str, rank: int = 0) -> RankTrace:
             )
         try:
             if records == 0:
-                for number, _wt, value, at in fields(buf, body, body + length):
-                    if number == 1:
-                        version = text(value, at)
-                    elif number == 2 and isinstance(value, bytes):
-                        key, val = attribute(value, at)
-                        if val is not None:
-                            metadata[key] = val
+                gm = meta_class.FromString(buf[body : body + length])
+                version, metadata = gm.version, attributes(gm.attr)
             else:
-                nodes.append(_node(buf, body, body + length))
-        except WireError as exc:
-            raise TraceError(f"{name}: {what}", f"malformed at byte {exc.pos}: {exc}") from None
+                nodes.append(_node(node_class.FromString(buf[body : body + length])))
+        except DecodeError as exc:
+            raise TraceError(
+                f"{name}: {what}", f"malformed at byte {pos} (where the record starts): {exc}"
+            ) from None
         except _BadType as exc:
             raise TraceError(
                 f"{name}: node {exc.nid}.type",

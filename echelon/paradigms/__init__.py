@@ -9,23 +9,23 @@ contention-free timeline of the computation each paradigm describes.
 from __future__ import annotations
 
 from echelon.errors import SpecError
-from echelon.paradigms import (
-    dag,
-    dp_allreduce,
-    dp_ps,
-    fsdp,
-    gpipe,
-    hybrid,
-    moe,
-    pipedream_1f1b,
-    tensor,
-)
+from echelon.paradigms import dag, dp_allreduce, dp_ps, fsdp, moe, pipeline, tensor
 from echelon.paradigms.base import Paradigm
 from echelon.paradigms.plan import PlanBuilder, ideal_timeline
 
 PARADIGMS: dict[str, Paradigm] = {
-    m.PARADIGM.name: m.PARADIGM
-    for m in (dp_ps, dp_allreduce, gpipe, pipedream_1f1b, tensor, fsdp, moe, hybrid, dag)
+    p.name: p
+    for p in (
+        dp_ps.PARADIGM,
+        dp_allreduce.PARADIGM,
+        pipeline.GPIPE,
+        pipeline.PIPEDREAM_1F1B,
+        tensor.PARADIGM,
+        fsdp.PARADIGM,
+        moe.PARADIGM,
+        pipeline.HYBRID,
+        dag.PARADIGM,
+    )
 }
 
 

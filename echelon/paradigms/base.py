@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from echelon.errors import SpecError
 from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import SpecModel
 
@@ -31,3 +32,15 @@ class Paradigm:
     def fields(self) -> frozenset[str]:
         """The paradigm-specific keys a job description may carry."""
         return frozenset(self.model.model_fields)
+
+
+def at_least_two_hosts(what: str) -> Parser:
+    """The parser of a paradigm whose fields are all typed (its model checks them) and
+    that only needs two hosts or more: ``what`` names the pattern in the error."""
+
+    def parse(fields: Any, hosts: tuple[str, ...]) -> Any:
+        if len(hosts) < 2:
+            raise SpecError("hosts", f"{what} needs at least two hosts")
+        return fields
+
+    return parse

@@ -10,8 +10,7 @@ one has none.
 
 from __future__ import annotations
 
-from echelon.errors import SpecError
-from echelon.paradigms.base import Paradigm
+from echelon.paradigms.base import Paradigm, at_least_two_hosts
 from echelon.paradigms.collectives import ring_allreduce
 from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import Bytes, Records, Seconds, SpecModel
@@ -27,13 +26,6 @@ class AllreduceParams(SpecModel):
     layers: Records[AllreduceLayer]
     bucket_bytes: Bytes = 0
     optimizer_s: Seconds = 0.0
-
-
-def parse(p: AllreduceParams, hosts: tuple[str, ...]) -> AllreduceParams:
-    """Checks that span fields: the fields themselves are typed (:class:`AllreduceParams`)."""
-    if len(hosts) < 2:
-        raise SpecError("hosts", "a ring all-reduce needs at least two hosts")
-    return p
 
 
 def buckets(p: AllreduceParams) -> list[list[int]]:
@@ -68,6 +60,6 @@ PARADIGM = Paradigm(
     "dp_allreduce",
     "data parallel with ring all-reduce per gradient bucket (DDP)",
     AllreduceParams,
-    parse,
+    at_least_two_hosts("a ring all-reduce"),
     build,
 )

@@ -13,8 +13,7 @@ parameters are all-gathered; after backward, its gradients are reduce-scattered.
 
 from __future__ import annotations
 
-from echelon.errors import SpecError
-from echelon.paradigms.base import Paradigm
+from echelon.paradigms.base import Paradigm, at_least_two_hosts
 from echelon.paradigms.collectives import ring_allgather, ring_reducescatter
 from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import Bytes, Records, Seconds, SpecModel
@@ -29,13 +28,6 @@ class FsdpLayer(SpecModel):
 class FsdpParams(SpecModel):
     layers: Records[FsdpLayer]
     optimizer_s: Seconds = 0.0
-
-
-def parse(p: FsdpParams, hosts: tuple[str, ...]) -> FsdpParams:
-    """Checks that span fields: the fields themselves are typed (:class:`FsdpParams`)."""
-    if len(hosts) < 2:
-        raise SpecError("hosts", "sharding needs at least two hosts")
-    return p
 
 
 def build(b: PlanBuilder, hosts: tuple[str, ...], p: FsdpParams) -> None:
@@ -63,6 +55,6 @@ PARADIGM = Paradigm(
     "fsdp",
     "fully sharded data parallel: all-gather per layer, reduce-scatter of gradients",
     FsdpParams,
-    parse,
+    at_least_two_hosts("sharding"),
     build,
 )

@@ -10,8 +10,7 @@ all-to-alls of one pass form one EchelonFlow (``alltoall/fwd``,
 
 from __future__ import annotations
 
-from echelon.errors import SpecError
-from echelon.paradigms.base import Paradigm
+from echelon.paradigms.base import Paradigm, at_least_two_hosts
 from echelon.paradigms.collectives import all_to_all
 from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import Bytes, Records, Seconds, SpecModel
@@ -29,13 +28,6 @@ class MoeParams(SpecModel):
     layers: Records[MoeLayer]
     loss_s: Seconds = 0.0
     optimizer_s: Seconds = 0.0
-
-
-def parse(p: MoeParams, hosts: tuple[str, ...]) -> MoeParams:
-    """Checks that span fields: the fields themselves are typed (:class:`MoeParams`)."""
-    if len(hosts) < 2:
-        raise SpecError("hosts", "expert parallelism needs at least two hosts")
-    return p
 
 
 def build(b: PlanBuilder, hosts: tuple[str, ...], p: MoeParams) -> None:
@@ -70,6 +62,6 @@ PARADIGM = Paradigm(
     "moe",
     "mixture of experts, all-to-all dispatch and combine around every expert layer",
     MoeParams,
-    parse,
+    at_least_two_hosts("expert parallelism"),
     build,
 )

@@ -1,9 +1,25 @@
 """Pipeline parallelism, optionally replicated (data parallel) and tensor-split.
 
-One builder serves ``gpipe``, ``pipedream_1f1b`` and ``hybrid``: they differ only
-in the per-stage order of forward (F) and backward (B) micro-batch tasks and in
-the degrees ``dp``/``tp``. Host of (replica r, stage s, tensor rank t) is
-``hosts[(r * S + s) * tp + t]``.
+One builder serves three paradigms (:data:`GPIPE`, :data:`PIPEDREAM_1F1B`,
+:data:`HYBRID`): they differ only in the per-stage order of forward (F) and backward
+(B) micro-batch tasks and in the degrees ``dp``/``tp``. Host of (replica r, stage s,
+tensor rank t) is ``hosts[(r * S + s) * tp + t]``.
+
+* ``gpipe``: a pipeline of stages, one host each; all forwards, then all backwards.
+  Activations of micro-batch m leave stage s when its forward ends and are needed
+  when stage s+1 can start forward m, i.e. after its forward of m-1: in steady
+  state the arrangement of ``fwd/s<s>-s<s+1>`` is spaced by the *consuming*
+  stage's forward time. See docs/paradigms.md for the timeline.
+* ``pipedream_1f1b`` (PipeDream-Flush): stage s runs ``S - s - 1`` warm-up forwards,
+  then alternates F and B, then drains its backwards. Compared with GPipe the
+  backward flows start early and interleave with forward flows on the same links,
+  which is where intra-group ordering by ideal finish matters.
+* ``hybrid`` (3D parallelism): ``dp`` pipeline replicas of ``S`` stages, each stage
+  split over ``tp`` hosts. Composes the other builders' patterns: pipeline
+  activations/gradients between stages (GPipe or 1F1B order, the ``schedule``
+  field), a tensor-parallel all-reduce inside every forward and backward task, and
+  a data-parallel ring all-reduce of each stage's parameters across replicas before
+  the optimizer step.
 
 Flows per micro-batch m: the activation of stage s goes to s+1 (group
 ``fwd/s<s>-s<s+1>``), the gradient w.r.t. it comes back (``bwd/s<s+1>-s<s>``),
@@ -17,14 +33,14 @@ the optimizer step consumes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 from echelon.errors import SpecError
+from echelon.paradigms.base import Paradigm
 from echelon.paradigms.collectives import ring_allreduce
 from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import Bytes, Count, Records, Seconds, SpecModel, field_path
-
-SCHEDULES = ("gpipe", "1f1b")
 
 
 class Stage(SpecModel):
@@ -174,3 +190,27 @@ def build_pipeline(b: PlanBuilder, hosts: tuple[str, ...], p: PipelineParams) ->
                 h = host(r, s, t)
                 if got[h] or p.optimizer_s > 0:
                     b.task(f"opt/{h}", h, p.optimizer_s, after_flows=got[h])
+
+
+GPIPE = Paradigm(
+    "gpipe",
+    "pipeline parallel, all forwards then all backwards (GPipe)",
+    PipelineFields,
+    partial(parse_pipeline, schedule="gpipe"),
+    build_pipeline,
+)
+PIPEDREAM_1F1B = Paradigm(
+    "pipedream_1f1b",
+    "pipeline parallel, one-forward-one-backward (PipeDream-Flush)",
+    PipelineFields,
+    partial(parse_pipeline, schedule="1f1b"),
+    build_pipeline,
+)
+#: ``schedule=None``: the order comes from the job's ``schedule`` field.
+HYBRID = Paradigm(
+    "hybrid",
+    "3D: data x pipeline x tensor parallel",
+    HybridFields,
+    partial(parse_pipeline, schedule=None),
+    build_pipeline,
+)

@@ -10,8 +10,7 @@ time of the layers in between.
 
 from __future__ import annotations
 
-from echelon.errors import SpecError
-from echelon.paradigms.base import Paradigm
+from echelon.paradigms.base import Paradigm, at_least_two_hosts
 from echelon.paradigms.collectives import ring_allreduce
 from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import Bytes, Records, Seconds, SpecModel
@@ -26,13 +25,6 @@ class TensorLayer(SpecModel):
 class TensorParams(SpecModel):
     layers: Records[TensorLayer]
     optimizer_s: Seconds = 0.0
-
-
-def parse(p: TensorParams, hosts: tuple[str, ...]) -> TensorParams:
-    """Checks that span fields: the fields themselves are typed (:class:`TensorParams`)."""
-    if len(hosts) < 2:
-        raise SpecError("hosts", "tensor parallelism needs at least two hosts")
-    return p
 
 
 def build(b: PlanBuilder, hosts: tuple[str, ...], p: TensorParams) -> None:
@@ -55,6 +47,6 @@ PARADIGM = Paradigm(
     "tensor",
     "tensor parallel, all-reduce after every layer (Megatron)",
     TensorParams,
-    parse,
+    at_least_two_hosts("tensor parallelism"),
     build,
 )

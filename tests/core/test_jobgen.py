@@ -12,8 +12,9 @@ import pytest
 from echelon.cli import main
 from echelon.errors import SpecError
 from echelon.jobgen import job_for_parallelism
-from echelon.jobs import load_description, load_job, read_file
+from echelon.jobs import load_description, load_job
 from echelon.models import GPT2_XL, load_model, transformer_from_config
+from echelon.specs import read_file
 from echelon.topology import load as load_topology
 from sim.workloads import Template, describe
 

@@ -1,4 +1,4 @@
-"""The scenario file goes through the core's typed model (echelon/scenario.py):
+"""The scenario file goes through its typed model (hostagent/scenario.py):
 unknown keys and wrong types are refused naming the field, like job files."""
 
 from __future__ import annotations

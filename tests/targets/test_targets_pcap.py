@@ -14,7 +14,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from echelon.constants import ECHELON_UDP_PORT, dscp_for_priority
-from echelon.pcap import count_records, pcap_names, read_records
+from echelon.pcap import pcap_names, read_records
 from echelon.wire import Echelon, unpack_header
 from p4client.p4rt import SwitchConnection
 from targets.process import free_port, wait_until
@@ -101,7 +101,8 @@ def test_per_port_pcaps(kind: str, tmp_path: Path) -> None:
             # Readable while the switch runs: the per-port view of the demo relies on it.
             wait_until(
                 lambda: (
-                    count_records(pcaps / name_in) >= n and count_records(pcaps / name_out) >= n
+                    len(read_records(pcaps / name_in)) >= n
+                    and len(read_records(pcaps / name_out)) >= n
                 ),
                 15.0,
                 f"{n} frames in {name_in} and {name_out}",

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from echelon.pcap import count_records, read_records
+from echelon.pcap import read_records
 from targets.process import free_port, stop_process
 from tests.core.test_wireshark_dissector import tshark_fields
 from topo.interactive import resolve_cli
@@ -86,7 +86,7 @@ def test_cli_before_traffic_pings_and_pcaps(tmp_path: Path) -> None:
     ports = {p["port"]: p for p in results["policies"]["echelon"]["ports"]}
     assert set(ports) == {1, 2, 3, 4}
     out4 = pcap / "s1" / f"{PREFIX}s1-4_out.pcap"
-    assert ports[4]["out_pkts"] > 0 and ports[4]["out_pkts"] <= count_records(out4)
+    assert ports[4]["out_pkts"] > 0 and ports[4]["out_pkts"] <= len(read_records(out4))
     # The jobs' flows into h4 left on echelon priorities (>= 1), per the pcap and the table.
     prios = {egress_priority(r.data) for r in read_records(out4)}
     assert any(p is not None and p >= 1 for p in prios)

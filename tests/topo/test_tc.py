@@ -160,8 +160,6 @@ def test_kernel_serves_higher_dscp_first(veth_pair: None) -> None:
     assert hi == pytest.approx(1.5, rel=0.1)
     assert lo == pytest.approx(0.5, abs=0.2)
     assert hi + lo == pytest.approx(2.0, rel=0.1)
-    stats = tc.class_stats("t6tca", ns=ns)
-    assert sum(b for b, _ in stats.values()) > 0
 
 
 RECEIVER = r"""
