@@ -1,6 +1,6 @@
 """The Ray sweep backend on a real two-node Ray cluster on this machine (127.0.0.1 only).
 
-The cluster is ``sim.ray.local``: ``ray start --head`` plus a second node with its own
+The cluster is ``bench.ray_local``: ``ray start --head`` plus a second node with its own
 CPU, resources and temp dir, dashboard and usage stats off. Sweeps run as
 ``python -m sim sweep`` subprocesses (the CLI a user runs), so Ray is never imported
 into the test process. Every process the cluster started is stopped by PID and
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.ray_local import LocalCluster, Node, wait_for
 from sim.points import comparable
-from sim.ray.local import LocalCluster, Node, wait_for
 from sim.traces import write_trace
 from sim.workloads import generate_mix
 

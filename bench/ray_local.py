@@ -3,7 +3,7 @@
 For the two-node test, :mod:`bench.ray_sweep` and trying ``--ray-address`` without a
 real cluster::
 
-    python -m sim.ray.local --nodes 2          # prints the lines to export; Ctrl-C stops it
+    python -m bench.ray_local --nodes 2          # prints the lines to export; Ctrl-C stops it
 
 Why not ``ray start --node-ip-address 127.0.0.1`` for every node: Ray 2.60's CLI
 replaces 127.0.0.1 and ``localhost`` by the address this machine reaches the outside
@@ -14,7 +14,7 @@ agents then listen on 127.0.0.1 only -- but the same setting makes ``ray start
 --address`` refuse to add a second node. So:
 
 * the head is ``ray start --head --node-ip-address 127.0.0.1 ...`` with that setting;
-* every other node is ``python -m sim.ray.local join ...``: Ray's own ``ray start``
+* every other node is ``python -m bench.ray_local join ...``: Ray's own ``ray start``
   command, in a process where those two checks are switched off (127.0.0.1 kept,
   a second node allowed); nothing else of Ray is changed;
 * a driver joining the cluster needs the setting too (:meth:`LocalCluster.driver_env`).
@@ -199,13 +199,15 @@ class LocalCluster:
     def add_node(
         self, cpus: int = 1, resources: Mapping[str, float] | None = None, timeout: float = 180
     ) -> Node:
-        """Another node joining the head (``python -m sim.ray.local join``)."""
+        """Another node joining the head (``python -m bench.ray_local join``)."""
         if not self.nodes:
             raise ClusterError("start the head first")
         name = f"node{len(self.nodes)}"
         args = ["--address", self.address, "--num-cpus", str(cpus)]
         args += ["--resources", json.dumps(dict(resources or {}))]
-        return self._start(name, [self.python, "-m", "sim.ray.local", "join"], args, False, timeout)
+        return self._start(
+            name, [self.python, "-m", "bench.ray_local", "join"], args, False, timeout
+        )
 
     def pids(self, node: Node) -> list[int]:
         """Live processes of a node: its ``ray start``, descendants, process group, and
@@ -308,7 +310,9 @@ def main(argv: Sequence[str] | None = None, out: IO[str] = sys.stdout) -> int:
     if args[:1] == ["join"]:
         _join(args[1:])
         return 0
-    ap = argparse.ArgumentParser(prog="python -m sim.ray.local", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.ray_local", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--nodes", type=int, default=2, help="head + N-1 worker nodes")
     ap.add_argument("--cpus", type=int, default=1, help="CPUs (parallel tasks) per node")
     ap.add_argument(
