@@ -66,9 +66,14 @@ def points(profile: Profile) -> list[Point]:
     ]
 
 
+def gbit_of(row: Mapping[str, Any]) -> float:
+    """A row's host-link bandwidth (Gbit/s), read back from its network JSON."""
+    return float(json.loads(str(row["network"])).get("gbit", 100))
+
+
 def tag(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Rows with their host-link bandwidth (``gbit``) read back from the network JSON."""
-    return [{**r, "gbit": float(json.loads(r["network"]).get("gbit", 100))} for r in rows]
+    return [{**r, "gbit": gbit_of(r)} for r in rows]
 
 
 def policy_table(rows: Sequence[Mapping[str, Any]], mix: str, gbits: Sequence[float]) -> str:
