@@ -23,23 +23,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from echelon.errors import EchelonError, SpecError
+from sim.core.config import parse_levels
 from sim.progressbar import Progress
 from sim.summary import describe_network, summary_table
-
-
-def _levels(text: str) -> int | None:
-    if text in ("ideal", "none", "inf"):
-        return None
-    try:
-        k = int(text.lower().lstrip("k"))
-    except ValueError:
-        raise SpecError("levels", f"'ideal' or a queue count like 8, got {text!r}") from None
-    if k < 2:
-        raise SpecError("levels", f"need at least 2 queues, got {k}")
-    return k
 
 
 def _load(text: str) -> float | None:
@@ -166,7 +156,7 @@ def _cmd_coflow(args: argparse.Namespace) -> None:
             args.policy,
             args.port_gbit,
             args.arrangement,
-            _levels(args.levels),
+            parse_levels(args.levels),
             args.rerank,
             args.coflowsim,
             progress=lambda done, _n, now: bar.update(done, f"simulated {now:.1f} s"),
@@ -179,18 +169,12 @@ def _cmd_coflow(args: argparse.Namespace) -> None:
     _print_summary(res.summary(), context, args.json == "-")
     rows = res.rows()
     if args.out:
-        import csv
-        from pathlib import Path
+        from sim.core.results import write_csv
 
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        with (out / "coflows.csv").open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["coflow"])
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(out / "coflows.csv", rows, ["coflow"])
     if args.json and args.json != "-":
-        from pathlib import Path
-
         Path(args.json).write_text(json.dumps({"summary": res.summary(), "coflows": rows}))
 
 
@@ -226,7 +210,7 @@ def _cmd_run(args: argparse.Namespace) -> None:
     runs = [j.to_run(hosts_of(net)) for j in jobs]
     cfg = SimConfig(
         policy=args.policy,
-        levels=_levels(args.levels),
+        levels=parse_levels(args.levels),
         rerank=args.rerank,
         record_tasks=bool(args.out or (args.json and args.json != "-")),
     )
@@ -287,7 +271,7 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
     policies = _split(args.policy)
     for p in policies:
         get_policy(p)  # fail fast on a typo
-    levels = [_levels(x) for x in _split(args.levels)]
+    levels = [parse_levels(x) for x in _split(args.levels)]
     if args.coflow_trace:
         if args.trace:
             raise SpecError("trace", "give either --trace or --coflow-trace")
