@@ -55,7 +55,7 @@ from sim.core.results import (
 )
 from sim.core.state import ActiveFlows, GrowArray
 
-__all__ = ["JobRun", "Plannable", "SimConfig", "SimError", "Simulator", "simulate"]
+__all__ = ["JobRun", "Plannable", "SimConfig", "SimError", "Simulator"]
 
 #: A flow whose remaining transfer time is below this is finished (seconds).
 _TIME_EPS = 1e-9
@@ -504,10 +504,3 @@ class Simulator:
             self.result.jobs.append(
                 JobRecord(job.name, job.run.arrival, self.now, job.run.iterations)
             )
-
-
-def simulate(
-    network: Network, jobs: Sequence[JobRun], config: SimConfig | None = None
-) -> SimResult:
-    """Convenience wrapper: run one simulation."""
-    return Simulator(network, jobs, config or SimConfig()).run()
