@@ -10,13 +10,12 @@ rewrites docs/evaluation.md.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from echelon.policies import get_policy
-from sim.eval.experiments import NETWORK, POLICIES, REPLAN_INTERVAL_S, Profile, average
+from sim.eval.experiments import POLICIES, Profile, average, batch_point
 from sim.points import Point, Progress
 from sim.sweep import run_sweep
 
@@ -30,20 +29,9 @@ def default_doc(name: str) -> str:
 
 
 def points(name: str, profile: Profile, mixes: Sequence[str]) -> list[Point]:
-    net = json.dumps(NETWORK)
     pols = [name, *(p for p in POLICIES if p != name)]
     return [
-        Point(
-            mix,
-            pol,
-            LEVELS,
-            None,
-            seed,
-            profile.batch_jobs,
-            profile.iterations,
-            net,
-            replan_interval=REPLAN_INTERVAL_S,
-        )
+        batch_point(profile, mix, pol, LEVELS, seed)
         for mix in mixes
         for pol in pols
         for seed in profile.seeds
