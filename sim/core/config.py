@@ -91,7 +91,6 @@ class SimConfig:
     payload_bytes: int = 1400
     record_flows: bool = True
     record_tasks: bool = False
-    max_events: int | None = None
     until: float | None = None
 
     def wire_bytes(self, size: int) -> float:

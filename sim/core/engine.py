@@ -188,8 +188,6 @@ class Simulator:
             events += 1
             if self.progress is not None and not events % PROGRESS_EVERY:
                 self.progress(len(self.result.iterations), self._total_iterations(), self.now)
-            if self.cfg.max_events is not None and events > self.cfg.max_events:
-                raise SimError(f"more than {self.cfg.max_events} events")
         unfinished = [j.name for j in self.jobs if j.iteration < j.run.iterations]
         if unfinished and self.cfg.until is None:
             raise SimError(f"jobs never finished (dependency cycle?): {unfinished}")
