@@ -18,13 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from sim.eval.report import fmt, table
-
-Row = Mapping[str, Any]
+from sim.eval.report import Row, fmt, table
 
 #: Bootstrap resamples per interval and the generator's seed (the report is reproducible).
 DRAWS = 4000

@@ -16,10 +16,9 @@ import numpy as np
 
 from sim.eval.bandwidth import gbit_of
 from sim.eval.experiments import BASELINES
-from sim.eval.report import fmt, table
+from sim.eval.report import Row, fmt, table
 from sim.eval.seeds import Paired, interval, mean_of, paired_ratio, per_policy, series
 
-Row = Mapping[str, Any]
 METRICS = ("steady_mean", "steady_p99", "worst_slowdown", "jain")
 
 
