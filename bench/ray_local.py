@@ -39,12 +39,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from echelon.errors import EchelonError
+from targets.process import WaitTimeout, wait_until
 
 LOOPBACK = "127.0.0.1"
 #: Environment of every node and of a driver: keep 127.0.0.1, no usage reports.
@@ -62,15 +63,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind((LOOPBACK, 0))
         return int(s.getsockname()[1])
-
-
-def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll ``cond`` until it holds; :class:`ClusterError` naming ``what`` at the deadline."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise ClusterError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.1)
 
 
 @dataclass
@@ -180,7 +172,7 @@ class LocalCluster:
             return _READY in log.read_text(errors="replace")
 
         try:
-            wait_for(up, timeout, f"ray node {name} to start (log {log})")
+            wait_until(up, timeout, f"ray node {name} to start (log {log})", interval=0.1)
         finally:
             self.pids(node)  # remember them all, even if the node failed to come up
         return node
@@ -282,8 +274,8 @@ class LocalCluster:
             return not self.pids(node)
 
         try:
-            wait_for(gone, grace, f"{node.name} to stop")
-        except ClusterError:
+            wait_until(gone, grace, f"{node.name} to stop", interval=0.1)
+        except WaitTimeout:
             self.kill_node(node, timeout)
         try:
             node.proc.wait(timeout)
@@ -341,7 +333,7 @@ def main(argv: Sequence[str] | None = None, out: IO[str] = sys.stdout) -> int:
                 cluster.remove_files()  # logs too: pass --dir to keep them
     except KeyboardInterrupt:
         pass
-    except ClusterError as exc:
+    except (ClusterError, WaitTimeout) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
