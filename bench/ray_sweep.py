@@ -1,6 +1,6 @@
 """``python -m bench.ray_sweep``: the same sweep on the process pool and on Ray.
 
-Starts a local two-node Ray cluster (:mod:`sim.ray.local`, one CPU per node, so both
+Starts a local two-node Ray cluster (:mod:`bench.ray_local`, one CPU per node, so both
 backends run two simulations at a time) unless ``--ray-address`` names one, then
 alternates the backends ``--repeats`` times and prints a markdown table of medians:
 
@@ -111,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cluster = None
     address = args.ray_address
     if address is None:
-        from sim.ray.local import RAY_ENV, LocalCluster
+        from bench.ray_local import RAY_ENV, LocalCluster
 
         os.environ.update(RAY_ENV)  # before ray is imported: keep 127.0.0.1
         cluster = LocalCluster()

@@ -23,23 +23,14 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from echelon.errors import EchelonError, SpecError
+from sim.core.config import parse_levels
+from sim.points import Point
 from sim.progressbar import Progress
 from sim.summary import describe_network, summary_table
-
-
-def _levels(text: str) -> int | None:
-    if text in ("ideal", "none", "inf"):
-        return None
-    try:
-        k = int(text.lower().lstrip("k"))
-    except ValueError:
-        raise SpecError("levels", f"'ideal' or a queue count like 8, got {text!r}") from None
-    if k < 2:
-        raise SpecError("levels", f"need at least 2 queues, got {k}")
-    return k
 
 
 def _load(text: str) -> float | None:
@@ -166,7 +157,7 @@ def _cmd_coflow(args: argparse.Namespace) -> None:
             args.policy,
             args.port_gbit,
             args.arrangement,
-            _levels(args.levels),
+            parse_levels(args.levels),
             args.rerank,
             args.coflowsim,
             progress=lambda done, _n, now: bar.update(done, f"simulated {now:.1f} s"),
@@ -179,18 +170,12 @@ def _cmd_coflow(args: argparse.Namespace) -> None:
     _print_summary(res.summary(), context, args.json == "-")
     rows = res.rows()
     if args.out:
-        import csv
-        from pathlib import Path
+        from sim.core.results import write_csv
 
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        with (out / "coflows.csv").open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["coflow"])
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(out / "coflows.csv", rows, ["coflow"])
     if args.json and args.json != "-":
-        from pathlib import Path
-
         Path(args.json).write_text(json.dumps({"summary": res.summary(), "coflows": rows}))
 
 
@@ -199,34 +184,22 @@ def _cmd_run(args: argparse.Namespace) -> None:
         _cmd_coflow(args)
         return
     from sim.core.engine import SimConfig, Simulator
-    from sim.topology import hosts_of, make_network
-    from sim.traces import load_trace
-    from sim.workloads import chakra_job, generate_mix
+    from sim.points import load_inputs, point_jobs
+    from sim.topology import hosts_of
+    from sim.workloads import chakra_job
 
-    net_spec = _network(args)
-    if args.trace:
-        trace_net, jobs = load_trace(args.trace)
-        net_spec = trace_net or net_spec
-    net = make_network(net_spec)
-    if not args.trace:
-        bw = float(net_spec.get("gbit", 100)) * 1e9 / 8
-        jobs = []
-        if args.jobs or not args.chakra:
-            jobs = generate_mix(
-                args.mix,
-                hosts_of(net),
-                bw,
-                args.jobs,
-                _load(args.load),
-                args.iterations,
-                int(args.seed),
-            )
+    point = _point(args, args.trace)
+    inputs = load_inputs(point)
+    net = inputs.network()
+    jobs = []
+    if args.trace or args.jobs or not args.chakra:
+        jobs = point_jobs(point, inputs)[1]
     if args.chakra:
         jobs.append(chakra_job(args.chakra, hosts_of(net), args.chakra_hosts, args.iterations))
     runs = [j.to_run(hosts_of(net)) for j in jobs]
     cfg = SimConfig(
         policy=args.policy,
-        levels=_levels(args.levels),
+        levels=parse_levels(args.levels),
         rerank=args.rerank,
         record_tasks=bool(args.out or (args.json and args.json != "-")),
     )
@@ -246,7 +219,7 @@ def _cmd_run(args: argparse.Namespace) -> None:
     else:
         load = "closed batch" if _load(args.load) is None else f"offered load {args.load}"
         what = f"{len(jobs)} jobs of mix {args.mix}, seed {args.seed}, {load}"
-    context = [("simulated", describe_network(net_spec)), ("jobs", what)]
+    context = [("simulated", describe_network(inputs.net_spec)), ("jobs", what)]
     _print_summary(res.summary(), context, args.json == "-")
     if args.out:
         res.write_csv(args.out)
@@ -262,17 +235,20 @@ def _print_summary(summary: dict[str, Any], context: list[tuple[str, str]], as_j
 
 
 def _cmd_gen(args: argparse.Namespace) -> None:
-    from sim.topology import hosts_of, make_network
+    from sim.points import load_inputs, point_jobs
     from sim.traces import write_trace
-    from sim.workloads import generate_mix
 
-    net_spec = _network(args)
-    net = make_network(net_spec)
-    bw = float(net_spec.get("gbit", 100)) * 1e9 / 8
-    jobs = generate_mix(
-        args.mix, hosts_of(net), bw, args.jobs, _load(args.load), args.iterations, int(args.seed)
-    )
-    print(write_trace(args.out, jobs, net_spec))
+    point = _point(args)
+    inputs = load_inputs(point)
+    print(write_trace(args.out, point_jobs(point, inputs)[1], inputs.net_spec))
+
+
+def _point(args: argparse.Namespace, trace: str | None = None) -> Point:
+    """``run``'s and ``gen``'s mix (or ``trace``) on the options' network as a sweep point,
+    so that they read the network and draw the jobs as every ``sweep`` point does
+    (:func:`sim.points.point_jobs`); the policy is not part of it."""
+    return Point(args.mix, "", None, _load(args.load), int(args.seed), args.jobs,
+                 args.iterations, json.dumps(_network(args)), trace)  # fmt: skip
 
 
 def _split(text: str) -> list[str]:
@@ -287,7 +263,7 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
     policies = _split(args.policy)
     for p in policies:
         get_policy(p)  # fail fast on a typo
-    levels = [_levels(x) for x in _split(args.levels)]
+    levels = [parse_levels(x) for x in _split(args.levels)]
     if args.coflow_trace:
         if args.trace:
             raise SpecError("trace", "give either --trace or --coflow-trace")

@@ -263,6 +263,9 @@ class PacketModel:
     # ------------------------------------------------------------ the loop
 
     def run(self) -> dict[FlowKey, float]:
+        """Per-flow finish times of iterations ``0 .. cfg.iterations - 1`` (seconds after
+        the common start); ``nan`` for a flow that never arrives (it cannot: every queue
+        drains)."""
         self._advance_lanes()
         while self._heap:
             t, _, kind, what = heapq.heappop(self._heap)
@@ -432,15 +435,3 @@ class PacketModel:
                 if lv is not None:
                     self.level[(ef.job, ef.group, f.index)] = lv
         self.replans += 1
-
-
-def simulate_packets(
-    jobs: Sequence[Plannable],
-    network: Network,
-    cfg: PacketConfig,
-    plan_network: Network | None = None,
-) -> dict[FlowKey, float]:
-    """Per-flow finish times of iterations ``0 .. cfg.iterations - 1`` (seconds after
-    the common start);
-    ``nan`` for a flow that never arrives (it cannot: every queue drains)."""
-    return PacketModel(jobs, network, cfg, plan_network).run()

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from echelon.errors import EchelonError, SpecError
+from sim.core.config import levels_label
 from sim.core.engine import SimConfig, Simulator
 from sim.topology import UNLIMITED_BYTES_PER_S, hosts_of, make_network
 
@@ -65,7 +66,7 @@ class Point:
         """The point's fields for its row: only those that apply to what it simulates
         (a coflow trace has no network, jobs, load or seed; a mix no coflow fields)."""
         d = asdict(self)
-        d["levels"] = "ideal" if self.levels is None else f"K={self.levels}"
+        d["levels"] = levels_label(self.levels)
         d["load"] = "batch" if self.load is None else self.load
         unused = _MIX_FIELDS if self.coflow_trace else _COFLOW_FIELDS
         return {k: v for k, v in d.items() if k not in unused}

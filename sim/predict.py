@@ -26,7 +26,7 @@ from echelon.constants import ECHELON_HEADER_LEN
 from echelon.errors import SpecError
 from echelon.model import FlowKey, IterationPlan
 from echelon.topology import TopologyNetwork, load
-from sim.core.config import JobRun, Plannable, SimConfig
+from sim.core.config import JobRun, Plannable, SimConfig, parse_levels
 from sim.core.engine import Simulator
 from sim.topology import UNLIMITED_BYTES_PER_S
 
@@ -59,20 +59,6 @@ class _Scaled:
             for ef in p.echelons
         )
         return dataclasses.replace(p, echelons=efs)
-
-
-def _levels(mode: str | int | None) -> int | None:
-    if mode is None or mode == "ideal":
-        return None
-    if isinstance(mode, int):
-        k = mode
-    elif isinstance(mode, str) and mode.lower().lstrip("k").isdigit():
-        k = int(mode.lower().lstrip("k"))
-    else:
-        raise SpecError("levels_mode", f"'ideal', 'k8' or a queue count, got {mode!r}")
-    if k < 2:
-        raise SpecError("levels_mode", f"need at least 2 queues, got {k}")
-    return k
 
 
 def _as_run(job: Any, scale: float) -> JobRun:
@@ -128,7 +114,7 @@ def predict_finish_times(
     ]
     cfg = SimConfig(
         policy=policy,
-        levels=_levels(levels_mode),
+        levels=parse_levels(levels_mode, "levels_mode"),
         header_bytes=header_bytes,
         payload_bytes=payload_bytes,
         replan_interval=replan_interval,

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from sim.core.config import levels_label
 from sim.points import Done
 from sim.sweep import print_progress
 
@@ -105,7 +106,7 @@ def sweep_progress(total: int, quiet: bool = False, label: str = "sweep") -> Cal
 
     def report(done: Done) -> None:
         p = done.point
-        lvl = "ideal" if p.levels is None else f"K={p.levels}"
+        lvl = levels_label(p.levels)
         bar.update(done.finished, f"last: {p.mix} {p.policy} {lvl}")
         if done.finished >= done.total:
             bar.close()

@@ -18,13 +18,14 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 from echelon.errors import SpecError
+from sim.core.config import levels_label
 from sim.points import Done, Point, PointFn, Progress, complete, run_point
 
 
 def print_progress(done: Done) -> None:
     """One line per finished point on stderr (stdout stays for results)."""
     p = done.point
-    lvl = "ideal" if p.levels is None else f"K={p.levels}"
+    lvl = levels_label(p.levels)
     load = "batch" if p.load is None else p.load
     wall = done.row.get("wall_s")
     secs = f"{float(wall):6.2f} s" if isinstance(wall, int | float) else ""
@@ -83,16 +84,14 @@ def run_sweep(
 
 def write_rows(path: str, rows: Iterable[Mapping[str, Any]]) -> None:
     """Rows as CSV (``.csv``) or JSON (anything else)."""
-    import csv
     from pathlib import Path
+
+    from sim.core.results import write_csv
 
     rows = list(rows)
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     if p.suffix == ".csv":
-        with p.open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else [])
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(p, rows)
     else:
         p.write_text(json.dumps(rows, indent=1))

@@ -28,19 +28,6 @@ import yaml
 from echelon.errors import SpecError
 from sim.workloads import Template, TraceJob, describe
 
-CSV_FIELDS = (
-    "arrival",
-    "iterations",
-    "name",
-    "paradigm",
-    "model",
-    "hosts",
-    "micro_batches",
-    "batch",
-    "dp",
-    "tp",
-)
-
 
 def load_trace(path: str | Path) -> tuple[dict[str, Any] | None, list[TraceJob]]:
     """Read a trace; returns (network description or None, jobs)."""

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from echelon.errors import EchelonError
+from echelon.errors import EchelonError, SpecError
 from echelon.model import IterationPlan
 from echelon.schedule import Policy
 
@@ -91,7 +91,6 @@ class SimConfig:
     payload_bytes: int = 1400
     record_flows: bool = True
     record_tasks: bool = False
-    max_events: int | None = None
     until: float | None = None
 
     def wire_bytes(self, size: int) -> float:
@@ -101,7 +100,31 @@ class SimConfig:
 
     @property
     def levels_label(self) -> str:
-        return "ideal" if self.levels is None else f"K={self.levels}"
+        return levels_label(self.levels)
+
+
+def levels_label(levels: int | None) -> str:
+    """``ideal`` or ``K=8``: how results, sweep rows and progress lines name the levels."""
+    return "ideal" if levels is None else f"K={levels}"
+
+
+def parse_levels(value: str | int | None, field: str = "levels") -> int | None:
+    """``None``, ``ideal``, ``none`` or ``inf``: a level per rank (``None``); ``8``,
+    ``k8`` or the int 8: that many switch queues (at least 2). The CLI's ``--levels``
+    and :func:`sim.predict.predict_finish_times`' ``levels_mode``; a bad value raises
+    :class:`SpecError` on ``field``."""
+    if value is None or value in ("ideal", "none", "inf"):
+        return None
+    if isinstance(value, int):
+        k = value
+    else:
+        try:
+            k = int(value.lower().lstrip("k"))
+        except ValueError:
+            raise SpecError(field, f"'ideal' or a queue count like 8, got {value!r}") from None
+    if k < 2:
+        raise SpecError(field, f"need at least 2 queues, got {k}")
+    return k
 
 
 def resolve_policy(policy: str | Policy) -> Policy:

@@ -55,7 +55,7 @@ from sim.core.results import (
 )
 from sim.core.state import ActiveFlows, GrowArray
 
-__all__ = ["JobRun", "Plannable", "SimConfig", "SimError", "Simulator", "simulate"]
+__all__ = ["JobRun", "Plannable", "SimConfig", "SimError", "Simulator"]
 
 #: A flow whose remaining transfer time is below this is finished (seconds).
 _TIME_EPS = 1e-9
@@ -188,8 +188,6 @@ class Simulator:
             events += 1
             if self.progress is not None and not events % PROGRESS_EVERY:
                 self.progress(len(self.result.iterations), self._total_iterations(), self.now)
-            if self.cfg.max_events is not None and events > self.cfg.max_events:
-                raise SimError(f"more than {self.cfg.max_events} events")
         unfinished = [j.name for j in self.jobs if j.iteration < j.run.iterations]
         if unfinished and self.cfg.until is None:
             raise SimError(f"jobs never finished (dependency cycle?): {unfinished}")
@@ -504,10 +502,3 @@ class Simulator:
             self.result.jobs.append(
                 JobRecord(job.name, job.run.arrival, self.now, job.run.iterations)
             )
-
-
-def simulate(
-    network: Network, jobs: Sequence[JobRun], config: SimConfig | None = None
-) -> SimResult:
-    """Convenience wrapper: run one simulation."""
-    return Simulator(network, jobs, config or SimConfig()).run()

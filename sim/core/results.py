@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -168,11 +168,11 @@ class SimResult:
         """One CSV per non-empty record kind, plus ``summary.csv``."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
-        written = [_write_rows(out / "summary.csv", [self.summary()])]
+        written = [write_csv(out / "summary.csv", [self.summary()])]
         for name in ("jobs", "iterations", "echelons", "flows", "tasks"):
             rows: Sequence[Any] = getattr(self, name)
             if rows:
-                written.append(_write_rows(out / f"{name}.csv", [_row(r) for r in rows]))
+                written.append(write_csv(out / f"{name}.csv", [_row(r) for r in rows]))
         return written
 
     def to_json(self) -> dict[str, Any]:
@@ -211,9 +211,11 @@ def _nan_none(x: Any) -> Any:
     return None if isinstance(x, float) and math.isnan(x) else str(x)
 
 
-def _write_rows(path: Path, rows: list[dict[str, Any]]) -> Path:
+def write_csv(path: Path, rows: Sequence[Mapping[str, Any]], header: Sequence[str] = ()) -> Path:
+    """Rows as CSV, the first row's keys as the header (``header`` when there is no row):
+    the run's record files, ``sim sweep``'s rows and a coflow trace's per-coflow rows."""
     with path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else list(header))
         w.writeheader()
         w.writerows(rows)
     return path

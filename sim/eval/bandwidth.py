@@ -15,8 +15,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sim.eval.experiments import NETWORK, POLICIES, REPLAN_INTERVAL_S, Profile
-from sim.eval.report import echelon_vs_best, fmt, pct, table
+from sim.eval.experiments import NETWORK, POLICIES, Profile, batch_point
+from sim.eval.report import echelon_vs_best, fmt, pct, table, versus_cells
 from sim.points import Point
 
 #: Mixes swept (the ones made of pipeline-parallel jobs).
@@ -45,20 +45,9 @@ def points(profile: Profile) -> list[Point]:
     """Closed batches (ideal ranks and K=8) for every swept bandwidth except the main
     grid's own, whose rows :func:`sim.eval.experiments.main_points` already produce."""
     return [
-        Point(
-            mix,
-            pol,
-            levels,
-            None,
-            seed,
-            profile.batch_jobs,
-            profile.iterations,
-            net,
-            replan_interval=REPLAN_INTERVAL_S,
-        )
+        batch_point(profile, mix, pol, levels, seed, network_at(gbit))
         for gbit in profile.bandwidths
         if gbit != NETWORK["gbit"]
-        for net in (json.dumps(network_at(gbit)),)
         for mix in MIXES
         for pol in POLICIES
         for levels in (None, 8)
@@ -66,9 +55,14 @@ def points(profile: Profile) -> list[Point]:
     ]
 
 
+def gbit_of(row: Mapping[str, Any]) -> float:
+    """A row's host-link bandwidth (Gbit/s), read back from its network JSON."""
+    return float(json.loads(str(row["network"])).get("gbit", 100))
+
+
 def tag(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Rows with their host-link bandwidth (``gbit``) read back from the network JSON."""
-    return [{**r, "gbit": float(json.loads(r["network"]).get("gbit", 100))} for r in rows]
+    return [{**r, "gbit": gbit_of(r)} for r in rows]
 
 
 def policy_table(rows: Sequence[Mapping[str, Any]], mix: str, gbits: Sequence[float]) -> str:
@@ -109,21 +103,9 @@ def versus_table(
                 if lv != "ideal" and ideal is not None:
                     bi = ideal[1]
                     vs_ideal = f"{pct(e['iter_mean'], bi['iter_mean'])} ({bi['policy']})"
+                _, *versus = versus_cells(mix, e, bm, bp)
                 body.append(
-                    [
-                        mix,
-                        g,
-                        lv,
-                        e["iter_mean"],
-                        f"{bm['policy']} {fmt(bm['iter_mean'])}",
-                        pct(e["iter_mean"], bm["iter_mean"]),
-                        e["iter_p99"],
-                        f"{bp['policy']} {fmt(bp['iter_p99'])}",
-                        pct(e["iter_p99"], bp["iter_p99"]),
-                        e["slowdown_mean"],
-                        bm["slowdown_mean"],
-                        vs_ideal,
-                    ]
+                    [mix, g, lv, *versus, e["slowdown_mean"], bm["slowdown_mean"], vs_ideal]
                 )
     return table(
         ["mix", "Gbit/s", "ranks", "echelon mean (s)", "best baseline mean",

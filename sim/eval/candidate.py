@@ -10,14 +10,12 @@ rewrites docs/evaluation.md.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
-from statistics import mean
 from typing import Any
 
 from echelon.policies import get_policy
-from sim.eval.experiments import NETWORK, POLICIES, REPLAN_INTERVAL_S, Profile
+from sim.eval.experiments import POLICIES, Profile, average, batch_point
 from sim.points import Point, Progress
 from sim.sweep import run_sweep
 
@@ -31,20 +29,9 @@ def default_doc(name: str) -> str:
 
 
 def points(name: str, profile: Profile, mixes: Sequence[str]) -> list[Point]:
-    net = json.dumps(NETWORK)
     pols = [name, *(p for p in POLICIES if p != name)]
     return [
-        Point(
-            mix,
-            pol,
-            LEVELS,
-            None,
-            seed,
-            profile.batch_jobs,
-            profile.iterations,
-            net,
-            replan_interval=REPLAN_INTERVAL_S,
-        )
+        batch_point(profile, mix, pol, LEVELS, seed)
         for mix in mixes
         for pol in pols
         for seed in profile.seeds
@@ -59,10 +46,8 @@ def report(name: str, rows: Sequence[dict[str, Any]], profile: Profile) -> str:
     """Markdown: per mix, every policy's mean and p99 iteration time (s, mean over
     seeds; lower is better), the best of each column in bold, and the candidate
     against ``echelon`` and against the best built-in baseline."""
-    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for r in rows:
-        by.setdefault((r["mix"], r["policy"]), []).append(r)
-    mixes = list(dict.fromkeys(r["mix"] for r in rows))
+    avg = average(rows, ("mix", "policy"))
+    mixes = list(dict.fromkeys(r["mix"] for r in avg))
     lines = [
         f"# {name} against the built-in policies",
         "",
@@ -73,9 +58,8 @@ def report(name: str, rows: Sequence[dict[str, Any]], profile: Profile) -> str:
         "",
     ]
     for mix in mixes:
-        pols = [p for (m, p) in by if m == mix]
-        val = {p: (mean(r["iter_mean"] for r in by[(mix, p)]),
-                   mean(r["iter_p99"] for r in by[(mix, p)])) for p in pols}  # fmt: skip
+        val = {r["policy"]: (r["iter_mean"], r["iter_p99"]) for r in avg if r["mix"] == mix}
+        pols = list(val)
         best = (min(v[0] for v in val.values()), min(v[1] for v in val.values()))
         lines += [f"## {mix}", "", "| policy | mean (s) | p99 (s) |", "| --- | ---: | ---: |"]
         for p in pols:

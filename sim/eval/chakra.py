@@ -29,6 +29,7 @@ from echelon.errors import EchelonError
 from echelon.jobs import JobSpec, load_job
 from echelon.policies import POLICIES
 from sim.core.engine import JobRun, SimConfig, Simulator
+from sim.eval.report import pct, table
 from sim.topology import big_switch
 from sim.workloads import Template, chakra_job, describe
 
@@ -131,16 +132,16 @@ def section(results: dict[tuple[float, str], Results]) -> str:
 def _table(results: Results) -> str:
     jobs = list(next(iter(results.values())))
     ideal = next(iter(results.values()))
+    body = [
+        [f"`{pol}`", *(f"{per[j]['mean'] * 1e3:.1f} / {per[j]['p99'] * 1e3:.1f}" for j in jobs)]
+        for pol, per in results.items()
+    ]
     lines = [
         "Ideal iterations: "
         + ", ".join(f"{j} {ideal[j]['ideal'] * 1e3:.1f} ms" for j in jobs)
         + ".\n",
-        "| policy | " + " | ".join(jobs) + " |",
-        "|---|" + "---|" * len(jobs),
+        table(["policy", *jobs], body),
     ]
-    for pol, per in results.items():
-        cells = [f"{per[j]['mean'] * 1e3:.1f} / {per[j]['p99'] * 1e3:.1f}" for j in jobs]
-        lines.append(f"| `{pol}` | " + " | ".join(cells) + " |")
     base = {p: r for p, r in results.items() if p != "echelon"}
     if "echelon" in results and base:
         e = results["echelon"]
@@ -152,24 +153,20 @@ def _table(results: Results) -> str:
                            (f"the best baseline by mean (`{bm}`)", bm)):  # fmt: skip
             if pol in results:
                 lines.append(
-                    f"* {label}: mean {_pct(e['ddp']['mean'], results[pol]['ddp']['mean'])}, "
-                    f"p99 {_pct(e['ddp']['p99'], results[pol]['ddp']['p99'])}"
+                    f"* {label}: mean {pct(e['ddp']['mean'], results[pol]['ddp']['mean'])}, "
+                    f"p99 {pct(e['ddp']['p99'], results[pol]['ddp']['p99'])}"
                 )
         lines.append(
             f"* the best baseline by p99 (`{bp}`): p99 "
-            f"{_pct(e['ddp']['p99'], base[bp]['ddp']['p99'])}; the modelled jobs' means "
+            f"{pct(e['ddp']['p99'], base[bp]['ddp']['p99'])}; the modelled jobs' means "
             "against their best baseline: "
             + ", ".join(
-                f"{j} {_pct(e[j]['mean'], min(r[j]['mean'] for r in base.values()))}"
+                f"{j} {pct(e[j]['mean'], min(r[j]['mean'] for r in base.values()))}"
                 for j in jobs
                 if j != "ddp"
             )
         )
     return "\n".join(lines) + "\n"
-
-
-def _pct(a: float, b: float) -> str:
-    return f"{(a - b) / b * 100:+.1f}%" if b else "n/a"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -146,6 +146,20 @@ PROFILES = {
 }
 
 
+def batch_point(
+    profile: Profile,
+    mix: str,
+    policy: str,
+    levels: int | None,
+    seed: int,
+    network: Mapping[str, Any] = NETWORK,
+) -> Point:
+    """A closed batch of the profile's size on ``network``, re-planned at most every
+    :data:`REPLAN_INTERVAL_S`: the point of every closed-batch grid of the report."""
+    return Point(mix, policy, levels, None, seed, profile.batch_jobs, profile.iterations,
+                 json.dumps(network), replan_interval=REPLAN_INTERVAL_S)  # fmt: skip
+
+
 def main_points(profile: Profile) -> list[Point]:
     """Closed batches (every job contends from t=0) with ideal ranks and K=8, plus
     Poisson arrivals at several offered loads with ideal ranks."""
@@ -153,7 +167,7 @@ def main_points(profile: Profile) -> list[Point]:
     it = profile.iterations
     ri = REPLAN_INTERVAL_S
     pts = [
-        Point(mix, pol, levels, None, seed, profile.batch_jobs, it, net, replan_interval=ri)
+        batch_point(profile, mix, pol, levels, seed)
         for mix in MIXES
         for pol in POLICIES
         for levels in (None, 8)
@@ -174,17 +188,7 @@ def ablation_points(profile: Profile) -> list[Point]:
     main grid's bandwidth and at 25 Gbit/s (or the profile's slowest, if higher)."""
     gbits = sorted({g for g in ABLATION_GBIT if g in profile.bandwidths or g == NETWORK["gbit"]})
     return [
-        Point(
-            mix,
-            pol,
-            8,
-            None,
-            seed,
-            profile.batch_jobs,
-            profile.iterations,
-            json.dumps({**NETWORK, "gbit": g}),
-            replan_interval=REPLAN_INTERVAL_S,
-        )
+        batch_point(profile, mix, pol, 8, seed, {**NETWORK, "gbit": g})
         for g in gbits
         for mix in ABLATION_MIXES
         for pol in ABLATION_POLICIES
@@ -196,14 +200,12 @@ def holdout_points(profile: Profile) -> list[Point]:
     """The closed-batch headline (every policy on 8 queues, main network) on the
     profile's held-out seeds, for the mixes the scheduling targets are set on, and the
     same for :data:`HOLDOUT_VARIANTS`."""
-    net = json.dumps(NETWORK)
     return [
-        Point(mix, pol, 8, None, seed, profile.batch_jobs, profile.iterations, net,
-              replan_interval=REPLAN_INTERVAL_S)
+        batch_point(profile, mix, pol, 8, seed)
         for mix in ABLATION_MIXES
         for pol in (*POLICIES, *HOLDOUT_VARIANTS)
         for seed in profile.holdout_seeds
-    ]  # fmt: skip
+    ]
 
 
 def average(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:

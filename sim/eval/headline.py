@@ -10,14 +10,11 @@ events at most every ``REPLAN_INTERVAL_S``, against every baseline given the sam
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
 
 from echelon.oracle import MyopicOptimum, ratios
 from echelon.policies import get_policy
 from echelon.schedule import Policy
-from sim.eval.report import VERSUS_HEAD, echelon_vs_best, fmt, pct, table, versus_cells
-
-Row = Mapping[str, Any]
+from sim.eval.report import VERSUS_HEAD, Row, echelon_vs_best, fmt, pct, table, versus_cells
 
 #: Policies measured against the exact one-link optimum, and the instance count.
 ORACLE_POLICIES = (

@@ -290,6 +290,7 @@ def _cold_start(e: Mapping[str, Any], best: Mapping[str, Any]) -> str:
     return text
 
 
+#: A run's row (a sweep row or a row averaged over seeds), as every eval table reads it.
 Row = Mapping[str, Any]
 
 

@@ -16,15 +16,12 @@ draw (paired: a seed with a hard job draw is hard for both policies).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from sim.eval.report import fmt, table
-
-Row = Mapping[str, Any]
+from sim.eval.report import Row, fmt, table
 
 #: Bootstrap resamples per interval and the generator's seed (the report is reproducible).
 DRAWS = 4000
@@ -58,18 +55,29 @@ def paired_ratio(
     )
 
 
-def by_seed(rows: Sequence[Row], mix: str) -> dict[str, dict[int, Row]]:
-    """One mix's rows as ``{policy: {seed: row}}``, keeping only seeds every policy has."""
+def per_policy(rows: Iterable[Row]) -> dict[str, dict[int, Row]]:
+    """Rows as ``{policy: {seed: row}}``, keeping only seeds every policy has (the
+    closed-batch tables here and the steady-state cells of :mod:`sim.eval.steady_report`)."""
     got: dict[str, dict[int, Row]] = {}
     for r in rows:
-        if r["mix"] == mix:
-            got.setdefault(str(r["policy"]), {})[int(r["seed"])] = r
+        got.setdefault(str(r["policy"]), {})[int(r["seed"])] = r
     common = set.intersection(*(set(s) for s in got.values())) if got else set()
     return {p: {s: v[s] for s in sorted(common)} for p, v in got.items()}
 
 
-def _series(runs: Mapping[int, Row], metric: str) -> list[float]:
+def by_seed(rows: Sequence[Row], mix: str) -> dict[str, dict[int, Row]]:
+    """One mix's rows as :func:`per_policy` groups them."""
+    return per_policy(r for r in rows if r["mix"] == mix)
+
+
+def series(runs: Mapping[int, Row], metric: str) -> list[float]:
+    """One policy's ``metric`` seed by seed, in seed order (what :func:`paired_ratio` pairs)."""
     return [float(runs[s][metric]) for s in sorted(runs)]
+
+
+def mean_of(runs: Mapping[int, Row], metric: str) -> float:
+    """The mean over seeds of one policy's ``metric``."""
+    return float(np.mean(series(runs, metric)))
 
 
 @dataclass(frozen=True)
@@ -88,14 +96,15 @@ def best_baselines(per: Mapping[str, Mapping[int, Row]]) -> Best:
     base = [p for p in per if p != "echelon"]
     if not base:
         raise ValueError("no baseline rows")
-    means = {p: float(np.mean(_series(per[p], "iter_mean"))) for p in base}
-    p99s = {p: float(np.mean(_series(per[p], "iter_p99"))) for p in base}
+    means = {p: mean_of(per[p], "iter_mean") for p in base}
+    p99s = {p: mean_of(per[p], "iter_p99") for p in base}
     bm = min(base, key=means.__getitem__)
     bp = min(base, key=p99s.__getitem__)
     return Best(bm, means[bm], bp, p99s[bp])
 
 
-def _cell(p: Paired) -> str:
+def interval(p: Paired) -> str:
+    """``+1.2% [-0.5, +3.0]``: the ratio and its 95 % interval, in percent."""
     return f"{p.ratio * 100:+.1f}% [{p.low * 100:+.1f}, {p.high * 100:+.1f}]"
 
 
@@ -109,17 +118,17 @@ def seed_table(rows: Sequence[Row], mixes: Sequence[str]) -> str:
             continue
         best = best_baselines(per)
         e = per["echelon"]
-        m = paired_ratio(_series(e, "iter_mean"), _series(per[best.mean_policy], "iter_mean"))
-        q = paired_ratio(_series(e, "iter_p99"), _series(per[best.p99_policy], "iter_p99"))
+        m = paired_ratio(series(e, "iter_mean"), series(per[best.mean_policy], "iter_mean"))
+        q = paired_ratio(series(e, "iter_p99"), series(per[best.p99_policy], "iter_p99"))
         body.append(
             [
                 mix,
                 m.seeds,
                 f"{best.mean_policy} {fmt(best.mean)}",
-                _cell(m),
+                interval(m),
                 f"{m.ahead}/{m.seeds}",
                 f"{best.p99_policy} {fmt(best.p99)}",
-                _cell(q),
+                interval(q),
                 f"{q.ahead}/{q.seeds}",
             ]
         )

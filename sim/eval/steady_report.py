@@ -14,46 +14,24 @@ from typing import Any
 
 import numpy as np
 
+from sim.eval.bandwidth import gbit_of
 from sim.eval.experiments import BASELINES
-from sim.eval.report import fmt, table
-from sim.eval.seeds import Paired, paired_ratio
+from sim.eval.report import Row, fmt, table
+from sim.eval.seeds import Paired, interval, mean_of, paired_ratio, per_policy, series
 
-Row = Mapping[str, Any]
 METRICS = ("steady_mean", "steady_p99", "worst_slowdown", "jain")
 
 
 def cells(rows: Sequence[Row]) -> dict[tuple[str, float], dict[str, dict[int, Row]]]:
     """``{(mix, gbit): {policy: {seed: row}}}``, keeping the seeds every policy has."""
-    out: dict[tuple[str, float], dict[str, dict[int, Row]]] = {}
+    groups: dict[tuple[str, float], list[Row]] = {}
     for r in rows:
-        key = (str(r["mix"]), gbit_of(r))
-        out.setdefault(key, {}).setdefault(str(r["policy"]), {})[int(r["seed"])] = r
-    for key, per in out.items():
-        common = set.intersection(*(set(s) for s in per.values()))
-        out[key] = {p: {s: v[s] for s in sorted(common)} for p, v in per.items()}
-    return out
-
-
-def gbit_of(r: Row) -> float:
-    import json
-
-    return float(json.loads(str(r["network"])).get("gbit", 100))
-
-
-def _series(runs: Mapping[int, Row], metric: str) -> list[float]:
-    return [float(runs[s][metric]) for s in sorted(runs)]
-
-
-def mean_of(runs: Mapping[int, Row], metric: str) -> float:
-    return float(np.mean(_series(runs, metric)))
+        groups.setdefault((str(r["mix"]), gbit_of(r)), []).append(r)
+    return {key: per_policy(runs) for key, runs in groups.items()}
 
 
 def versus(per: Mapping[str, Mapping[int, Row]], ours: str, theirs: str, metric: str) -> Paired:
-    return paired_ratio(_series(per[ours], metric), _series(per[theirs], metric))
-
-
-def _ci(p: Paired) -> str:
-    return f"{p.ratio * 100:+.1f}% [{p.low * 100:+.1f}, {p.high * 100:+.1f}]"
+    return paired_ratio(series(per[ours], metric), series(per[theirs], metric))
 
 
 def dominators(per: Mapping[str, Mapping[int, Row]], ours: str = "echelon") -> list[str]:
@@ -77,7 +55,9 @@ def headline(rows: Sequence[Row], ours: str = "echelon") -> str:
         if ours not in per or "fair" not in per:
             continue
         e, f = per[ours], per["fair"]
-        v1 = _ci(versus(per, ours, "echelon-v1", "steady_mean")) if "echelon-v1" in per else "–"
+        v1 = (
+            interval(versus(per, ours, "echelon-v1", "steady_mean")) if "echelon-v1" in per else "–"
+        )
         worst = mean_of(e, "worst_slowdown") / mean_of(f, "worst_slowdown") - 1
         body.append(
             [
@@ -86,8 +66,8 @@ def headline(rows: Sequence[Row], ours: str = "echelon") -> str:
                 len(e),
                 f"{fmt(mean_of(e, 'steady_mean'))} / {fmt(mean_of(e, 'steady_p99'))}",
                 f"{fmt(mean_of(f, 'steady_mean'))} / {fmt(mean_of(f, 'steady_p99'))}",
-                _ci(versus(per, ours, "fair", "steady_mean")),
-                _ci(versus(per, ours, "fair", "steady_p99")),
+                interval(versus(per, ours, "fair", "steady_mean")),
+                interval(versus(per, ours, "fair", "steady_p99")),
                 v1,
                 f"{fmt(mean_of(e, 'worst_slowdown'))} / {fmt(mean_of(f, 'worst_slowdown'))} "
                 f"({worst * 100:+.1f}%)",
@@ -112,7 +92,7 @@ def cell_table(per: Mapping[str, Mapping[int, Row]], policies: Sequence[str]) ->
         runs = per[p]
         vs = ["–", "–"]
         if p != "echelon" and "echelon" in per:
-            vs = [_ci(versus(per, "echelon", p, m)) for m in ("steady_mean", "steady_p99")]
+            vs = [interval(versus(per, "echelon", p, m)) for m in ("steady_mean", "steady_p99")]
         body.append(
             [
                 p,

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 from echelon.model import EchelonFlow, FlowKey, IterationPlan
 from echelon.schedule import Network, Schedule
+from sim.core.config import JobRun, SimConfig
+from sim.core.engine import Simulator
+from sim.core.results import SimResult
 
 
 class Links:
@@ -58,3 +61,10 @@ class RankPolicy:
 
 
 FAIR = RankPolicy("fair", lambda ef, j: 0)
+
+
+def simulate(
+    network: Network, jobs: Sequence[JobRun], config: SimConfig | None = None
+) -> SimResult:
+    """One run of the engine (the tests' shorthand for ``Simulator(...).run()``)."""
+    return Simulator(network, jobs, config or SimConfig()).run()

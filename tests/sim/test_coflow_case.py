@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from echelon.model import EchelonFlow, Flow, IterationPlan
-from sim.core.engine import JobRun, SimConfig, simulate
+from sim.core.engine import JobRun, SimConfig
 from sim.topology import big_switch
-from tests.sim.conftest import PlanJob
+from tests.sim.conftest import PlanJob, simulate
 
 HOSTS = ["h0", "h1", "h2", "h3"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from echelon.model import ComputeTask, EchelonFlow, Flow, IterationPlan
-from sim.core.engine import JobRun, SimConfig, SimError, simulate
-from tests.sim.conftest import FAIR, Links, PlanJob, RankPolicy
+from sim.core.engine import JobRun, SimConfig, SimError
+from tests.sim.conftest import FAIR, Links, PlanJob, RankPolicy, simulate
 
 CAP = 1000.0  # bytes/s
 

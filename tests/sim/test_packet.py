@@ -6,16 +6,24 @@ h3 drains 1 packet/s, hosts' links are faster, so packets queue at that port.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 import pytest
 
 from echelon.errors import SpecError
-from echelon.model import ComputeTask, EchelonFlow, Flow, IterationPlan
-from sim.packet import PacketConfig, simulate_packets
+from echelon.model import ComputeTask, EchelonFlow, Flow, FlowKey, IterationPlan
+from echelon.schedule import Network
+from sim.core.config import Plannable
+from sim.packet import PacketConfig, PacketModel
 
 PKT = 1000
+
+
+def simulate_packets(
+    jobs: Sequence[Plannable], network: Network, cfg: PacketConfig, plan: Network | None = None
+) -> dict[FlowKey, float]:
+    return PacketModel(jobs, network, cfg, plan).run()
 
 
 class StarNet:

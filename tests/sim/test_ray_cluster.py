@@ -1,6 +1,6 @@
 """The Ray sweep backend on a real two-node Ray cluster on this machine (127.0.0.1 only).
 
-The cluster is ``sim.ray.local``: ``ray start --head`` plus a second node with its own
+The cluster is ``bench.ray_local``: ``ray start --head`` plus a second node with its own
 CPU, resources and temp dir, dashboard and usage stats off. Sweeps run as
 ``python -m sim sweep`` subprocesses (the CLI a user runs), so Ray is never imported
 into the test process. Every process the cluster started is stopped by PID and
@@ -22,10 +22,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.ray_local import LocalCluster, Node
 from sim.points import comparable
-from sim.ray.local import LocalCluster, Node, wait_for
 from sim.traces import write_trace
 from sim.workloads import generate_mix
+from targets.process import wait_until
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
 
@@ -138,7 +139,7 @@ def test_node_killed_mid_sweep_loses_no_point(cluster: LocalCluster, tmp_path: P
 
     running: list[int] = []
     while not running:
-        wait_for(busy, 240, "a sweep point to run on the second node")
+        wait_until(busy, 240, "a sweep point to run on the second node", interval=0.1)
         assert sweep.proc.poll() is None, "\n".join(["sweep ended early:", *sweep.lines[-20:]])
         # freeze the node first: a point still titled as running now cannot finish there
         cluster.signal_node(worker, signal.SIGSTOP)

@@ -3,7 +3,7 @@
 For the two-node test, :mod:`bench.ray_sweep` and trying ``--ray-address`` without a
 real cluster::
 
-    python -m sim.ray.local --nodes 2          # prints the lines to export; Ctrl-C stops it
+    python -m bench.ray_local --nodes 2          # prints the lines to export; Ctrl-C stops it
 
 Why not ``ray start --node-ip-address 127.0.0.1`` for every node: Ray 2.60's CLI
 replaces 127.0.0.1 and ``localhost`` by the address this machine reaches the outside
@@ -14,7 +14,7 @@ agents then listen on 127.0.0.1 only -- but the same setting makes ``ray start
 --address`` refuse to add a second node. So:
 
 * the head is ``ray start --head --node-ip-address 127.0.0.1 ...`` with that setting;
-* every other node is ``python -m sim.ray.local join ...``: Ray's own ``ray start``
+* every other node is ``python -m bench.ray_local join ...``: Ray's own ``ray start``
   command, in a process where those two checks are switched off (127.0.0.1 kept,
   a second node allowed); nothing else of Ray is changed;
 * a driver joining the cluster needs the setting too (:meth:`LocalCluster.driver_env`).
@@ -39,12 +39,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from echelon.errors import EchelonError
+from targets.process import WaitTimeout, wait_until
 
 LOOPBACK = "127.0.0.1"
 #: Environment of every node and of a driver: keep 127.0.0.1, no usage reports.
@@ -62,15 +63,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind((LOOPBACK, 0))
         return int(s.getsockname()[1])
-
-
-def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll ``cond`` until it holds; :class:`ClusterError` naming ``what`` at the deadline."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise ClusterError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.1)
 
 
 @dataclass
@@ -180,7 +172,7 @@ class LocalCluster:
             return _READY in log.read_text(errors="replace")
 
         try:
-            wait_for(up, timeout, f"ray node {name} to start (log {log})")
+            wait_until(up, timeout, f"ray node {name} to start (log {log})", interval=0.1)
         finally:
             self.pids(node)  # remember them all, even if the node failed to come up
         return node
@@ -199,13 +191,15 @@ class LocalCluster:
     def add_node(
         self, cpus: int = 1, resources: Mapping[str, float] | None = None, timeout: float = 180
     ) -> Node:
-        """Another node joining the head (``python -m sim.ray.local join``)."""
+        """Another node joining the head (``python -m bench.ray_local join``)."""
         if not self.nodes:
             raise ClusterError("start the head first")
         name = f"node{len(self.nodes)}"
         args = ["--address", self.address, "--num-cpus", str(cpus)]
         args += ["--resources", json.dumps(dict(resources or {}))]
-        return self._start(name, [self.python, "-m", "sim.ray.local", "join"], args, False, timeout)
+        return self._start(
+            name, [self.python, "-m", "bench.ray_local", "join"], args, False, timeout
+        )
 
     def pids(self, node: Node) -> list[int]:
         """Live processes of a node: its ``ray start``, descendants, process group, and
@@ -280,8 +274,8 @@ class LocalCluster:
             return not self.pids(node)
 
         try:
-            wait_for(gone, grace, f"{node.name} to stop")
-        except ClusterError:
+            wait_until(gone, grace, f"{node.name} to stop", interval=0.1)
+        except WaitTimeout:
             self.kill_node(node, timeout)
         try:
             node.proc.wait(timeout)
@@ -308,7 +302,9 @@ def main(argv: Sequence[str] | None = None, out: IO[str] = sys.stdout) -> int:
     if args[:1] == ["join"]:
         _join(args[1:])
         return 0
-    ap = argparse.ArgumentParser(prog="python -m sim.ray.local", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.ray_local", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--nodes", type=int, default=2, help="head + N-1 worker nodes")
     ap.add_argument("--cpus", type=int, default=1, help="CPUs (parallel tasks) per node")
     ap.add_argument(
@@ -337,7 +333,7 @@ def main(argv: Sequence[str] | None = None, out: IO[str] = sys.stdout) -> int:
                 cluster.remove_files()  # logs too: pass --dir to keep them
     except KeyboardInterrupt:
         pass
-    except ClusterError as exc:
+    except (ClusterError, WaitTimeout) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
