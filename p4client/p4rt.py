@@ -100,7 +100,6 @@ class SwitchConnection:
         self._dead = False
         self._reader: threading.Thread | None = None
         self._on_break: list[Callable[[SwitchConnection], None]] = []
-        self._on_packet: list[Callable[[p4runtime_pb2.PacketIn], None]] = []
         self._on_arbitration: list[Callable[[SwitchConnection], None]] = []
         self._on_message: list[Callable[[p4runtime_pb2.StreamMessageResponse], None]] = []
 
@@ -197,9 +196,6 @@ class SwitchConnection:
                     self._arbitrated.set()
                     for acb in list(self._on_arbitration):
                         acb(self)
-                elif kind == "packet":
-                    for cb in list(self._on_packet):
-                        cb(resp.packet)
                 elif kind == "error":
                     log.warning("%s: stream error %s", self.grpc_addr, resp.error)
             self.stream_error = "stream closed by the switch"
@@ -236,9 +232,6 @@ class SwitchConnection:
     def on_arbitration(self, callback: Callable[[SwitchConnection], None]) -> None:
         """Call ``callback(self)`` on every arbitration update (primary gained or lost)."""
         self._on_arbitration.append(callback)
-
-    def on_packet_in(self, callback: Callable[[p4runtime_pb2.PacketIn], None]) -> None:
-        self._on_packet.append(callback)
 
     def on_message(self, callback: Callable[[p4runtime_pb2.StreamMessageResponse], None]) -> None:
         """Call ``callback(msg)`` from the reader thread for every stream message."""

@@ -2,7 +2,8 @@
 
 Every action of the JSON becomes its own closure object (the control uses
 closure identity to pick ``next_tables`` by action). The primitives p4c emits
-for v1model that the soft switch implements are listed in ``PRIMITIVES``;
+for v1model that the soft switch implements are :func:`compile_primitive`'s branches
+(listed in docs/softswitch.md);
 anything else (truncate, ...) is refused when the pipeline is loaded,
 naming the primitive and the action. The hash primitives are :mod:`softswitch.bm.hashing`'s,
 ``push``/``pop`` (header stacks) :mod:`softswitch.bm.stacks`'s, clone, resubmit and
@@ -30,30 +31,6 @@ from softswitch.tables import Counter
 
 #: A compiled action or primitive: state vector, action arguments.
 ActionFn = Callable[[list[int], Sequence[int]], None]
-
-DROP_PORT = 511
-
-PRIMITIVES = (
-    "assign",
-    "mark_to_drop",
-    "count",
-    "register_read",
-    "register_write",
-    "add_header",
-    "remove_header",
-    "assign_header",
-    "exit",
-    "log_msg",
-    "_jump",
-    "_jump_if_zero",
-    "modify_field_with_hash_based_offset",
-    "modify_field_rng_uniform",
-    "push",
-    "pop",
-    "execute_meter",
-    "generate_digest",
-    *sorted(packet.OPS),
-)
 
 
 class Register:
@@ -190,7 +167,7 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
         es, mg = ext.egress_spec, ext.mcast_grp
 
         def mark_to_drop(v: list[int], a: Sequence[int]) -> None:
-            v[es] = DROP_PORT
+            v[es] = packet.DROP_PORT
             v[mg] = 0
 
         return mark_to_drop

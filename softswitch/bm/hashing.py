@@ -12,8 +12,8 @@ invalid header is left out), zero bits at the end to a whole byte.
 The algorithms are BMv2 1.15's (``src/bm_sim/calculations.cpp``): ``crc16``
 (CRC-16/ARC), ``crc32`` (the zlib CRC), ``crcCCITT`` (CRC-16/CCITT-FALSE),
 ``crc16_custom`` / ``crc32_custom`` / ``crc8_custom`` / ``crc64_custom`` (one
-configurable CRC per calculation, BMv2's defaults, changed over Thrift with
-``bm_set_crc16_custom_parameters``/``bm_set_crc32_custom_parameters``),
+CRC per calculation with BMv2's default parameters; BMv2's Thrift
+``bm_set_crc*_custom_parameters`` calls are not served),
 ``csum16``/``cksum16`` (the Internet checksum), ``xor16``/``xor32`` (XOR of
 big-endian words, the last one zero-padded) and ``identity`` (the first
 8 bytes as an integer). ``random`` (v1model's ``HashAlgorithm.random``) is not an
@@ -172,7 +172,6 @@ class Calculation:
         where = f"calculation {calc.get('name')!r}"
         self.name = str(calc.get("name"))
         self.hash = algorithm(str(calc.get("algo")), where)
-        self.custom = calc.get("algo") in _CUSTOM
         parts: list[tuple[int | None, int | None, int, int]] = []  # valid, slot, width, const
         for item in calc.get("input", []):
             kind = item.get("type")
@@ -186,7 +185,6 @@ class Calculation:
             else:
                 raise InvalidArgument(where, f"hash input of type {kind!r} is not supported")
         self._parts = tuple(parts)
-        self._fixed_bits = sum(p[2] for p in parts) if all(p[0] is None for p in parts) else None
 
     def data(self, v: list[int]) -> bytes:
         """The bytes BMv2's BufBuilder hashes for packet state ``v``."""
@@ -220,13 +218,6 @@ class Calculations:
                 raise InvalidArgument(where, f"unknown calculation {name!r}")
             calc = self.compiled[name] = Calculation(self._lay, spec)
         return calc
-
-    def crc(self, name: str) -> Crc | None:
-        """The configurable CRC of calculation ``name`` (None: not a ``*_custom`` one in use)."""
-        calc = self.compiled.get(name)
-        return (
-            calc.hash if calc is not None and isinstance(calc.hash, Crc) and calc.custom else None
-        )
 
 
 def hash_based_offset(

@@ -197,7 +197,6 @@ class Pipeline:
         self.actions = self._bind_actions(p4info, j)
         self.tables = self._bind_tables(p4info)
         self.counters = self._bind_counters(p4info, ext)
-        self.counter_by_name = {ci.name: ci for ci in self.counters.values()}
         self.meters = _bind_meters(p4info, ext.meters)
         self.direct_meters: dict[int, DirectMeter] = {}
         tables = {t.preamble.id: t.preamble.name for t in p4info.tables}

@@ -7,6 +7,7 @@ installed, BMv2's own. Both load the BMv2 JSON through ``bm_get_config``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from p4client.bmruntime import RuntimeApiError, RuntimeClient, config_md5, run_command
+from p4client.bmruntime import RuntimeApiError, RuntimeClient
 from p4client.p4rt import SwitchConnection
 from softswitch.bm.pipeline import Pipeline
 from softswitch.p4rt_server import P4RuntimeService, make_server
@@ -113,16 +114,6 @@ def test_queue_calls_reach_the_queues(rig: Rig) -> None:
     assert [x.depth for x in rig.queues.ports[1]] == [3] + [64] * 7
 
 
-def test_run_command_parses_cli_syntax(rig: Rig) -> None:
-    run_command(rig.thrift, "set_queue_rate 100 1")
-    assert [x.rate for x in rig.queues.ports[1]] == [100.0] * 8
-    for bad, what in [("set_queue_rate fast", "value"), ("set_queue_rate 1 x", "egress_port")]:
-        with pytest.raises(RuntimeApiError, match=what):
-            run_command(rig.thrift, bad)
-    with pytest.raises(RuntimeApiError, match="unsupported"):
-        run_command(rig.thrift, "table_add x y")
-
-
 def test_reads_tables_counters_and_config(rig: Rig, tmp_path: Path) -> None:
     with RuntimeClient(rig.thrift) as rt:
         assert rt.get_config() == EMPTY_CONFIG  # no pipeline yet
@@ -133,7 +124,7 @@ def test_reads_tables_counters_and_config(rig: Rig, tmp_path: Path) -> None:
     program(rig, config.encode())
     with RuntimeClient(rig.thrift) as rt:
         assert rt.get_config() == config
-        assert rt.get_config_md5() == config_md5(config)
+        assert rt.get_config_md5() == hashlib.md5(config.encode()).digest()
         (lpm,) = rt.table_entries("EchelonIngress.ipv4_lpm")
         assert lpm.match == (("lpm", 0x0A000001, 32),)
         assert (lpm.action, lpm.params, lpm.priority) == (
