@@ -365,13 +365,6 @@ def decode_table_entry(pl: Pipeline, te: p4r.TableEntry, needs_action: bool) -> 
     return decoder(pl).table_entry(te, needs_action)
 
 
-def table_info(pl: Pipeline, table_id: int) -> TableInfo:
-    info = pl.tables.get(table_id)
-    if info is None:
-        raise InvalidArgument("table_id", f"unknown table id {table_id}")
-    return info
-
-
 def by_id(infos: Mapping[int, T], field: str, object_id: int) -> T:
     """The object P4Info id ``object_id`` names, or INVALID_ARGUMENT naming ``field``."""
     info = infos.get(object_id)
@@ -397,10 +390,6 @@ def cell_ranges(
     return cells
 
 
-def counter_info(pl: Pipeline, counter_id: int) -> CounterInfo:
-    return by_id(pl.counters, "counter_id", counter_id)
-
-
 def default_entry(pl: Pipeline, info: TableInfo) -> p4r.TableEntry:
     """The table's current default entry as P4Runtime reads it."""
     payload = info.table.default_payload
@@ -415,7 +404,11 @@ def default_entry(pl: Pipeline, info: TableInfo) -> p4r.TableEntry:
 def counter_cells(pl: Pipeline, ce: p4r.CounterEntry) -> list[tuple[CounterInfo, range]]:
     """The cells a counter entry names, as an index range per counter; id 0 and a
     missing index are wildcards."""
-    infos = list(pl.counters.values()) if ce.counter_id == 0 else [counter_info(pl, ce.counter_id)]
+    infos = (
+        list(pl.counters.values())
+        if ce.counter_id == 0
+        else [by_id(pl.counters, "counter_id", ce.counter_id)]
+    )
     index = ce.index.index if ce.HasField("index") else None
     return cell_ranges(infos, lambda ci: ci.name, lambda ci: ci.counter.size, index)
 

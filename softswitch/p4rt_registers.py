@@ -26,10 +26,6 @@ from softswitch.errors import InvalidArgument, NotFound
 from softswitch.p4rt_codec import by_id, cell_ranges
 
 
-def register_info(pl: Pipeline, register_id: int) -> RegisterInfo:
-    return by_id(pl.register_infos, "register_id", register_id)
-
-
 def register_by_name(pl: Pipeline, name: str) -> RegisterInfo:
     """A register by full name or alias (the Thrift calls name registers)."""
     for info in pl.register_infos.values():
@@ -43,7 +39,7 @@ def register_cells(pl: Pipeline, re: p4r.RegisterEntry) -> list[tuple[RegisterIn
     if re.register_id == 0:
         infos = list(pl.register_infos.values())
     else:
-        infos = [register_info(pl, re.register_id)]
+        infos = [by_id(pl.register_infos, "register_id", re.register_id)]
     index = re.index.index if re.HasField("index") else None
     return cell_ranges(infos, lambda ri: ri.name, lambda ri: ri.register.size, index)
 
@@ -61,7 +57,7 @@ def write_register(pl: Pipeline, kind: int, re: p4r.RegisterEntry) -> None:
         raise InvalidArgument("register_entry", "registers only support MODIFY")
     if re.register_id == 0:
         raise InvalidArgument("register_entry.register_id", "a write needs a register id")
-    info = register_info(pl, re.register_id)
+    info = by_id(pl.register_infos, "register_id", re.register_id)
     value = 0
     if re.HasField("data"):
         if re.data.WhichOneof("data") != "bitstring":

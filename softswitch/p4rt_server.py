@@ -501,7 +501,11 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
 
 def _tables(pl: Pipeline, te: p4r.TableEntry) -> list[TableInfo]:
     """The tables a read names (``table_id`` 0: all of them)."""
-    return list(pl.tables.values()) if te.table_id == 0 else [codec.table_info(pl, te.table_id)]
+    return (
+        list(pl.tables.values())
+        if te.table_id == 0
+        else [codec.by_id(pl.tables, "table_id", te.table_id)]
+    )
 
 
 def make_server(service: P4RuntimeService, address: str) -> tuple[grpc.Server, int]:

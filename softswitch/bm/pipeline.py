@@ -353,25 +353,9 @@ class Pipeline:
         return info.runtime.action_fn(name)
 
     # ------------------------------------------------------------------ packets
-    def process_all(self, data: bytes, ingress_port: int) -> list[tuple[int, int, bytearray]]:
-        """Every frame ``data`` makes (clones, resubmits, recirculations), each through an
-        idle queue at once: what tests run without a data plane."""
-        first = self.ingress(data, ingress_port)
-        pending = self.take_spawned() + ([] if first is None else [first])
-        out = []
-        while pending:
-            spec, prio, state = pending.pop(0)
-            sent = self.egress(state, spec)
-            pending += self.take_spawned()
-            if isinstance(sent, tuple):  # recirculated: queued again
-                pending.append(sent)
-            elif sent is not None:
-                out.append((spec, prio, sent))
-        return out
-
     def process(self, data: bytes, ingress_port: int) -> tuple[int, int, bytearray] | None:
         """(egress port, priority, bytes) of a frame through an idle queue; None if dropped
-        or recirculated (the instances a frame makes: :meth:`process_all`).
+        or recirculated (clones are discarded).
 
         Ingress then egress at once, with the queueing metadata of an empty queue:
         what tests and the per-packet cost benchmark run without a data plane."""
