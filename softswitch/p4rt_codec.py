@@ -2,8 +2,11 @@
 
 Every check the P4Runtime spec puts on a write lives here, each raising a
 :class:`~softswitch.errors.SwitchError` whose gRPC code is the one the spec
-names and whose message names the offending field. Byte strings follow
-:mod:`softswitch.bytestrings` (canonical or zero-padded in, canonical out).
+names and whose message names the offending field. A byte string may be
+canonical (no leading zero bytes) or padded with leading zeros up to
+``ceil(bitwidth / 8)`` bytes; both mean the same value. Empty strings, longer
+ones and values that do not fit the bit width are INVALID_ARGUMENT
+(:func:`decode_bytes`). Reads return canonical byte strings.
 
 This is the switch's only Write decoder, so it is written for speed: a
 :class:`Decoder` is built once per pipeline and holds, per table, each match
@@ -27,7 +30,6 @@ from finsy.proto import p4i as p4info_pb2
 from finsy.proto import p4r
 
 from softswitch.bm.pipeline import ActionInfo, CounterInfo, Pipeline, TableInfo
-from softswitch.bytestrings import bytes_error, decode_bytes
 from softswitch.errors import InvalidArgument
 from softswitch.tables import (
     EXACT,
@@ -86,6 +88,27 @@ class _Table:
     required: tuple[_Field, ...]  # exact fields in position order
     required_bits: int
     actions: dict[int, _Action]
+
+
+def decode_bytes(field: str, data: bytes, bitwidth: int) -> int:
+    """The integer a P4Runtime byte string encodes, checked against ``bitwidth``.
+
+    The codec inlines this test on its hot path (``0 < len(data) <= ceil(bitwidth / 8)``
+    and no bit above ``bitwidth``) and calls :func:`bytes_error` when it fails."""
+    value = int.from_bytes(data, "big")
+    if not 0 < len(data) <= (bitwidth + 7) // 8 or value >> bitwidth:
+        raise bytes_error(field, data, bitwidth)
+    return value
+
+
+def bytes_error(field: str, data: bytes, bitwidth: int) -> InvalidArgument:
+    """Why ``data`` is not a valid byte string for ``bitwidth`` (it must not be one)."""
+    if not data:
+        return InvalidArgument(field, "empty byte string")
+    if len(data) > (bitwidth + 7) // 8:
+        return InvalidArgument(field, f"{len(data)} bytes is too long for bitwidth {bitwidth}")
+    value = int.from_bytes(data, "big")
+    return InvalidArgument(field, f"value {value} does not fit in {bitwidth} bits")
 
 
 def _table(pl: Pipeline, info: TableInfo) -> _Table:

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from finsy.proto import p4r
 
+from p4client.p4info import encode
 from softswitch.bm.pipeline import Pipeline, RegisterInfo
-from softswitch.bytestrings import decode_bytes, encode_bytes
 from softswitch.errors import InvalidArgument, NotFound
-from softswitch.p4rt_codec import by_id, cell_ranges
+from softswitch.p4rt_codec import by_id, cell_ranges, decode_bytes
 
 
 def register_by_name(pl: Pipeline, name: str) -> RegisterInfo:
@@ -47,7 +47,7 @@ def register_cells(pl: Pipeline, re: p4r.RegisterEntry) -> list[tuple[RegisterIn
 def register_entry(info: RegisterInfo, index: int) -> p4r.RegisterEntry:
     re = p4r.RegisterEntry(register_id=info.id)
     re.index.index = index
-    re.data.bitstring = encode_bytes(info.register.cells[index])
+    re.data.bitstring = encode(info.register.cells[index], info.bitwidth, info.name)
     return re
 
 

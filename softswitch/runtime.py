@@ -38,7 +38,7 @@ from typing import Any
 
 from bm_runtime.standard import Standard
 from bm_runtime.standard import ttypes as std
-from finsy.proto import p4i, p4r
+from finsy.proto import p4r
 from sswitch_runtime import SimpleSwitch
 from sswitch_runtime import ttypes as ssw
 from thrift.protocol import TBinaryProtocol
@@ -46,6 +46,7 @@ from thrift.Thrift import TApplicationException, TMessageType
 from thrift.TMultiplexedProcessor import TMultiplexedProcessor
 from thrift.transport import TSocket, TTransport
 
+from p4client.p4info import MatchField, P4Info, P4InfoError, TableInfo
 from p4client.thrift_decl import PRIORITY_CALLS, I32Result
 from softswitch.bm.meters import MeterArray
 from softswitch.bm.pipeline import RegisterInfo
@@ -192,9 +193,12 @@ class RuntimeHandler:
         return self._sessions().get(mirror_id, -1)
 
     # ------------------------------------------------------------ standard: config
-    def _p4info(self) -> p4i.P4Info | None:
+    def _names(self) -> P4Info:
+        """The committed pipeline's P4Info index (P4InfoError without a pipeline)."""
         pl = self.service.pipeline if self.service is not None else None
-        return pl.p4info if pl is not None else None
+        if pl is None:
+            raise P4InfoError("pipeline", "no pipeline")
+        return pl.names
 
     def bm_get_config(self) -> str:
         pl = self.service.pipeline if self.service is not None else None
@@ -206,13 +210,13 @@ class RuntimeHandler:
         return hashlib.md5(self.bm_get_config().encode()).digest()
 
     # ------------------------------------------------------------ standard: tables
-    def _table(self, name: str) -> p4i.Table:
-        info = self._p4info()
-        tables: list[p4i.Table] = list(info.tables) if info is not None else []
-        for t in tables:
-            if name in (t.preamble.name, t.preamble.alias):
-                return t
-        raise std.InvalidTableOperation(std.TableOperationErrorCode.INVALID_TABLE_NAME)
+    def _table(self, name: str) -> TableInfo:
+        try:
+            return self._names().table(name)
+        except P4InfoError:
+            raise std.InvalidTableOperation(
+                std.TableOperationErrorCode.INVALID_TABLE_NAME
+            ) from None
 
     def _read(self, entity: p4r.Entity) -> list[p4r.Entity]:
         assert self.service is not None  # _table/_counter found a pipeline
@@ -223,22 +227,19 @@ class RuntimeHandler:
             raise std.InvalidTableOperation(std.TableOperationErrorCode.ERROR) from None
 
     def _action(self, action: p4r.Action) -> std.BmActionEntry:
-        info = self._p4info()
-        assert info is not None
-        a = next(x for x in info.actions if x.preamble.id == action.action_id)
+        names = self._names()
+        a = names.action(names.name_of(action.action_id))
         # BMv2 dumps action data in its shortest form (what P4Runtime stores: canonical
         # bytes), match keys at full width.
         values = {p.param_id: p.value for p in action.params}
-        data = [values.get(p.id, b"\x00") for p in a.params]
+        data = [values.get(p.id, b"\x00") for p in a.params.values()]
         return std.BmActionEntry(
-            action_type=std.BmActionEntryType.ACTION_DATA,
-            action_name=a.preamble.name,
-            action_data=data,
+            action_type=std.BmActionEntryType.ACTION_DATA, action_name=a.name, action_data=data
         )
 
-    def _entries(self, t: p4i.Table) -> list[p4r.TableEntry]:
+    def _entries(self, t: TableInfo) -> list[p4r.TableEntry]:
         ent = p4r.Entity()
-        ent.table_entry.table_id = t.preamble.id
+        ent.table_entry.table_id = t.id
         return [e.table_entry for e in self._read(ent)]
 
     def bm_mt_get_num_entries(self, cxt_id: int, table_name: str) -> int:
@@ -249,7 +250,7 @@ class RuntimeHandler:
         out = []
         for handle, te in enumerate(self._entries(t)):
             given = {m.field_id: m for m in te.match}
-            key = [self._match_param(mf, given.get(mf.id)) for mf in t.match_fields]
+            key = [self._match_param(mf, given.get(mf.id)) for mf in t.fields.values()]
             out.append(
                 std.BmMtEntry(
                     match_key=key,
@@ -261,17 +262,17 @@ class RuntimeHandler:
         return out
 
     @staticmethod
-    def _match_param(mf: p4i.MatchField, fm: p4r.FieldMatch | None) -> std.BmMatchParam:
+    def _match_param(mf: MatchField, fm: p4r.FieldMatch | None) -> std.BmMatchParam:
         """One key field as BMv2 dumps it; an omitted field is P4Runtime's wildcard."""
         bw = mf.bitwidth
-        kind = mf.match_type
-        if kind == p4i.MatchField.EXACT:
+        kind = mf.kind
+        if kind == "EXACT":
             v = fm.exact.value if fm is not None else b"\x00"
             return std.BmMatchParam(type=_MT.EXACT, exact=std.BmMatchParamExact(_pad(v, bw)))
-        if kind == p4i.MatchField.LPM:
+        if kind == "LPM":
             v, plen = (fm.lpm.value, fm.lpm.prefix_len) if fm is not None else (b"\x00", 0)
             return std.BmMatchParam(type=_MT.LPM, lpm=std.BmMatchParamLPM(_pad(v, bw), plen))
-        if kind == p4i.MatchField.RANGE:
+        if kind == "RANGE":
             lo, hi = (
                 (fm.range.low, fm.range.high)
                 if fm is not None
@@ -286,7 +287,7 @@ class RuntimeHandler:
     def bm_mt_get_default_entry(self, cxt_id: int, table_name: str) -> std.BmActionEntry:
         t = self._table(table_name)
         ent = p4r.Entity()
-        ent.table_entry.table_id = t.preamble.id
+        ent.table_entry.table_id = t.id
         ent.table_entry.is_default_action = True
         got = self._read(ent)
         if not got or not got[0].table_entry.action.HasField("action"):
@@ -295,16 +296,17 @@ class RuntimeHandler:
 
     # ------------------------------------------------------------ standard: counters
     def _counter(self, name: str, index: int | None) -> p4r.CounterEntry:
-        info = self._p4info()
-        for c in info.counters if info is not None else ():
-            if name in (c.preamble.name, c.preamble.alias):
-                if index is not None and not 0 <= index < c.size:
-                    raise std.InvalidCounterOperation(std.CounterOperationErrorCode.INVALID_INDEX)
-                ce = p4r.CounterEntry(counter_id=c.preamble.id)
-                if index is not None:
-                    ce.index.index = index
-                return ce
-        raise std.InvalidCounterOperation(std.CounterOperationErrorCode.INVALID_COUNTER_NAME)
+        try:
+            c = self._names().counter(name)
+        except P4InfoError:
+            code = std.CounterOperationErrorCode.INVALID_COUNTER_NAME
+            raise std.InvalidCounterOperation(code) from None
+        if index is not None and not 0 <= index < c.size:
+            raise std.InvalidCounterOperation(std.CounterOperationErrorCode.INVALID_INDEX)
+        ce = p4r.CounterEntry(counter_id=c.id)
+        if index is not None:
+            ce.index.index = index
+        return ce
 
     def bm_counter_read(self, cxt_id: int, counter_name: str, index: int) -> std.BmCounterValue:
         ent = p4r.Entity(counter_entry=self._counter(counter_name, index))
