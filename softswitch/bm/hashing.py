@@ -31,6 +31,7 @@ Nothing here runs unless the program has these primitives.
 from __future__ import annotations
 
 import random
+import struct
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -114,13 +115,18 @@ def _crc32(data: bytes) -> int:
     return zlib.crc32(data)
 
 
-def _csum16(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2))
+def fold(s: int) -> int:
+    """The Internet checksum of 16-bit words that sum to ``s`` (ones' complement)."""
     while s >> 16:
         s = (s & 0xFFFF) + (s >> 16)
     return ~s & 0xFFFF
+
+
+def csum16(data: bytes) -> int:
+    """The Internet checksum of ``data`` (an odd length is padded with a zero byte)."""
+    if len(data) % 2:
+        data += b"\0"
+    return fold(sum(struct.unpack(f"!{len(data) // 2}H", data)))
 
 
 def _xor(nbytes: int) -> HashFn:
@@ -144,8 +150,8 @@ _FIXED: dict[str, HashFn] = {
     "crc16": _CRC16,
     "crc32": _crc32,
     "crcCCITT": _CCITT,
-    "csum16": _csum16,
-    "cksum16": _csum16,
+    "csum16": csum16,
+    "cksum16": csum16,
     "xor16": _xor(2),
     "xor32": _xor(4),
     "identity": _identity,
