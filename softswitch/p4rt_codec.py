@@ -134,7 +134,7 @@ def _table(pl: Pipeline, info: TableInfo) -> _Table:
             pid: (1 << i, pos, w, (w + 7) // 8, f"{ainfo.name}.{ainfo.param_names[pid]}")
             for i, (pid, (pos, w)) in enumerate(sorted(ainfo.params.items()))
         }
-        fn = pl.action_fn(info, ainfo.name)
+        fn = info.runtime.action_fn(ainfo.name)
         actions[aid] = _Action(ainfo, fn, scope, params, (1 << len(params)) - 1)
     return _Table(
         info,

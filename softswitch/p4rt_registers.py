@@ -22,16 +22,8 @@ from finsy.proto import p4r
 
 from p4client.p4info import encode
 from softswitch.bm.pipeline import Pipeline, RegisterInfo
-from softswitch.errors import InvalidArgument, NotFound
+from softswitch.errors import InvalidArgument
 from softswitch.p4rt_codec import by_id, cell_ranges, decode_bytes
-
-
-def register_by_name(pl: Pipeline, name: str) -> RegisterInfo:
-    """A register by full name or alias (the Thrift calls name registers)."""
-    for info in pl.register_infos.values():
-        if name in (info.name, info.alias):
-            return info
-    raise NotFound("register", f"no register {name!r} in the program")
 
 
 def register_cells(pl: Pipeline, re: p4r.RegisterEntry) -> list[tuple[RegisterInfo, range]]:

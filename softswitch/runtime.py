@@ -50,8 +50,7 @@ from p4client.p4info import MatchField, P4Info, P4InfoError, TableInfo
 from p4client.thrift_decl import PRIORITY_CALLS, I32Result
 from softswitch.bm.meters import MeterArray
 from softswitch.bm.pipeline import RegisterInfo
-from softswitch.errors import NotFound, SwitchError, UsageError
-from softswitch.p4rt_registers import register_by_name
+from softswitch.errors import SwitchError, UsageError
 from softswitch.p4rt_server import P4RuntimeService
 from softswitch.queueing import PriorityRateQueues
 
@@ -337,14 +336,11 @@ class RuntimeHandler:
     def _register(self, name: str, index: int | None = None) -> RegisterInfo:
         """Register ``name`` (full name or alias), its ``index`` checked as BMv2 does."""
         pl = self.service.pipeline if self.service is not None else None
-        try:
-            if pl is None:
-                raise NotFound("register", "no pipeline")
-            info = register_by_name(pl, name)
-        except NotFound:
-            raise std.InvalidRegisterOperation(
-                std.RegisterOperationErrorCode.INVALID_REGISTER_NAME
-            ) from None
+        infos = pl.register_infos.values() if pl is not None else ()
+        info = next((i for i in infos if name in (i.name, i.alias)), None)
+        if info is None:
+            code = std.RegisterOperationErrorCode.INVALID_REGISTER_NAME
+            raise std.InvalidRegisterOperation(code)
         if index is not None and not 0 <= index < info.register.size:
             raise std.InvalidRegisterOperation(std.RegisterOperationErrorCode.INVALID_INDEX)
         return info

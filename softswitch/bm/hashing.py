@@ -111,10 +111,6 @@ class Crc:
         return r ^ c.final_xor_value
 
 
-def _crc32(data: bytes) -> int:
-    return zlib.crc32(data)
-
-
 def fold(s: int) -> int:
     """The Internet checksum of 16-bit words that sum to ``s`` (ones' complement)."""
     while s >> 16:
@@ -148,7 +144,7 @@ _CCITT = Crc(16, CrcConfig(0x1021, 0xFFFF, 0, False, False))
 #: Fixed algorithms (shared); the custom CRCs get one instance per calculation.
 _FIXED: dict[str, HashFn] = {
     "crc16": _CRC16,
-    "crc32": _crc32,
+    "crc32": zlib.crc32,
     "crcCCITT": _CCITT,
     "csum16": csum16,
     "cksum16": csum16,

@@ -27,7 +27,7 @@ from finsy.proto import p4r
 
 from p4client.codec import entry_to_proto
 from p4client.p4info import P4Info, TableEntry
-from softswitch.bm.actions import ActionFn, Externs, Register
+from softswitch.bm.actions import Externs, Register
 from softswitch.bm.control import Controls, TableRuntime, Visible
 from softswitch.bm.layout import build_layout
 from softswitch.bm.meters import DirectMeter, MeterArray
@@ -341,10 +341,6 @@ class Pipeline:
                 )
             infos[r.preamble.id] = RegisterInfo(r.preamble.id, name, r.preamble.alias, width, reg)
         return infos
-
-    def action_fn(self, info: TableInfo, name: str) -> ActionFn:
-        """The compiled action ``name`` as table ``info`` runs it."""
-        return info.runtime.action_fn(name)
 
     # ------------------------------------------------------------------ packets
     def process(self, data: bytes, ingress_port: int) -> tuple[int, int, bytearray] | None:

@@ -166,7 +166,7 @@ def decode_action(
     if missing:
         raise InvalidArgument(f"{ainfo.name}.params", f"missing {', '.join(missing)}")
     out.params.sort(key=lambda p: p.param_id)
-    return pl.action_fn(info, ainfo.name), tuple(args)
+    return info.runtime.action_fn(ainfo.name), tuple(args)
 
 
 def decode_table_entry(pl: Pipeline, te: p4r.TableEntry, needs_action: bool) -> DecodedEntry:
