@@ -32,9 +32,9 @@ from pathlib import Path
 from echelon.errors import EchelonError
 from p4client.p4info import P4Info
 from softswitch.bm.pipeline import Pipeline
+from softswitch.dataplane import TRACE
 from softswitch.errors import UsageError
 
-TRACE = 5
 LEVELS = {
     "trace": TRACE,
     "debug": logging.DEBUG,
