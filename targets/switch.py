@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
 
-from p4client.bmruntime import RuntimeClient
+from p4client.bmruntime import RuntimeApiError, RuntimeClient, run_command
 from targets.process import TargetError, freeze_process, port_open, stop_process, wait_until
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,10 @@ class Target:
 
         wait_until(ready, timeout, f"{self.kind} switch on {self.grpc_addr}")
 
+    def queue_command(self, line: str, timeout: float = 15.0) -> None:
+        """Apply one simple_switch_CLI queue command (``set_queue_rate 1 2``) to this switch."""
+        run_queue_command(self.kind, self.thrift_port, line, timeout)
+
     def runtime(self, timeout: float = 15.0) -> RuntimeClient:
         """A Thrift runtime client (BMv2's ``bm_runtime`` API) for this switch; close it."""
         return RuntimeClient(self.thrift_port, timeout=timeout).connect()
@@ -105,6 +109,18 @@ class Target:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def run_queue_command(
+    kind: Literal["soft", "bmv2"], thrift_port: int, line: str, timeout: float = 15.0
+) -> None:
+    """One simple_switch_CLI queue command (``set_queue_rate 100 2``) over BMv2's Thrift
+    runtime API, which both targets serve; :class:`TargetError` when the switch refuses
+    it or cannot be reached. ``kind`` is kept for the log: the call is the same."""
+    try:
+        run_command(thrift_port, line, timeout=timeout)
+    except RuntimeApiError as exc:
+        raise TargetError(f"{kind} switch on thrift port {thrift_port}: {exc}") from None
 
 
 def command_line(
