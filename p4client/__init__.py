@@ -2,7 +2,8 @@
 
 A layer of its own above the core (:mod:`echelon`) and below everything that
 talks to a switch: the controller service (:mod:`controlplane`), the switch
-launchers (:mod:`targets`), the PTF suite and the soft switch's own Thrift
-server (which shares :mod:`p4client.thrift_decl` with the client). It imports
-nothing of the project but :mod:`echelon`.
+launchers (:mod:`targets`), the PTF suite and the soft switch's servers (which
+share the Thrift declarations, :mod:`p4client.thrift_decl`, the P4Info index and
+the entry encoder with the client). It imports nothing of the project but
+:mod:`echelon`.
 """

@@ -26,7 +26,6 @@ Usage::
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -285,11 +284,6 @@ class RuntimeClient:
         """The table's default action and its data."""
         a = self._call("table_dump", self._std.bm_mt_get_default_entry, CXT, table)
         return str(a.action_name), tuple(_int(d) for d in a.action_data or ())
-
-
-def config_md5(json_text: str) -> bytes:
-    """What ``bm_get_config_md5`` returns for a JSON config (simple_switch_CLI compares it)."""
-    return hashlib.md5(json_text.encode()).digest()
 
 
 def run_command(

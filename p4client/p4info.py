@@ -216,21 +216,24 @@ class P4Info:
     # -- loading
 
     @classmethod
-    def from_text(cls, text: str) -> P4Info:
+    def from_text(cls, text: str, where: str = "p4info") -> P4Info:
+        """Parse a text-format P4Info; fields a newer P4Info has are skipped."""
         msg = p4info_pb2.P4Info()
         try:
-            text_format.Parse(text, msg)
+            text_format.Parse(text, msg, allow_unknown_field=True)
         except text_format.ParseError as exc:
-            raise P4InfoError("p4info", f"not a P4Info text message: {exc}") from exc
+            raise P4InfoError(where, f"not a P4Info text message: {exc}") from exc
         return cls(msg)
 
     @classmethod
     def load(cls, path: str | Path) -> P4Info:
+        """The P4Info in text file ``path``; P4InfoError naming the file if it is none."""
         try:
             text = Path(path).read_text()
-        except OSError as exc:
-            raise P4InfoError("p4info", f"cannot read {path}: {exc.strerror}") from exc
-        return cls.from_text(text)
+        except (OSError, UnicodeDecodeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else "not a text file"
+            raise P4InfoError("p4info", f"cannot read {path}: {why}") from exc
+        return cls.from_text(text, f"p4info {path}")
 
     def cookie(self, device_config: bytes = b"") -> int:
         """A 64-bit fingerprint of this pipeline, sent as the pipeline cookie so a

@@ -100,7 +100,6 @@ class SwitchConnection:
         self._dead = False
         self._reader: threading.Thread | None = None
         self._on_break: list[Callable[[SwitchConnection], None]] = []
-        self._on_packet: list[Callable[[p4runtime_pb2.PacketIn], None]] = []
         self._on_arbitration: list[Callable[[SwitchConnection], None]] = []
         self._on_message: list[Callable[[p4runtime_pb2.StreamMessageResponse], None]] = []
 
@@ -197,9 +196,6 @@ class SwitchConnection:
                     self._arbitrated.set()
                     for acb in list(self._on_arbitration):
                         acb(self)
-                elif kind == "packet":
-                    for cb in list(self._on_packet):
-                        cb(resp.packet)
                 elif kind == "error":
                     log.warning("%s: stream error %s", self.grpc_addr, resp.error)
             self.stream_error = "stream closed by the switch"
@@ -236,9 +232,6 @@ class SwitchConnection:
     def on_arbitration(self, callback: Callable[[SwitchConnection], None]) -> None:
         """Call ``callback(self)`` on every arbitration update (primary gained or lost)."""
         self._on_arbitration.append(callback)
-
-    def on_packet_in(self, callback: Callable[[p4runtime_pb2.PacketIn], None]) -> None:
-        self._on_packet.append(callback)
 
     def on_message(self, callback: Callable[[p4runtime_pb2.StreamMessageResponse], None]) -> None:
         """Call ``callback(msg)`` from the reader thread for every stream message."""
@@ -427,21 +420,35 @@ class SwitchConnection:
         self, items: Sequence[tuple[str, TableEntry]], chunk: int = PIPELINED_CHUNK
     ) -> None:
         """Write ``(kind, entry)`` pairs in order, ``chunk`` per WriteRequest, encoding
-        chunk k+1 while the switch applies chunk k.
+        chunk k+1 while the switch applies chunk k (errors: those of :meth:`write`)."""
+        self._write_chunks(items, self._shared_updates, chunk)
 
-        Chunks still apply strictly in order (k+1 is sent only after k succeeded) and
-        errors are those of :meth:`write`: the first failing chunk raises
-        :class:`P4RuntimeWriteError` with per-update statuses; nothing after it is sent.
+    def write(self, updates: Sequence[p4runtime_pb2.Update], chunk: int = WRITE_CHUNK) -> None:
+        """Send ``updates`` in order, ``chunk`` per WriteRequest.
+
+        Stops at the first failing chunk and raises :class:`P4RuntimeWriteError`
+        with the status of every update in it, so the caller can undo what applied.
+        ``chunk`` is capped at :data:`MAX_CHUNK` so those statuses always fit.
         """
+        self._write_chunks(updates, list, chunk)
+
+    def _write_chunks(
+        self,
+        items: Sequence[Any],
+        encode: Callable[[Sequence[Any]], Sequence[p4runtime_pb2.Update]],
+        chunk: int,
+    ) -> None:
+        """The one write path: ``encode(part)`` per chunk of ``items``, one WriteRequest
+        each, chunk k+1 built while the switch applies chunk k but sent only after k
+        succeeded, so chunks apply strictly in order and nothing follows a failing one."""
         chunk = min(chunk, MAX_CHUNK)
         if len(items) <= chunk:
             # one request (a registration, an online re-plan's few updates): a blocking
             # call, whose answer the calling thread takes itself -- the future's
             # completion passes through gRPC's channel thread first, one more wake-up
             if items:
-                updates = self._shared_updates(items)
                 try:
-                    self.stub.Write(self.write_request(updates), timeout=RPC_TIMEOUT_S)
+                    self.stub.Write(self.write_request(encode(items)), timeout=RPC_TIMEOUT_S)
                 except grpc.RpcError as exc:
                     self._raise_write(exc, 0, len(items))
             return
@@ -464,7 +471,7 @@ class SwitchConnection:
             if start < len(items):
                 part = items[start : start + chunk]
                 try:
-                    updates = self._shared_updates(part)
+                    updates = encode(part)
                 except BaseException:
                     settle()  # never leave a chunk in flight behind an encoding error
                     raise
@@ -474,21 +481,6 @@ class SwitchConnection:
                 return
             pending = (self.stub.Write.future(req, timeout=RPC_TIMEOUT_S), start, len(part))
             start += len(part)
-
-    def write(self, updates: Sequence[p4runtime_pb2.Update], chunk: int = WRITE_CHUNK) -> None:
-        """Send ``updates`` in order, ``chunk`` per WriteRequest.
-
-        Stops at the first failing chunk and raises :class:`P4RuntimeWriteError`
-        with the status of every update in it, so the caller can undo what applied.
-        ``chunk`` is capped at :data:`MAX_CHUNK` so those statuses always fit.
-        """
-        chunk = min(chunk, MAX_CHUNK)
-        for start in range(0, len(updates), chunk):
-            part = updates[start : start + chunk]
-            try:
-                self.stub.Write(self.write_request(part), timeout=RPC_TIMEOUT_S)
-            except grpc.RpcError as exc:
-                self._raise_write(exc, start, len(part))
 
     # ------------------------------------------------------------ reads
 

@@ -315,7 +315,3 @@ class DataPlane:
             except OSError as exc:
                 self.stats.errors += 1
                 log.debug("port %d: send failed: %s", port, exc)
-
-    def timestamp_us(self) -> int:
-        """simple_switch timestamps: microseconds since the switch started."""
-        return int((time.monotonic() - self.start_time) * 1e6)

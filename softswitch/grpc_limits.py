@@ -87,8 +87,6 @@ class ClientBounds:
         self._lock = threading.Lock()
         self._open: dict[Stream, str] = {}  # stream -> peer
         self._requests: dict[str, int] = {}
-        self.refused = 0
-        self.evicted = 0
 
     @property
     def open_streams(self) -> int:
@@ -103,7 +101,6 @@ class ClientBounds:
         with self._lock:
             mine = sum(1 for p in self._open.values() if p == peer)
             if mine >= lim.max_streams_per_client:
-                self.refused += 1
                 raise ResourceExhausted(
                     "StreamChannel",
                     f"this client already has {mine} streams "
@@ -120,7 +117,6 @@ class ClientBounds:
                 elif len(self._open) - len(regular) < lim.max_provisional:
                     stream.provisional = True
                 else:
-                    self.refused += 1
                     raise ResourceExhausted(
                         "StreamChannel",
                         f"the switch already serves {len(regular)} streams (limit "
@@ -151,7 +147,6 @@ class ClientBounds:
                     self._evict(victims[0], "a primary needs the slot")
                     stream.provisional = False
                     return
-            self.refused += 1
             raise ResourceExhausted(
                 "StreamChannel",
                 f"the switch already serves {len(regular)} streams (limit {lim.max_streams}); "
@@ -162,7 +157,6 @@ class ClientBounds:
         """End ``victim``'s stream (its serve loop aborts with the error) and free its
         slot now (caller holds the lock)."""
         self._open.pop(victim, None)
-        self.evicted += 1
         victim.out.put(ResourceExhausted("StreamChannel", f"stream closed to make room ({why})"))
 
     @contextmanager
@@ -172,7 +166,6 @@ class ClientBounds:
         with self._lock:
             mine = self._requests.get(peer, 0)
             if mine >= lim.max_requests_per_client:
-                self.refused += 1
                 raise ResourceExhausted(
                     what,
                     f"this client already has {mine} requests in flight "

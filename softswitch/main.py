@@ -29,14 +29,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from finsy.proto import p4i as p4info_pb2
-from google.protobuf import text_format
-
 from echelon.errors import EchelonError
+from p4client.p4info import P4Info
 from softswitch.bm.pipeline import Pipeline
+from softswitch.dataplane import TRACE
 from softswitch.errors import UsageError
 
-TRACE = 5
 LEVELS = {
     "trace": TRACE,
     "debug": logging.DEBUG,
@@ -151,17 +149,6 @@ def setup_logging(opts: Options) -> None:
     ready.setLevel(logging.INFO if opts.log_level != "off" else LEVELS["off"])
 
 
-def load_p4info(path: str) -> p4info_pb2.P4Info:
-    """Parse a text-format P4Info file; UsageError naming the file if it is not one."""
-    try:
-        text = Path(path).read_text()
-        info = p4info_pb2.P4Info()
-        text_format.Parse(text, info, allow_unknown_field=True)
-        return info
-    except (OSError, text_format.ParseError, UnicodeDecodeError) as exc:
-        raise UsageError("p4info", f"{path}: {exc}") from None
-
-
 def run(opts: Options, stop: threading.Event) -> None:
     """Start everything, serve until ``stop`` is set, then shut down in reverse order."""
     from softswitch.dataplane import DataPlane, Queued
@@ -186,7 +173,7 @@ def run(opts: Options, stop: threading.Event) -> None:
                 config = Path(opts.json).read_bytes()
             except OSError as exc:
                 raise UsageError("json", f"{opts.json}: {exc.strerror}") from None
-            service.pipeline = Pipeline(load_p4info(opts.p4info), config, 0)
+            service.pipeline = Pipeline(P4Info.load(opts.p4info).proto, config, 0)
             set_pipeline(service.pipeline)
         try:
             server, grpc_port = make_server(service, opts.grpc_addr)

@@ -2,8 +2,11 @@
 
 Every check the P4Runtime spec puts on a write lives here, each raising a
 :class:`~softswitch.errors.SwitchError` whose gRPC code is the one the spec
-names and whose message names the offending field. Byte strings follow
-:mod:`softswitch.bytestrings` (canonical or zero-padded in, canonical out).
+names and whose message names the offending field. A byte string may be
+canonical (no leading zero bytes) or padded with leading zeros up to
+``ceil(bitwidth / 8)`` bytes; both mean the same value. Empty strings, longer
+ones and values that do not fit the bit width are INVALID_ARGUMENT
+(:func:`decode_bytes`). Reads return canonical byte strings.
 
 This is the switch's only Write decoder, so it is written for speed: a
 :class:`Decoder` is built once per pipeline and holds, per table, each match
@@ -27,7 +30,6 @@ from finsy.proto import p4i as p4info_pb2
 from finsy.proto import p4r
 
 from softswitch.bm.pipeline import ActionInfo, CounterInfo, Pipeline, TableInfo
-from softswitch.bytestrings import bytes_error, decode_bytes
 from softswitch.errors import InvalidArgument
 from softswitch.tables import (
     EXACT,
@@ -88,6 +90,27 @@ class _Table:
     actions: dict[int, _Action]
 
 
+def decode_bytes(field: str, data: bytes, bitwidth: int) -> int:
+    """The integer a P4Runtime byte string encodes, checked against ``bitwidth``.
+
+    The codec inlines this test on its hot path (``0 < len(data) <= ceil(bitwidth / 8)``
+    and no bit above ``bitwidth``) and calls :func:`bytes_error` when it fails."""
+    value = int.from_bytes(data, "big")
+    if not 0 < len(data) <= (bitwidth + 7) // 8 or value >> bitwidth:
+        raise bytes_error(field, data, bitwidth)
+    return value
+
+
+def bytes_error(field: str, data: bytes, bitwidth: int) -> InvalidArgument:
+    """Why ``data`` is not a valid byte string for ``bitwidth`` (it must not be one)."""
+    if not data:
+        return InvalidArgument(field, "empty byte string")
+    if len(data) > (bitwidth + 7) // 8:
+        return InvalidArgument(field, f"{len(data)} bytes is too long for bitwidth {bitwidth}")
+    value = int.from_bytes(data, "big")
+    return InvalidArgument(field, f"value {value} does not fit in {bitwidth} bits")
+
+
 def _table(pl: Pipeline, info: TableInfo) -> _Table:
     fields: dict[int, _Field] = {}
     template: list[FieldMatch | None] = []
@@ -111,7 +134,7 @@ def _table(pl: Pipeline, info: TableInfo) -> _Table:
             pid: (1 << i, pos, w, (w + 7) // 8, f"{ainfo.name}.{ainfo.param_names[pid]}")
             for i, (pid, (pos, w)) in enumerate(sorted(ainfo.params.items()))
         }
-        fn = pl.action_fn(info, ainfo.name)
+        fn = info.runtime.action_fn(ainfo.name)
         actions[aid] = _Action(ainfo, fn, scope, params, (1 << len(params)) - 1)
     return _Table(
         info,
@@ -365,13 +388,6 @@ def decode_table_entry(pl: Pipeline, te: p4r.TableEntry, needs_action: bool) -> 
     return decoder(pl).table_entry(te, needs_action)
 
 
-def table_info(pl: Pipeline, table_id: int) -> TableInfo:
-    info = pl.tables.get(table_id)
-    if info is None:
-        raise InvalidArgument("table_id", f"unknown table id {table_id}")
-    return info
-
-
 def by_id(infos: Mapping[int, T], field: str, object_id: int) -> T:
     """The object P4Info id ``object_id`` names, or INVALID_ARGUMENT naming ``field``."""
     info = infos.get(object_id)
@@ -397,10 +413,6 @@ def cell_ranges(
     return cells
 
 
-def counter_info(pl: Pipeline, counter_id: int) -> CounterInfo:
-    return by_id(pl.counters, "counter_id", counter_id)
-
-
 def default_entry(pl: Pipeline, info: TableInfo) -> p4r.TableEntry:
     """The table's current default entry as P4Runtime reads it."""
     payload = info.table.default_payload
@@ -415,7 +427,11 @@ def default_entry(pl: Pipeline, info: TableInfo) -> p4r.TableEntry:
 def counter_cells(pl: Pipeline, ce: p4r.CounterEntry) -> list[tuple[CounterInfo, range]]:
     """The cells a counter entry names, as an index range per counter; id 0 and a
     missing index are wildcards."""
-    infos = list(pl.counters.values()) if ce.counter_id == 0 else [counter_info(pl, ce.counter_id)]
+    infos = (
+        list(pl.counters.values())
+        if ce.counter_id == 0
+        else [by_id(pl.counters, "counter_id", ce.counter_id)]
+    )
     index = ce.index.index if ce.HasField("index") else None
     return cell_ranges(infos, lambda ci: ci.name, lambda ci: ci.counter.size, index)
 

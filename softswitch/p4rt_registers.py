@@ -20,22 +20,10 @@ from __future__ import annotations
 
 from finsy.proto import p4r
 
+from p4client.p4info import encode
 from softswitch.bm.pipeline import Pipeline, RegisterInfo
-from softswitch.bytestrings import decode_bytes, encode_bytes
-from softswitch.errors import InvalidArgument, NotFound
-from softswitch.p4rt_codec import by_id, cell_ranges
-
-
-def register_info(pl: Pipeline, register_id: int) -> RegisterInfo:
-    return by_id(pl.register_infos, "register_id", register_id)
-
-
-def register_by_name(pl: Pipeline, name: str) -> RegisterInfo:
-    """A register by full name or alias (the Thrift calls name registers)."""
-    for info in pl.register_infos.values():
-        if name in (info.name, info.alias):
-            return info
-    raise NotFound("register", f"no register {name!r} in the program")
+from softswitch.errors import InvalidArgument
+from softswitch.p4rt_codec import by_id, cell_ranges, decode_bytes
 
 
 def register_cells(pl: Pipeline, re: p4r.RegisterEntry) -> list[tuple[RegisterInfo, range]]:
@@ -43,7 +31,7 @@ def register_cells(pl: Pipeline, re: p4r.RegisterEntry) -> list[tuple[RegisterIn
     if re.register_id == 0:
         infos = list(pl.register_infos.values())
     else:
-        infos = [register_info(pl, re.register_id)]
+        infos = [by_id(pl.register_infos, "register_id", re.register_id)]
     index = re.index.index if re.HasField("index") else None
     return cell_ranges(infos, lambda ri: ri.name, lambda ri: ri.register.size, index)
 
@@ -51,7 +39,7 @@ def register_cells(pl: Pipeline, re: p4r.RegisterEntry) -> list[tuple[RegisterIn
 def register_entry(info: RegisterInfo, index: int) -> p4r.RegisterEntry:
     re = p4r.RegisterEntry(register_id=info.id)
     re.index.index = index
-    re.data.bitstring = encode_bytes(info.register.cells[index])
+    re.data.bitstring = encode(info.register.cells[index], info.bitwidth, info.name)
     return re
 
 
@@ -61,7 +49,7 @@ def write_register(pl: Pipeline, kind: int, re: p4r.RegisterEntry) -> None:
         raise InvalidArgument("register_entry", "registers only support MODIFY")
     if re.register_id == 0:
         raise InvalidArgument("register_entry.register_id", "a write needs a register id")
-    info = register_info(pl, re.register_id)
+    info = by_id(pl.register_infos, "register_id", re.register_id)
     value = 0
     if re.HasField("data"):
         if re.data.WhichOneof("data") != "bitstring":

@@ -501,7 +501,11 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
 
 def _tables(pl: Pipeline, te: p4r.TableEntry) -> list[TableInfo]:
     """The tables a read names (``table_id`` 0: all of them)."""
-    return list(pl.tables.values()) if te.table_id == 0 else [codec.table_info(pl, te.table_id)]
+    return (
+        list(pl.tables.values())
+        if te.table_id == 0
+        else [codec.by_id(pl.tables, "table_id", te.table_id)]
+    )
 
 
 def make_server(service: P4RuntimeService, address: str) -> tuple[grpc.Server, int]:
@@ -520,50 +524,16 @@ def make_server(service: P4RuntimeService, address: str) -> tuple[grpc.Server, i
         ],
         maximum_concurrent_rpcs=2 * WORKERS,
     )
-    handlers = _handlers(service)
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(_SERVICE, handlers),))
-    server.add_registered_method_handlers(_SERVICE, handlers)
+    p4r_grpc.add_P4RuntimeServicer_to_server(service, server)
+    # Write's own request deserializer (:func:`_parse_write`: malformed bytes are
+    # INVALID_ARGUMENT, not gRPC's INTERNAL), registered over the generated one
+    write = grpc.unary_unary_rpc_method_handler(
+        service.Write,
+        request_deserializer=_parse_write,
+        response_serializer=p4r.WriteResponse.SerializeToString,
+    )
+    server.add_registered_method_handlers("p4.v1.P4Runtime", {"Write": write})
     port = server.add_insecure_port(address)
     if port == 0:
         raise InvalidArgument("grpc-server-addr", f"cannot listen on {address}")
     return server, port
-
-
-_SERVICE = "p4.v1.P4Runtime"
-
-
-def _handlers(service: P4RuntimeService) -> dict[str, Any]:
-    """The generated servicer's method handlers, except Write's deserializer
-    (:func:`_parse_write`: malformed bytes are INVALID_ARGUMENT, not gRPC's INTERNAL)."""
-
-    def unary(fn: Any, req: Any, resp: Any) -> Any:
-        return grpc.unary_unary_rpc_method_handler(
-            fn, request_deserializer=req.FromString, response_serializer=resp.SerializeToString
-        )
-
-    return {
-        "Write": grpc.unary_unary_rpc_method_handler(
-            service.Write,
-            request_deserializer=_parse_write,
-            response_serializer=p4r.WriteResponse.SerializeToString,
-        ),
-        "Read": grpc.unary_stream_rpc_method_handler(
-            service.Read,
-            request_deserializer=p4r.ReadRequest.FromString,
-            response_serializer=p4r.ReadResponse.SerializeToString,
-        ),
-        "SetForwardingPipelineConfig": unary(
-            service.SetForwardingPipelineConfig, _CFG, p4r.SetForwardingPipelineConfigResponse
-        ),
-        "GetForwardingPipelineConfig": unary(
-            service.GetForwardingPipelineConfig, _GET, p4r.GetForwardingPipelineConfigResponse
-        ),
-        "StreamChannel": grpc.stream_stream_rpc_method_handler(
-            service.StreamChannel,
-            request_deserializer=p4r.StreamMessageRequest.FromString,
-            response_serializer=p4r.StreamMessageResponse.SerializeToString,
-        ),
-        "Capabilities": unary(
-            service.Capabilities, p4r.CapabilitiesRequest, p4r.CapabilitiesResponse
-        ),
-    }

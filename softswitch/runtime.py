@@ -38,7 +38,7 @@ from typing import Any
 
 from bm_runtime.standard import Standard
 from bm_runtime.standard import ttypes as std
-from finsy.proto import p4i, p4r
+from finsy.proto import p4r
 from sswitch_runtime import SimpleSwitch
 from sswitch_runtime import ttypes as ssw
 from thrift.protocol import TBinaryProtocol
@@ -46,11 +46,12 @@ from thrift.Thrift import TApplicationException, TMessageType
 from thrift.TMultiplexedProcessor import TMultiplexedProcessor
 from thrift.transport import TSocket, TTransport
 
+from p4client.codec import entry_from_proto
+from p4client.p4info import MatchField, P4Info, P4InfoError, TableEntry, TableInfo, encode
 from p4client.thrift_decl import PRIORITY_CALLS, I32Result
 from softswitch.bm.meters import MeterArray
 from softswitch.bm.pipeline import RegisterInfo
-from softswitch.errors import NotFound, SwitchError, UsageError
-from softswitch.p4rt_registers import register_by_name
+from softswitch.errors import SwitchError, UsageError
 from softswitch.p4rt_server import P4RuntimeService
 from softswitch.queueing import PriorityRateQueues
 
@@ -58,11 +59,6 @@ log = logging.getLogger("softswitch.runtime")
 
 EMPTY_CONFIG = "{}"
 _MT = std.BmMatchParamType
-
-
-def _pad(value: bytes, bitwidth: int) -> bytes:
-    """P4Runtime's canonical bytes -> BMv2's fixed width (``ceil(bitwidth / 8)`` bytes)."""
-    return int.from_bytes(value, "big").to_bytes((bitwidth + 7) // 8, "big")
 
 
 def bmv2_priority(p4rt_priority: int) -> int:
@@ -192,9 +188,12 @@ class RuntimeHandler:
         return self._sessions().get(mirror_id, -1)
 
     # ------------------------------------------------------------ standard: config
-    def _p4info(self) -> p4i.P4Info | None:
+    def _names(self) -> P4Info:
+        """The committed pipeline's P4Info index (P4InfoError without a pipeline)."""
         pl = self.service.pipeline if self.service is not None else None
-        return pl.p4info if pl is not None else None
+        if pl is None:
+            raise P4InfoError("pipeline", "no pipeline")
+        return pl.names
 
     def bm_get_config(self) -> str:
         pl = self.service.pipeline if self.service is not None else None
@@ -206,13 +205,13 @@ class RuntimeHandler:
         return hashlib.md5(self.bm_get_config().encode()).digest()
 
     # ------------------------------------------------------------ standard: tables
-    def _table(self, name: str) -> p4i.Table:
-        info = self._p4info()
-        tables: list[p4i.Table] = list(info.tables) if info is not None else []
-        for t in tables:
-            if name in (t.preamble.name, t.preamble.alias):
-                return t
-        raise std.InvalidTableOperation(std.TableOperationErrorCode.INVALID_TABLE_NAME)
+    def _table(self, name: str) -> TableInfo:
+        try:
+            return self._names().table(name)
+        except P4InfoError:
+            raise std.InvalidTableOperation(
+                std.TableOperationErrorCode.INVALID_TABLE_NAME
+            ) from None
 
     def _read(self, entity: p4r.Entity) -> list[p4r.Entity]:
         assert self.service is not None  # _table/_counter found a pipeline
@@ -222,24 +221,23 @@ class RuntimeHandler:
             log.info("runtime: read refused: %s", err)
             raise std.InvalidTableOperation(std.TableOperationErrorCode.ERROR) from None
 
-    def _action(self, action: p4r.Action) -> std.BmActionEntry:
-        info = self._p4info()
-        assert info is not None
-        a = next(x for x in info.actions if x.preamble.id == action.action_id)
-        # BMv2 dumps action data in its shortest form (what P4Runtime stores: canonical
-        # bytes), match keys at full width.
-        values = {p.param_id: p.value for p in action.params}
-        data = [values.get(p.id, b"\x00") for p in a.params]
+    def _action(self, entry: TableEntry) -> std.BmActionEntry:
+        """The entry's action as BMv2 dumps it: the data in its shortest form (what
+        P4Runtime stores: canonical bytes), unlike match keys (full width)."""
+        a = self._names().action(str(entry.action))
+        values = entry.params_dict()
+        data = [encode(values.get(p.name, 0), p.bitwidth, p.name) for p in a.params.values()]
         return std.BmActionEntry(
-            action_type=std.BmActionEntryType.ACTION_DATA,
-            action_name=a.preamble.name,
-            action_data=data,
+            action_type=std.BmActionEntryType.ACTION_DATA, action_name=a.name, action_data=data
         )
 
-    def _entries(self, t: p4i.Table) -> list[p4r.TableEntry]:
+    def _entries(self, t: TableInfo, default: bool = False) -> list[TableEntry]:
+        """The table's entries (or its default entry), read through the P4Runtime service
+        and decoded by names (:func:`p4client.codec.entry_from_proto`)."""
         ent = p4r.Entity()
-        ent.table_entry.table_id = t.preamble.id
-        return [e.table_entry for e in self._read(ent)]
+        ent.table_entry.table_id = t.id
+        ent.table_entry.is_default_action = default
+        return [entry_from_proto(self._names(), e.table_entry) for e in self._read(ent)]
 
     def bm_mt_get_num_entries(self, cxt_id: int, table_name: str) -> int:
         return len(self._entries(self._table(table_name)))
@@ -247,64 +245,60 @@ class RuntimeHandler:
     def bm_mt_get_entries(self, cxt_id: int, table_name: str) -> list[std.BmMtEntry]:
         t = self._table(table_name)
         out = []
-        for handle, te in enumerate(self._entries(t)):
-            given = {m.field_id: m for m in te.match}
-            key = [self._match_param(mf, given.get(mf.id)) for mf in t.match_fields]
+        for handle, e in enumerate(self._entries(t)):
+            given = e.match_dict()
+            key = [self._match_param(mf, given.get(mf.name)) for mf in t.fields.values()]
             out.append(
                 std.BmMtEntry(
                     match_key=key,
-                    options=std.BmAddEntryOptions(priority=bmv2_priority(te.priority)),
+                    options=std.BmAddEntryOptions(priority=bmv2_priority(e.priority)),
                     entry_handle=handle,
-                    action_entry=self._action(te.action.action),
+                    action_entry=self._action(e),
                 )
             )
         return out
 
     @staticmethod
-    def _match_param(mf: p4i.MatchField, fm: p4r.FieldMatch | None) -> std.BmMatchParam:
-        """One key field as BMv2 dumps it; an omitted field is P4Runtime's wildcard."""
-        bw = mf.bitwidth
-        kind = mf.match_type
-        if kind == p4i.MatchField.EXACT:
-            v = fm.exact.value if fm is not None else b"\x00"
-            return std.BmMatchParam(type=_MT.EXACT, exact=std.BmMatchParamExact(_pad(v, bw)))
-        if kind == p4i.MatchField.LPM:
-            v, plen = (fm.lpm.value, fm.lpm.prefix_len) if fm is not None else (b"\x00", 0)
-            return std.BmMatchParam(type=_MT.LPM, lpm=std.BmMatchParamLPM(_pad(v, bw), plen))
-        if kind == p4i.MatchField.RANGE:
-            lo, hi = (
-                (fm.range.low, fm.range.high)
-                if fm is not None
-                else (b"\x00", ((1 << bw) - 1).to_bytes((bw + 7) // 8, "big"))
-            )
-            rng = std.BmMatchParamRange(_pad(lo, bw), _pad(hi, bw))
-            return std.BmMatchParam(type=_MT.RANGE, range=rng)
-        v, m = (fm.ternary.value, fm.ternary.mask) if fm is not None else (b"\x00", b"\x00")
-        tern = std.BmMatchParamTernary(_pad(v, bw), _pad(m, bw))
-        return std.BmMatchParam(type=_MT.TERNARY, ternary=tern)
+    def _match_param(mf: MatchField, value: Any) -> std.BmMatchParam:
+        """One key field as BMv2 dumps it, at full width; an omitted field (None) is
+        P4Runtime's wildcard."""
+        bw, full = mf.bitwidth, (1 << mf.bitwidth) - 1
+
+        def b(x: int) -> bytes:
+            return int(x).to_bytes((bw + 7) // 8, "big")
+
+        if mf.kind == "EXACT":
+            return std.BmMatchParam(type=_MT.EXACT, exact=std.BmMatchParamExact(b(value or 0)))
+        if mf.kind == "LPM":
+            v, plen = value or (0, 0)
+            return std.BmMatchParam(type=_MT.LPM, lpm=std.BmMatchParamLPM(b(v), plen))
+        if mf.kind == "RANGE":
+            lo, hi = value or (0, full)
+            return std.BmMatchParam(type=_MT.RANGE, range=std.BmMatchParamRange(b(lo), b(hi)))
+        if mf.kind == "OPTIONAL" and value is not None:
+            value = (value, full)  # BMv2 matches optional as ternary, all ones
+        v, m = value or (0, 0)
+        return std.BmMatchParam(type=_MT.TERNARY, ternary=std.BmMatchParamTernary(b(v), b(m)))
 
     def bm_mt_get_default_entry(self, cxt_id: int, table_name: str) -> std.BmActionEntry:
-        t = self._table(table_name)
-        ent = p4r.Entity()
-        ent.table_entry.table_id = t.preamble.id
-        ent.table_entry.is_default_action = True
-        got = self._read(ent)
-        if not got or not got[0].table_entry.action.HasField("action"):
+        got = self._entries(self._table(table_name), default=True)
+        if not got or got[0].action is None:
             return std.BmActionEntry(action_type=std.BmActionEntryType.NONE)
-        return self._action(got[0].table_entry.action.action)
+        return self._action(got[0])
 
     # ------------------------------------------------------------ standard: counters
     def _counter(self, name: str, index: int | None) -> p4r.CounterEntry:
-        info = self._p4info()
-        for c in info.counters if info is not None else ():
-            if name in (c.preamble.name, c.preamble.alias):
-                if index is not None and not 0 <= index < c.size:
-                    raise std.InvalidCounterOperation(std.CounterOperationErrorCode.INVALID_INDEX)
-                ce = p4r.CounterEntry(counter_id=c.preamble.id)
-                if index is not None:
-                    ce.index.index = index
-                return ce
-        raise std.InvalidCounterOperation(std.CounterOperationErrorCode.INVALID_COUNTER_NAME)
+        try:
+            c = self._names().counter(name)
+        except P4InfoError:
+            code = std.CounterOperationErrorCode.INVALID_COUNTER_NAME
+            raise std.InvalidCounterOperation(code) from None
+        if index is not None and not 0 <= index < c.size:
+            raise std.InvalidCounterOperation(std.CounterOperationErrorCode.INVALID_INDEX)
+        ce = p4r.CounterEntry(counter_id=c.id)
+        if index is not None:
+            ce.index.index = index
+        return ce
 
     def bm_counter_read(self, cxt_id: int, counter_name: str, index: int) -> std.BmCounterValue:
         ent = p4r.Entity(counter_entry=self._counter(counter_name, index))
@@ -335,14 +329,11 @@ class RuntimeHandler:
     def _register(self, name: str, index: int | None = None) -> RegisterInfo:
         """Register ``name`` (full name or alias), its ``index`` checked as BMv2 does."""
         pl = self.service.pipeline if self.service is not None else None
-        try:
-            if pl is None:
-                raise NotFound("register", "no pipeline")
-            info = register_by_name(pl, name)
-        except NotFound:
-            raise std.InvalidRegisterOperation(
-                std.RegisterOperationErrorCode.INVALID_REGISTER_NAME
-            ) from None
+        infos = pl.register_infos.values() if pl is not None else ()
+        info = next((i for i in infos if name in (i.name, i.alias)), None)
+        if info is None:
+            code = std.RegisterOperationErrorCode.INVALID_REGISTER_NAME
+            raise std.InvalidRegisterOperation(code)
         if index is not None and not 0 <= index < info.register.size:
             raise std.InvalidRegisterOperation(std.RegisterOperationErrorCode.INVALID_INDEX)
         return info

@@ -47,16 +47,13 @@ MatchKey = tuple[FieldMatch, ...]
 
 @dataclass(frozen=True)
 class KeyField:
-    """A match field: its P4Info name, width and kind, and where the packet holds it.
-
-    ``attr`` is an attribute name, or the index of the field in the packet's
-    state vector (the JSON-compiled pipeline passes indices).
-    """
+    """A match field: its P4Info name, width and kind, and ``attr``, the index of the
+    field in the packet's state vector (:mod:`softswitch.bm.layout`)."""
 
     name: str
     bitwidth: int
     kind: str
-    attr: str | int
+    attr: int
 
 
 @dataclass(slots=True)
@@ -80,7 +77,8 @@ _PRIORITY = attrgetter("priority")
 
 
 class Table:
-    """A match-action table with P4 ``apply().hit`` semantics."""
+    """A match-action table: entries written by the control plane, looked up by the
+    packet thread (:meth:`lookup_fn`; :mod:`softswitch.bm.control` runs the action)."""
 
     def __init__(
         self, name: str, fields: tuple[KeyField, ...], size: int, default: ActionCall
@@ -102,7 +100,7 @@ class Table:
         self.needs_priority = any(k in (RANGE, TERNARY, OPTIONAL) for k in kinds)
         attrs = [f.attr for f in fields]
         self._single = len(fields) == 1
-        self._get: Callable[[Any], Any] = _getter(attrs) if attrs else (lambda pkt: ())
+        self._get: Callable[[Any], Any] = itemgetter(*attrs) if attrs else (lambda pkt: ())
         self._exact_pos = tuple(i for i, k in enumerate(kinds) if k == EXACT)
         if not fields:
             # A keyless table always misses: only its default action runs.
@@ -123,7 +121,7 @@ class Table:
                 if f.kind != EXACT
             )
             ex = [attrs[i] for i in self._exact_pos]
-            self._group_get: Callable[[Any], Any] | None = _getter(ex) if ex else None
+            self._group_get: Callable[[Any], Any] | None = itemgetter(*ex) if ex else None
         elif LPM in kinds:
             if kinds.count(LPM) != 1:
                 raise InvalidArgument(name, "at most one lpm field per table is supported")
@@ -137,50 +135,19 @@ class Table:
             self._exact: dict[Any, ActionCall] = {}
 
     # ----------------------------------------------------------- packet thread
-    def apply(self, pkt: Any) -> bool:
-        """Look the packet up, run the hit or default action, return whether it hit."""
-        call = self.lookup(pkt)
-        if call is None:
-            fn, args = self.default
-            fn(pkt, *args)
-            return False
-        fn, args = call
-        fn(pkt, *args)
-        return True
-
-    def lookup(self, pkt: Any) -> ActionCall | None:
-        """The action of the matching entry, or None on a miss."""
-        if self.mode == "exact":
-            return self._exact.get(self._get(pkt))
-        if self.mode == "keyless":
-            return None
-        if self.mode == "lpm":
-            value = self._get(pkt)
-            if self._single:
-                for _plen, mask, level in self._levels:
-                    hit = level.get(value & mask)
-                    if hit is not None:
-                        return hit
-                return None
-            pos = self._lpm_pos
-            for _plen, mask, level in self._levels:
-                key = (*value[:pos], value[pos] & mask, *value[pos + 1 :])
-                hit = level.get(key)
-                if hit is not None:
-                    return hit
-            return None
-        return self._lookup_priority(pkt)
-
     def lookup_fn(self) -> Callable[[Any], ActionCall | None]:
-        """:meth:`lookup` specialised to this table's mode, for a packet path that
-        calls it millions of times (the views it reads are still the live ones)."""
+        """The lookup of this table's mode, ``lookup(state) -> the matching entry's
+        action, or None on a miss``: a closure for a packet path that calls it
+        millions of times, over the live views (a write changes what it finds)."""
+        get, table = self._get, self
         if self.mode == "exact":
-            exact, get = self._exact, self._get
+            exact = self._exact
             return lambda pkt: exact.get(get(pkt))
         if self.mode == "keyless":
             return lambda pkt: None
-        if self.mode == "lpm" and self._single:
-            get, table = self._get, self
+        if self.mode == "priority":
+            return self._lookup_priority
+        if self._single:
 
             def lpm(pkt: Any) -> ActionCall | None:
                 value = get(pkt)
@@ -191,7 +158,17 @@ class Table:
                 return None
 
             return lpm
-        return self.lookup
+        pos = self._lpm_pos
+
+        def lpm_with_exact(pkt: Any) -> ActionCall | None:
+            value = get(pkt)
+            for _plen, mask, level in table._levels:
+                hit = level.get((*value[:pos], value[pos] & mask, *value[pos + 1 :]))
+                if hit is not None:
+                    return hit
+            return None
+
+        return lpm_with_exact
 
     def _lookup_priority(self, pkt: Any) -> ActionCall | None:
         gkey = self._group_get(pkt) if self._group_get is not None else None
@@ -360,13 +337,6 @@ class Table:
                     checks.append((pos, False, ((1 << b) - 1) << (width - b), a))
             cands.append((tuple(checks), e.call))
         self._groups[gkey] = tuple(cands)
-
-
-def _getter(attrs: list[Any]) -> Callable[[Any], Any]:
-    """attrgetter for attribute names, itemgetter for state-vector indices."""
-    if all(isinstance(a, int) for a in attrs):
-        return itemgetter(*attrs)
-    return attrgetter(*attrs)
 
 
 class Counter:

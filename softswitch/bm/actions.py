@@ -2,7 +2,8 @@
 
 Every action of the JSON becomes its own closure object (the control uses
 closure identity to pick ``next_tables`` by action). The primitives p4c emits
-for v1model that the soft switch implements are listed in ``PRIMITIVES``;
+for v1model that the soft switch implements are :func:`compile_primitive`'s branches
+(listed in docs/softswitch.md);
 anything else (truncate, ...) is refused when the pipeline is loaded,
 naming the primitive and the action. The hash primitives are :mod:`softswitch.bm.hashing`'s,
 ``push``/``pop`` (header stacks) :mod:`softswitch.bm.stacks`'s, clone, resubmit and
@@ -30,30 +31,6 @@ from softswitch.tables import Counter
 
 #: A compiled action or primitive: state vector, action arguments.
 ActionFn = Callable[[list[int], Sequence[int]], None]
-
-DROP_PORT = 511
-
-PRIMITIVES = (
-    "assign",
-    "mark_to_drop",
-    "count",
-    "register_read",
-    "register_write",
-    "add_header",
-    "remove_header",
-    "assign_header",
-    "exit",
-    "log_msg",
-    "_jump",
-    "_jump_if_zero",
-    "modify_field_with_hash_based_offset",
-    "modify_field_rng_uniform",
-    "push",
-    "pop",
-    "execute_meter",
-    "generate_digest",
-    *sorted(packet.OPS),
-)
 
 
 class Register:
@@ -119,64 +96,39 @@ def _dirtying(fn: ActionFn, raw: int | None) -> ActionFn:
 def _assign(lay: Layout, params: list[Any], where: str) -> ActionFn:
     """``dst = src`` truncated to dst's width; a packet header's raw slot is cleared."""
     slot, mask = _field_dst(lay, params[0], where)
-    raw = lay.raw_slot(params[0]["value"])
     src = params[1]
-    if src.get("type") in ("runtime_data", "local"):
+    e = None if src.get("type") in ("runtime_data", "local") else compile_expr(lay, src, where)
+    c = None if e is None else constant_of(e)
+    fn: ActionFn
+    if e is None:
         i = int(src["value"])
-        if raw is None:
 
-            def assign_arg(v: list[int], a: Sequence[int]) -> None:
-                v[slot] = a[i] & mask
-
-            return assign_arg
-
-        def assign_arg_raw(v: list[int], a: Sequence[int]) -> None:
+        def assign_arg(v: list[int], a: Sequence[int]) -> None:
             v[slot] = a[i] & mask
-            v[raw] = -1
 
-        return assign_arg_raw
-    e = compile_expr(lay, src, where)
-    c = constant_of(e)
-    if c is not None:
+        fn = assign_arg
+    elif c is not None:
         value = c & mask
-        if raw is None:
 
-            def assign_const(v: list[int], a: Sequence[int]) -> None:
-                v[slot] = value
-
-            return assign_const
-
-        def assign_const_raw(v: list[int], a: Sequence[int]) -> None:
+        def assign_const(v: list[int], a: Sequence[int]) -> None:
             v[slot] = value
-            v[raw] = -1
 
-        return assign_const_raw
-    if src.get("type") == "field":
+        fn = assign_const
+    elif src.get("type") == "field":
         s_slot, _w = lay.field(src["value"])
-        if raw is None:
 
-            def assign_field(v: list[int], a: Sequence[int]) -> None:
-                v[slot] = v[s_slot] & mask
-
-            return assign_field
-
-        def assign_field_raw(v: list[int], a: Sequence[int]) -> None:
+        def assign_field(v: list[int], a: Sequence[int]) -> None:
             v[slot] = v[s_slot] & mask
-            v[raw] = -1
 
-        return assign_field_raw
-    if raw is None:
+        fn = assign_field
+    else:
+        expr = e
 
         def assign_expr(v: list[int], a: Sequence[int]) -> None:
-            v[slot] = e(v, a) & mask
+            v[slot] = expr(v, a) & mask
 
-        return assign_expr
-
-    def assign_expr_raw(v: list[int], a: Sequence[int]) -> None:
-        v[slot] = e(v, a) & mask
-        v[raw] = -1
-
-    return assign_expr_raw
+        fn = assign_expr
+    return _dirtying(fn, lay.raw_slot(params[0]["value"]))
 
 
 def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: str) -> ActionFn:
@@ -190,7 +142,7 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
         es, mg = ext.egress_spec, ext.mcast_grp
 
         def mark_to_drop(v: list[int], a: Sequence[int]) -> None:
-            v[es] = DROP_PORT
+            v[es] = packet.DROP_PORT
             v[mg] = 0
 
         return mark_to_drop

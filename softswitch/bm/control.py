@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from softswitch.bm.actions import ActionFn, Externs, compile_action
-from softswitch.bm.expr import compile_expr, hexstr, simple_test
+from softswitch.bm.expr import compile_expr, hexstr
 from softswitch.bm.layout import Layout
 from softswitch.errors import InvalidArgument
 from softswitch.tables import EXACT, LPM, OPTIONAL, RANGE, TERNARY, FieldMatch, KeyField, Table
@@ -135,23 +135,6 @@ class Controls:
     def _cond_node(self, c: dict[str, Any], build: Callable[[str | None], Node | None]) -> Node:
         cond = compile_expr(self._lay, c["expression"], f"conditional {c['name']!r}")
         t, f = build(c.get("true_next")), build(c.get("false_next"))
-        test = simple_test(self._lay, c["expression"])
-        if test is not None:  # one closure instead of two for `field`, `field ==/!= const`
-            slot, op, k = test
-            if op == "d2b":
-                return lambda v: t if v[slot] else f
-            if op == "==":
-                return lambda v: t if v[slot] == k else f
-            if op == "!=":
-                return lambda v: t if v[slot] != k else f
-            if op == "<=":
-                return lambda v: t if v[slot] <= k else f
-            if op == "<":
-                return lambda v: t if v[slot] < k else f
-            if op == ">=":
-                return lambda v: t if v[slot] >= k else f
-            if op == ">":
-                return lambda v: t if v[slot] > k else f
         return lambda v: t if cond(v, ()) else f
 
     def _table_node(self, t: dict[str, Any], build: Callable[[str | None], Node | None]) -> Node:

@@ -25,9 +25,9 @@ from typing import Any
 
 from finsy.proto import p4r
 
+from p4client.p4info import encode
 from softswitch.bm.expr import compile_expr
 from softswitch.bm.layout import Layout
-from softswitch.bytestrings import encode_bytes
 from softswitch.errors import AlreadyExists, InvalidArgument, NotFound
 
 PrimitiveFn = Callable[[list[int], Sequence[int]], None]
@@ -40,6 +40,7 @@ class _List:
 
     name: str
     slots: tuple[int, ...]
+    widths: tuple[int, ...]
     digest_id: int = 0
     config: p4r.DigestEntry.Config | None = None
     buffer: list[Sample] = field(default_factory=list)
@@ -55,12 +56,13 @@ class Digests:
     def __init__(self, lay: Layout, j: dict[str, Any]) -> None:
         self.lists: dict[int, _List] = {}
         for ll in j.get("learn_lists", []):
-            slots = []
+            fields = []
             for e in ll.get("elements", []):
                 if e.get("type") != "field":
                     raise InvalidArgument(f"learn list {ll.get('name')!r}", f"a {e.get('type')!r}")
-                slots.append(lay.field(e["value"])[0])
-            self.lists[int(ll["id"])] = _List(str(ll["name"]), tuple(slots))
+                fields.append(lay.field(e["value"]))
+            slots, widths = zip(*fields, strict=True) if fields else ((), ())
+            self.lists[int(ll["id"])] = _List(str(ll["name"]), tuple(slots), tuple(widths))
         self.by_digest: dict[int, _List] = {}
         #: where DigestList messages go (the P4Runtime service sets it on commit)
         self.sink: Callable[[p4r.StreamMessageResponse], None] | None = None
@@ -108,8 +110,8 @@ class Digests:
         dl.digest_id, dl.list_id, dl.timestamp = ll.digest_id, list_id, time.time_ns()
         for sample in ll.buffer:
             members = dl.data.add().struct.members
-            for value in sample:
-                members.add().bitstring = encode_bytes(value)
+            for value, width in zip(sample, ll.widths, strict=True):
+                members.add().bitstring = encode(value, width, ll.name)
         ll.pending[list_id] = ll.buffer
         ll.buffer = []
         assert ll.config is not None

@@ -69,25 +69,6 @@ def hexstr(text: str) -> int:
     return int(text, 16)
 
 
-def simple_test(lay: Layout, node: Any) -> tuple[int, str, int] | None:
-    """(slot, op, constant) if ``node`` is ``d2b(field)`` or ``field <comparison> constant``."""
-    e = node.get("value") if node.get("type") == "expression" else None
-    if not isinstance(e, dict):
-        return None
-    left, right = e.get("left"), e.get("right")
-    if e.get("op") == "d2b" and right and right.get("type") == "field":
-        return lay.field(right["value"])[0], "d2b", 0
-    if (
-        e.get("op") in ("==", "!=", "<", "<=", ">", ">=")
-        and left
-        and right
-        and left.get("type") == "field"
-        and right.get("type") == "hexstr"
-    ):
-        return lay.field(left["value"])[0], str(e["op"]), hexstr(right["value"])
-    return None
-
-
 def compile_expr(lay: Layout, node: Any, where: str) -> Expr:
     """Compile one JSON operand/expression node (``{"type": ..., "value": ...}``)."""
     if node is None:

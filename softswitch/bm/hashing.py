@@ -11,9 +11,9 @@ invalid header is left out), zero bits at the end to a whole byte.
 
 The algorithms are BMv2 1.15's (``src/bm_sim/calculations.cpp``): ``crc16``
 (CRC-16/ARC), ``crc32`` (the zlib CRC), ``crcCCITT`` (CRC-16/CCITT-FALSE),
-``crc16_custom`` / ``crc32_custom`` / ``crc8_custom`` / ``crc64_custom`` (one
-configurable CRC per calculation, BMv2's defaults, changed over Thrift with
-``bm_set_crc16_custom_parameters``/``bm_set_crc32_custom_parameters``),
+``crc16_custom`` / ``crc32_custom`` / ``crc8_custom`` / ``crc64_custom`` (with
+BMv2's default parameters; BMv2's Thrift ``bm_set_crc*_custom_parameters`` calls,
+which change them, are not served),
 ``csum16``/``cksum16`` (the Internet checksum), ``xor16``/``xor32`` (XOR of
 big-endian words, the last one zero-padded) and ``identity`` (the first
 8 bytes as an integer). ``random`` (v1model's ``HashAlgorithm.random``) is not an
@@ -31,6 +31,7 @@ Nothing here runs unless the program has these primitives.
 from __future__ import annotations
 
 import random
+import struct
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -74,15 +75,10 @@ CUSTOM_DEFAULTS = {
 
 
 class Crc:
-    """A table-driven CRC computed exactly as BMv2's ``crc_custom<T>``; reconfigurable."""
+    """A table-driven CRC computed exactly as BMv2's ``crc_custom<T>``."""
 
     def __init__(self, width: int, config: CrcConfig) -> None:
-        self.width = width
-        self.configure(config)
-
-    def configure(self, config: CrcConfig) -> None:
-        """Replace the parameters (one tuple assignment: a packet sees old or new)."""
-        w, mask = self.width, (1 << self.width) - 1
+        w, mask = width, (1 << width) - 1
         top = 1 << (w - 1)
         table = []
         for dividend in range(256):
@@ -90,11 +86,12 @@ class Crc:
             for _ in range(8):
                 r = ((r << 1) ^ config.polynomial) if r & top else (r << 1)
             table.append(r & mask)
+        self.width = width
         self.config = config
-        self._state = (tuple(table), config)
+        self._table = tuple(table)
 
     def __call__(self, data: bytes) -> int:
-        table, c = self._state
+        table, c = self._table, self.config
         w, mask = self.width, (1 << self.width) - 1
         shift = w - 8
         r = c.initial_remainder & mask
@@ -110,17 +107,18 @@ class Crc:
         return r ^ c.final_xor_value
 
 
-def _crc32(data: bytes) -> int:
-    return zlib.crc32(data)
-
-
-def _csum16(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2))
+def fold(s: int) -> int:
+    """The Internet checksum of 16-bit words that sum to ``s`` (ones' complement)."""
     while s >> 16:
         s = (s & 0xFFFF) + (s >> 16)
     return ~s & 0xFFFF
+
+
+def csum16(data: bytes) -> int:
+    """The Internet checksum of ``data`` (an odd length is padded with a zero byte)."""
+    if len(data) % 2:
+        data += b"\0"
+    return fold(sum(struct.unpack(f"!{len(data) // 2}H", data)))
 
 
 def _xor(nbytes: int) -> HashFn:
@@ -137,32 +135,26 @@ def _identity(data: bytes) -> int:
     return int.from_bytes(data[:8], "big")
 
 
-_CRC16 = Crc(16, CUSTOM_DEFAULTS[16])
-_CCITT = Crc(16, CrcConfig(0x1021, 0xFFFF, 0, False, False))
-#: Fixed algorithms (shared); the custom CRCs get one instance per calculation.
-_FIXED: dict[str, HashFn] = {
-    "crc16": _CRC16,
-    "crc32": _crc32,
-    "crcCCITT": _CCITT,
-    "csum16": _csum16,
-    "cksum16": _csum16,
+#: The algorithms by BMv2's names (shared: none keeps state between packets).
+_ALGORITHMS: dict[str, HashFn] = {
+    "crc16": Crc(16, CUSTOM_DEFAULTS[16]),
+    "crc32": zlib.crc32,
+    "crcCCITT": Crc(16, CrcConfig(0x1021, 0xFFFF, 0, False, False)),
+    "csum16": csum16,
+    "cksum16": csum16,
     "xor16": _xor(2),
     "xor32": _xor(4),
     "identity": _identity,
+    **{f"crc{w}_custom": Crc(w, CUSTOM_DEFAULTS[w]) for w in (8, 16, 32, 64)},
 }
-_CUSTOM = {"crc8_custom": 8, "crc16_custom": 16, "crc32_custom": 32, "crc64_custom": 64}
 
 
 def algorithm(name: str, where: str) -> HashFn:
-    """BMv2's algorithm ``name`` (a fresh, configurable CRC for the ``*_custom`` ones)."""
-    fixed = _FIXED.get(name)
-    if fixed is not None:
-        return fixed
-    width = _CUSTOM.get(name)
-    if width is not None:
-        c = CUSTOM_DEFAULTS[width]
-        return Crc(width, CrcConfig(**vars(c)))
-    raise InvalidArgument(where, f"hash algorithm {name!r} is not supported by the soft switch")
+    """BMv2's algorithm ``name``; INVALID_ARGUMENT naming it if the soft switch has none."""
+    fn = _ALGORITHMS.get(name)
+    if fn is None:
+        raise InvalidArgument(where, f"hash algorithm {name!r} is not supported by the soft switch")
+    return fn
 
 
 class Calculation:
@@ -172,7 +164,6 @@ class Calculation:
         where = f"calculation {calc.get('name')!r}"
         self.name = str(calc.get("name"))
         self.hash = algorithm(str(calc.get("algo")), where)
-        self.custom = calc.get("algo") in _CUSTOM
         parts: list[tuple[int | None, int | None, int, int]] = []  # valid, slot, width, const
         for item in calc.get("input", []):
             kind = item.get("type")
@@ -186,7 +177,6 @@ class Calculation:
             else:
                 raise InvalidArgument(where, f"hash input of type {kind!r} is not supported")
         self._parts = tuple(parts)
-        self._fixed_bits = sum(p[2] for p in parts) if all(p[0] is None for p in parts) else None
 
     def data(self, v: list[int]) -> bytes:
         """The bytes BMv2's BufBuilder hashes for packet state ``v``."""
@@ -220,13 +210,6 @@ class Calculations:
                 raise InvalidArgument(where, f"unknown calculation {name!r}")
             calc = self.compiled[name] = Calculation(self._lay, spec)
         return calc
-
-    def crc(self, name: str) -> Crc | None:
-        """The configurable CRC of calculation ``name`` (None: not a ``*_custom`` one in use)."""
-        calc = self.compiled.get(name)
-        return (
-            calc.hash if calc is not None and isinstance(calc.hash, Crc) and calc.custom else None
-        )
 
 
 def hash_based_offset(

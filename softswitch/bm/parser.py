@@ -22,6 +22,7 @@ from typing import Any
 
 from softswitch.bm.actions import Externs, compile_primitive
 from softswitch.bm.expr import Expr, StackOutOfBounds, compile_expr, hexstr
+from softswitch.bm.hashing import csum16, fold
 from softswitch.bm.layout import HeaderSlots, Layout
 from softswitch.bm.stacks import lookahead_set
 from softswitch.errors import InvalidArgument
@@ -254,12 +255,6 @@ class CompiledParser:
         return pos
 
 
-def _fold(s: int) -> int:
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return int(~s & 0xFFFF)
-
-
 def _csum16(lay: Layout, calc: dict[str, Any]) -> Callable[[list[int]], int]:
     if calc.get("algo") != "csum16":
         raise InvalidArgument(f"calculation {calc['name']!r}", f"algorithm {calc.get('algo')!r}")
@@ -272,17 +267,13 @@ def _csum16(lay: Layout, calc: dict[str, Any]) -> Callable[[list[int]], int]:
     if bits % 8:
         raise InvalidArgument(f"calculation {calc['name']!r}", f"{bits} bits is not whole bytes")
     nbytes = bits // 8
-    pad = nbytes % 2
-    words = struct.Struct(f"!{(nbytes + pad) // 2}H")
     parts = tuple(fields)
 
     def csum(v: list[int]) -> int:
         x = 0
         for slot, width in parts:
             x = (x << width) | v[slot]
-        if pad:
-            x <<= 8
-        return _fold(sum(words.unpack(x.to_bytes(nbytes + pad, "big"))))
+        return csum16(x.to_bytes(nbytes, "big"))
 
     return csum
 
@@ -337,7 +328,7 @@ class Checksums:
                 continue
             if fast is not None and v[fast[0]] >= 0:
                 words = fast[2].unpack_from(data, v[fast[0]])
-                value = _fold(sum(words) - words[fast[1]])
+                value = fold(sum(words) - words[fast[1]])
             else:
                 value = calc(v)
             if value != v[target]:
@@ -349,7 +340,7 @@ class Checksums:
                 continue
             if fast is not None and v[fast[0]] >= 0:
                 words = fast[2].unpack_from(data, v[fast[0]])
-                value = _fold(sum(words) - words[fast[1]])
+                value = fold(sum(words) - words[fast[1]])
                 if value != v[target]:
                     v[target] = value
                     v[fast[0]] = -1

@@ -25,13 +25,14 @@ from typing import Any
 from finsy.proto import p4i as p4info_pb2
 from finsy.proto import p4r
 
-from softswitch.bm.actions import ActionFn, Externs, Register
+from p4client.codec import entry_to_proto
+from p4client.p4info import P4Info, TableEntry
+from softswitch.bm.actions import Externs, Register
 from softswitch.bm.control import Controls, TableRuntime, Visible
 from softswitch.bm.layout import build_layout
 from softswitch.bm.meters import DirectMeter, MeterArray
 from softswitch.bm.packet import PacketPath
 from softswitch.bm.parser import Checksums, CompiledParser, Deparser
-from softswitch.bytestrings import encode_bytes
 from softswitch.errors import InvalidArgument
 from softswitch.tables import EXACT, LPM, OPTIONAL, RANGE, TERNARY, Counter, KeyField, Table
 
@@ -158,6 +159,8 @@ class Pipeline:
         _check_p4info(p4info)
         j = load_json(device_config)
         self.p4info = p4info
+        #: the P4Info indexed by name and id (the client library's index; Thrift names)
+        self.names = P4Info(p4info)
         self.device_config = device_config
         self.cookie = cookie
         lay = build_layout(j)
@@ -197,7 +200,6 @@ class Pipeline:
         self.actions = self._bind_actions(p4info, j)
         self.tables = self._bind_tables(p4info)
         self.counters = self._bind_counters(p4info, ext)
-        self.counter_by_name = {ci.name: ci for ci in self.counters.values()}
         self.meters = _bind_meters(p4info, ext.meters)
         self.direct_meters: dict[int, DirectMeter] = {}
         tables = {t.preamble.id: t.preamble.name for t in p4info.tables}
@@ -293,32 +295,23 @@ class Pipeline:
         args: Sequence[int] = (),
         present: int = -1,
     ) -> p4r.TableEntry:
-        """An entry as a Read returns it (canonical): match fields in id order with
-        canonical byte strings, leaving out those whose bit in ``present`` is clear (the
-        wildcards), then the action and its parameters in id order. The one encoder of
-        entries: const entries, entries written in another form, default entries."""
-        te = p4r.TableEntry(table_id=info.id, priority=priority)
-        for fid, (pos, kf) in sorted(info.fields.items()):
-            if not present >> pos & 1:
-                continue
-            m, fm = key[pos], te.match.add(field_id=fid)
-            if kf.kind == EXACT:
-                fm.exact.value = encode_bytes(m)
-            elif kf.kind == LPM:
-                fm.lpm.value, fm.lpm.prefix_len = encode_bytes(m[0]), m[1]
-            elif kf.kind == RANGE:
-                fm.range.low, fm.range.high = encode_bytes(m[0]), encode_bytes(m[1])
-            elif kf.kind == OPTIONAL:
-                fm.optional.value = encode_bytes(m[0])
-            else:
-                fm.ternary.value, fm.ternary.mask = encode_bytes(m[0]), encode_bytes(m[1])
-        if action_id is not None:
-            te.action.action.action_id = action_id
-            ai = self.actions.get(action_id)
-            if ai is not None:
-                for pid, (pos, _w) in sorted(ai.params.items()):
-                    te.action.action.params.add(param_id=pid, value=encode_bytes(args[pos]))
-        return te
+        """An entry as a Read returns it (canonical), leaving out the match fields whose
+        bit in ``present`` is clear (the wildcards): the entry by names, encoded by the
+        client library's encoder (:func:`p4client.codec.entry_to_proto`: fields and
+        parameters in id order, canonical byte strings). For const entries, entries
+        written in another form, default entries."""
+        match = []
+        for pos, fid in enumerate(info.field_ids):
+            if present >> pos & 1:
+                kf = info.fields[fid][1]
+                match.append((kf.name, key[pos][0] if kf.kind == OPTIONAL else key[pos]))
+        ai = self.actions.get(action_id) if action_id is not None else None
+        params = (
+            () if ai is None else [(ai.param_names[i], args[p]) for i, (p, _w) in ai.params.items()]
+        )
+        action = None if ai is None else ai.name
+        entry = TableEntry(info.name, tuple(sorted(match)), action, tuple(sorted(params)), priority)
+        return entry_to_proto(self.names, entry)
 
     def _bind_counters(self, p4info: p4info_pb2.P4Info, ext: Externs) -> dict[int, CounterInfo]:
         counters: dict[int, CounterInfo] = {}
@@ -349,30 +342,10 @@ class Pipeline:
             infos[r.preamble.id] = RegisterInfo(r.preamble.id, name, r.preamble.alias, width, reg)
         return infos
 
-    def action_fn(self, info: TableInfo, name: str) -> ActionFn:
-        """The compiled action ``name`` as table ``info`` runs it."""
-        return info.runtime.action_fn(name)
-
     # ------------------------------------------------------------------ packets
-    def process_all(self, data: bytes, ingress_port: int) -> list[tuple[int, int, bytearray]]:
-        """Every frame ``data`` makes (clones, resubmits, recirculations), each through an
-        idle queue at once: what tests run without a data plane."""
-        first = self.ingress(data, ingress_port)
-        pending = self.take_spawned() + ([] if first is None else [first])
-        out = []
-        while pending:
-            spec, prio, state = pending.pop(0)
-            sent = self.egress(state, spec)
-            pending += self.take_spawned()
-            if isinstance(sent, tuple):  # recirculated: queued again
-                pending.append(sent)
-            elif sent is not None:
-                out.append((spec, prio, sent))
-        return out
-
     def process(self, data: bytes, ingress_port: int) -> tuple[int, int, bytearray] | None:
         """(egress port, priority, bytes) of a frame through an idle queue; None if dropped
-        or recirculated (the instances a frame makes: :meth:`process_all`).
+        or recirculated (clones are discarded).
 
         Ingress then egress at once, with the queueing metadata of an empty queue:
         what tests and the per-packet cost benchmark run without a data plane."""

@@ -17,7 +17,6 @@ from finsy.proto import p4i as p4info_pb2
 from finsy.proto import p4r
 
 from softswitch.bm.pipeline import ActionInfo, Pipeline, TableInfo
-from softswitch.bytestrings import encode_bytes
 from softswitch.errors import InvalidArgument
 from softswitch.tables import (
     EXACT,
@@ -32,6 +31,11 @@ from softswitch.tables import (
 
 _ONEOF = {EXACT: "exact", LPM: "lpm", RANGE: "range", TERNARY: "ternary", OPTIONAL: "optional"}
 _MAX_PRIORITY = (1 << 31) - 1
+
+
+def encode_bytes(value: int) -> bytes:
+    """Canonical byte string: no leading zero bytes, at least one byte."""
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
 
 
 def decode_bytes(field: str, data: bytes, bitwidth: int) -> int:
@@ -162,7 +166,7 @@ def decode_action(
     if missing:
         raise InvalidArgument(f"{ainfo.name}.params", f"missing {', '.join(missing)}")
     out.params.sort(key=lambda p: p.param_id)
-    return pl.action_fn(info, ainfo.name), tuple(args)
+    return info.runtime.action_fn(ainfo.name), tuple(args)
 
 
 def decode_table_entry(pl: Pipeline, te: p4r.TableEntry, needs_action: bool) -> DecodedEntry:

@@ -439,7 +439,7 @@ def _contents(svc: P4RuntimeService) -> dict[str, Any]:
     names = {}
     for info in pl.tables.values():
         for aid in info.actions:
-            names[id(pl.action_fn(info, pl.actions[aid].name))] = pl.actions[aid].name
+            names[id(info.runtime.action_fn(pl.actions[aid].name))] = pl.actions[aid].name
     out: dict[str, Any] = {}
     for info in pl.tables.values():
         rows = []  # in read order

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from softswitch.bm.hashing import CUSTOM_DEFAULTS, Calculation, CrcConfig, algorithm
+from softswitch.bm.hashing import Calculation, algorithm
 from softswitch.bm.layout import build_layout
 from softswitch.errors import InvalidArgument
 
@@ -33,14 +33,6 @@ CHECK = b"123456789"
 )
 def test_algorithms_give_the_catalogue_check_values(algo: str, value: int) -> None:
     assert algorithm(algo, "t")(CHECK) == value
-
-
-def test_custom_crc_reconfigured_to_another_catalogue_crc() -> None:
-    crc = algorithm("crc16_custom", "t")
-    crc.configure(CrcConfig(0x1021, 0xFFFF, 0, False, False))  # type: ignore[attr-defined]
-    assert crc(CHECK) == 0x29B1  # CRC-16/CCITT-FALSE
-    assert algorithm("crc16_custom", "t")(CHECK) == 0xBB3D  # each calculation its own
-    assert CUSTOM_DEFAULTS[16].polynomial == 0x8005
 
 
 @pytest.mark.parametrize("algo", ["random", "xxh64", "round_robin", "toeplitz"])

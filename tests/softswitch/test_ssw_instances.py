@@ -98,7 +98,8 @@ def test_a_frame_that_resubmits_forever_stops_after_max_passes() -> None:
         v[inst.regs.resubmit] = 2
 
     inst._controls.ingress = resubmitting
-    assert pl.process_all(_frame(0), 1) == []
+    assert pl.ingress(_frame(0), 1) is None  # dropped after MAX_PASSES resubmissions
+    assert not pl.spawned
     assert calls == MAX_PASSES + 1
 
 

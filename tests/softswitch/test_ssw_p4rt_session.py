@@ -35,6 +35,24 @@ def test_capabilities(client: Client) -> None:
     assert client.stub.Capabilities(p4r.CapabilitiesRequest()).p4runtime_api_version == "1.4.1"
 
 
+def test_undecodable_write_is_invalid_argument_over_grpc(server: ServerHandle) -> None:
+    """Write's own request deserializer is the one the server registers: bytes that are
+    not a WriteRequest answer INVALID_ARGUMENT naming them (gRPC's would be INTERNAL),
+    and every other RPC is still served."""
+    with grpc.insecure_channel(server.addr) as ch:
+        write = ch.unary_unary("/p4.v1.P4Runtime/Write")
+        with pytest.raises(grpc.RpcError) as exc:
+            write(b"\xff\xff\xff", timeout=10)
+        assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "request: not a p4.v1.WriteRequest" in str(exc.value.details())
+        caps = ch.unary_unary(
+            "/p4.v1.P4Runtime/Capabilities",
+            request_serializer=p4r.CapabilitiesRequest.SerializeToString,
+            response_deserializer=p4r.CapabilitiesResponse.FromString,
+        )
+        assert caps(p4r.CapabilitiesRequest(), timeout=10).p4runtime_api_version == "1.4.1"
+
+
 def test_config_actions(client: Client, names: Names, server: ServerHandle) -> None:
     with pytest.raises(grpc.RpcError) as exc:
         get(client, GET.ALL)

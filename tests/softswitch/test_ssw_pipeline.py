@@ -23,6 +23,7 @@ from echelon.constants import (
 from echelon.wire import Echelon
 from softswitch import p4rt_codec as codec
 from softswitch.bm.pipeline import Pipeline
+from softswitch.tables import Counter
 from tests.softswitch.helpers import Names, load_config, load_p4info
 
 H1, H2, H3 = "10.0.0.1", "10.0.0.2", "10.0.0.3"
@@ -84,8 +85,12 @@ def install(p: Pipeline, te: p4r.TableEntry) -> None:
     d.info.table.insert(d.key, d.priority, d.call, d.proto)
 
 
+def counter(p: Pipeline, name: str) -> Counter:
+    return next(ci.counter for ci in p.counters.values() if ci.name == name)
+
+
 def unprio(p: Pipeline, index: int) -> tuple[int, int]:
-    c = p.counter_by_name["EchelonIngress.unprioritized_pkts"].counter
+    c = counter(p, "EchelonIngress.unprioritized_pkts")
     return c.packets[index], c.bytes[index]
 
 
@@ -156,7 +161,7 @@ def test_registered_uses_deadline_range_and_counts_class(pl: Pipeline) -> None:
         assert out is not None
         assert out[1] == want, deadline
         assert bytes(out[2]) == expected_egress(bytes(pkt), want)
-    c = pl.counter_by_name["EchelonIngress.echelon_pkts"].counter
+    c = counter(pl, "EchelonIngress.echelon_pkts")
     assert c.packets[CLASS] == 6
     assert c.bytes[CLASS] == 6 * len(echelon_pkt())
 
@@ -197,7 +202,7 @@ def test_bad_version_is_malformed_even_if_registered(pl: Pipeline) -> None:
     assert out is not None and out[1] == 0
     assert bytes(out[2]) == expected_egress(bytes(pkt), 0)
     assert unprio(pl, UNPRIO_MALFORMED_ECHELON)[0] == 1
-    assert pl.counter_by_name["EchelonIngress.echelon_pkts"].counter.packets[CLASS] == 0
+    assert counter(pl, "EchelonIngress.echelon_pkts").packets[CLASS] == 0
 
 
 @pytest.mark.parametrize("ttl", [0, 1])
@@ -234,7 +239,7 @@ def test_ipv4_options_dropped_and_counted(pl: Pipeline) -> None:
     assert Ether(frame)[IP].ihl == 6
     assert run(pl, frame) is None
     assert unprio(pl, UNPRIO_DROP_IHL_NOT_5) == (1, len(frame))
-    assert pl.counter_by_name["EchelonIngress.echelon_pkts"].counter.packets[CLASS] == 0
+    assert counter(pl, "EchelonIngress.echelon_pkts").packets[CLASS] == 0
 
 
 def test_ihl_below_five_dropped_as_ihl_not_5(pl: Pipeline) -> None:
@@ -251,7 +256,7 @@ def test_ip_version_other_than_4_dropped_and_counted(pl: Pipeline, version: int)
     frame = bytes(pkt)
     assert run(pl, frame) is None
     assert unprio(pl, UNPRIO_DROP_IPV4_VERSION) == (1, len(frame))
-    assert pl.counter_by_name["EchelonIngress.echelon_pkts"].counter.packets[CLASS] == 0
+    assert counter(pl, "EchelonIngress.echelon_pkts").packets[CLASS] == 0
 
 
 def test_bad_ipv4_checksum_dropped_and_counted(pl: Pipeline) -> None:
@@ -273,7 +278,7 @@ def test_non_first_fragment_is_plain_traffic(pl: Pipeline, frag: int) -> None:
     assert out is not None and out[1] == 0
     assert bytes(out[2]) == expected_egress(frame, 0)
     assert unprio(pl, UNPRIO_PLAIN) == (1, len(frame))
-    assert pl.counter_by_name["EchelonIngress.echelon_pkts"].counter.packets[CLASS] == 0
+    assert counter(pl, "EchelonIngress.echelon_pkts").packets[CLASS] == 0
 
 
 def test_first_fragment_is_still_classified(pl: Pipeline) -> None:
