@@ -74,9 +74,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from controlplane.parsing import UnknownHostError
 from controlplane.registry import UnknownJobError
-from echelon.errors import SpecError
+from echelon.errors import SpecError, UnknownHostError
 from echelon.specs import Index, Name, SpecModel, Text, validate
 
 #: Default: a job silent for this long has nothing in flight (seconds).

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, create_model, field_validator
 
-from echelon.errors import SpecError
+from echelon.errors import SpecError, UnknownHostError
 from echelon.model import EchelonFlow, Flow, IterationPlan
 from echelon.paradigms import PARADIGMS, get_paradigm
 from echelon.paradigms.plan import PlanBuilder
@@ -187,7 +187,9 @@ def load_job(data: Mapping[str, Any], known_hosts: Collection[str] | None = None
         # before the fields: a wrong host is the likelier mistake to report first
         for i, h in enumerate(raw_hosts):
             if isinstance(h, str) and h not in known_hosts:
-                raise SpecError(f"hosts[{i}]", f"unknown host {h!r} (known: {sorted(known_hosts)})")
+                raise UnknownHostError(
+                    f"hosts[{i}]", f"unknown host {h!r} (known: {sorted(known_hosts)})"
+                )
     m = validate(job_model(paradigm.name), data)
     hosts = tuple(getattr(m, "hosts"))  # noqa: B009 (a dynamic model)
     fields = paradigm.model.model_construct(**{k: getattr(m, k) for k in paradigm.fields})
@@ -259,7 +261,7 @@ def load_description(
                 for end in ("src", "dst"):
                     host = getattr(f, end)
                     if host not in known_hosts:
-                        raise SpecError(
+                        raise UnknownHostError(
                             f"{ef.group}.flows[{pos}].{end}",
                             f"unknown host {host!r} (known: {sorted(known_hosts)})",
                         )
