@@ -173,6 +173,14 @@ class JobSpec:
 
 def load_job(data: Mapping[str, Any], known_hosts: Collection[str] | None = None) -> JobSpec:
     """Validate a description; ``known_hosts`` (e.g. a topology's hosts) restricts ``hosts``."""
+    spec = validate_job(data, known_hosts)
+    spec.plan()  # surfaces model errors (e.g. an empty iteration) at load time
+    return spec
+
+
+def validate_job(data: Mapping[str, Any], known_hosts: Collection[str] | None = None) -> JobSpec:
+    """:func:`load_job` without building the plan, for a caller that builds it its own
+    way (the controller's flow limit stops a huge expansion at the limit)."""
     if not isinstance(data, Mapping):
         raise SpecError("job", f"must be a mapping, got {type(data).__name__}")
     for key in ("job", "paradigm", "hosts"):
@@ -194,7 +202,7 @@ def load_job(data: Mapping[str, Any], known_hosts: Collection[str] | None = None
     hosts = tuple(getattr(m, "hosts"))  # noqa: B009 (a dynamic model)
     fields = paradigm.model.model_construct(**{k: getattr(m, k) for k in paradigm.fields})
     params = paradigm.parse(fields, hosts)
-    spec = JobSpec(
+    return JobSpec(
         getattr(m, "job"),  # noqa: B009
         paradigm.name,
         hosts,
@@ -202,8 +210,6 @@ def load_job(data: Mapping[str, Any], known_hosts: Collection[str] | None = None
         float(getattr(m, "weight")),  # noqa: B009
         getattr(m, "description"),  # noqa: B009
     )
-    spec.plan()  # surfaces model errors (e.g. an empty iteration) at load time
-    return spec
 
 
 def load_job_file(file: str | Path, known_hosts: Collection[str] | None = None) -> JobSpec:
