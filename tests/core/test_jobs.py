@@ -157,6 +157,10 @@ def test_files_json_and_errors(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as info:
         load_job_file(broken)
     assert "YAML" in info.value.message
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\x00\xff\xfe\x01")
+    with pytest.raises(SpecError, match=r"binary\.yaml: not a UTF-8 text file"):
+        load_job_file(binary)
 
 
 @settings(max_examples=40, deadline=None)
