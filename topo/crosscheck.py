@@ -106,10 +106,11 @@ def scaled_links(topo: Topology, scale: float) -> Topology:
     if scale <= 0:
         raise EchelonError(f"rate_scale: must be positive, got {scale}")
     links = tuple(
-        replace(
-            lk,
-            bw_mbit=lk.bw_mbit * scale,
-            host_bw_mbit=lk.host_bw_mbit * scale if lk.host_bw_mbit else None,
+        lk.model_copy(
+            update={
+                "bw_mbit": lk.bw_mbit * scale,
+                "host_bw_mbit": lk.host_bw_mbit * scale if lk.host_bw_mbit else None,
+            }
         )
         if lk.bw_mbit is not None
         else lk
