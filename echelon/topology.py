@@ -34,7 +34,7 @@ from typing import Annotated, Any
 from pydantic import Field, WithJsonSchema
 from pydantic.functional_validators import PlainValidator
 
-from echelon.errors import SpecError
+from echelon.errors import SpecError, UnknownHostError
 from echelon.specs import (
     Flag,
     Name,
@@ -159,7 +159,9 @@ class TopologyNetwork:
         if key not in self._paths:
             for h in key:
                 if h not in self.topology.hosts:
-                    raise SpecError("hosts", f"{h} is not a host of topology {self.topology.name}")
+                    raise UnknownHostError(
+                        "hosts", f"{h} is not a host of topology {self.topology.name}"
+                    )
             hops = self.topology.path(src, dst)
             self._paths[key] = tuple(f"{u}>{v}" for u, v in itertools.pairwise(hops))
         return self._paths[key]
