@@ -55,9 +55,7 @@ from controlplane.apimodels import (
 )
 from controlplane.controller import Controller
 from controlplane.entries import TableFullError
-from controlplane.inflight import ReportBody
 from controlplane.limits import MAX_BODY_BYTES, LimitError, TooLargeError
-from controlplane.parsing import UnknownHostError
 from controlplane.planning import POLICIES
 from controlplane.queues import reset_max
 from controlplane.registry import (
@@ -67,8 +65,9 @@ from controlplane.registry import (
     RegistryUnavailableError,
     UnknownJobError,
 )
-from echelon.errors import EchelonError, SpecError
+from echelon.errors import EchelonError, SpecError, UnknownHostError
 from echelon.jobs import description_models
+from echelon.progress import ReportBody
 from echelon.specs import validate
 from p4client.p4rt import P4RuntimeError
 

@@ -122,10 +122,7 @@ def description(args: argparse.Namespace) -> dict[str, Any]:
         return desc
     if not args.file:
         raise CliError("register: a FILE or --paradigm is required")
-    try:
-        data = read_file(args.file)
-    except UnicodeDecodeError:
-        raise CliError(f"{args.file}: not a UTF-8 text file (YAML or JSON)") from None
+    data = read_file(args.file)
     if not isinstance(data, dict):
         raise CliError(f"{args.file}: must hold a mapping")
     return data

@@ -25,7 +25,7 @@ from controlplane.online import IDLE_MODES, MODES
 from controlplane.planning import POLICIES
 from controlplane.registry import CHECK_INTERVAL_S, SYNC_MODES, Registry
 from controlplane.report_socket import ProgressSocket
-from echelon.errors import EchelonError
+from echelon.errors import EchelonError, SpecError
 from echelon.specs import read_file
 from echelon.topology import load, topology_warnings
 from p4client.p4info import P4Info
@@ -191,11 +191,9 @@ def check_args(args: argparse.Namespace, argv: list[str]) -> list[str]:
     if not 0 < args.port < 65536:
         raise EchelonError(f"--port: not a TCP port: {args.port}")
     try:
-        Path(args.topo).read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise EchelonError(f"--topo: cannot read {args.topo}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise EchelonError(f"--topo: {args.topo} is not a UTF-8 text file") from None
+        read_file(args.topo)  # readable, UTF-8, YAML/JSON: before anything starts
+    except SpecError as exc:
+        raise EchelonError(f"--topo: {exc}") from None
     if args.device_config and not Path(args.device_config).is_file():
         raise EchelonError(f"--device-config: {args.device_config} is not a file")
     if args.progress_socket:

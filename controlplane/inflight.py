@@ -70,19 +70,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import Field
-
-from controlplane.parsing import UnknownHostError
 from controlplane.registry import UnknownJobError
-from echelon.errors import SpecError
-from echelon.specs import Index, Name, SpecModel, Text, validate
+from echelon.errors import SpecError, UnknownHostError
+from echelon.progress import ReportBody
+from echelon.specs import validate
 
 #: Default: a job silent for this long has nothing in flight (seconds).
 DEFAULT_TIMEOUT_S = 30.0
-#: Bound on groups one report may list (a registration has far fewer).
-MAX_GROUPS_PER_REPORT = 4096
 
 
 @dataclass(frozen=True)
@@ -97,20 +93,6 @@ class Report:
     released: frozenset[str]
     finished: frozenset[str]
     run: int = 0
-
-
-class ReportBody(SpecModel):
-    """``POST /progress``: one host's progress snapshot in one iteration of a job."""
-
-    job: Name
-    host: Name
-    iteration: Index
-    session: Text = ""
-    seq: Index
-    #: which start of the job this is; higher = restarted from the beginning
-    run: Index = 0
-    released: Annotated[tuple[Name, ...], Field(max_length=MAX_GROUPS_PER_REPORT)] = ()
-    finished: Annotated[tuple[Name, ...], Field(max_length=MAX_GROUPS_PER_REPORT)] = ()
 
 
 def parse_report(data: Any, hosts: Iterable[str] | None = None) -> Report:

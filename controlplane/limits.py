@@ -17,11 +17,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from echelon.errors import SpecError
-from echelon.jobs import job_model
+from echelon.jobs import validate_job
 from echelon.model import EchelonFlow
 from echelon.paradigms import get_paradigm
 from echelon.paradigms.plan import PlanBuilder
-from echelon.specs import validate
 
 #: Request body of any endpoint, bytes (HTTP 413 beyond).
 MAX_BODY_BYTES = 1 << 20
@@ -130,17 +129,11 @@ def check_expansion(desc: Any) -> None:
     flows growing with hosts squared) used to be refused only after 5.9 s and
     +170 MB of expansion, holding a worker. Descriptions that are not valid are
     left to the parser (which names the field)."""
-    if not isinstance(desc, Mapping) or not isinstance(desc.get("paradigm"), str):
-        return
     try:  # the fields as the parser reads them, without its full plan
-        paradigm = get_paradigm(desc["paradigm"])
-        m = validate(job_model(paradigm.name), desc)
-        hosts = tuple(getattr(m, "hosts"))  # noqa: B009 (a dynamic model)
-        fields = paradigm.model.model_construct(**{k: getattr(m, k) for k in paradigm.fields})
-        params = paradigm.parse(fields, hosts)
+        spec = validate_job(desc)
     except SpecError:
         return  # the parser reports it with its field
-    paradigm.build(_Budget(str(getattr(m, "job")), 0, 0.0), hosts, params)  # noqa: B009
+    get_paradigm(spec.paradigm).build(_Budget(spec.job_id, 0, 0.0), spec.hosts, spec.params)
 
 
 def check_flows(echelons: Sequence[EchelonFlow]) -> None:

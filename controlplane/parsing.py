@@ -18,17 +18,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from echelon import jobs as core_jobs
-from echelon.errors import SpecError
 from echelon.model import EchelonFlow
 from echelon.topology import Topology
-
-
-class UnknownHostError(SpecError):
-    """A flow names a host the topology does not have (HTTP 422)."""
-
-
-#: How the core's parser starts the message of a host the topology does not have.
-UNKNOWN_HOST = "unknown host "
 
 
 @dataclass(frozen=True)
@@ -72,14 +63,9 @@ class ParsedJob:
 def parse_job(desc: Any, topo: Topology) -> ParsedJob:
     """Validate a registration through the core's one parser
     (:func:`echelon.jobs.load_description`, which checks every host against the
-    topology's); raise ``SpecError``, and ``UnknownHostError`` for a host the topology
-    does not have (HTTP 422)."""
-    try:
-        parsed = core_jobs.load_description(desc, topo.hosts)
-    except SpecError as exc:
-        if exc.message.startswith(UNKNOWN_HOST):  # the core's words for it
-            raise UnknownHostError(exc.field, exc.message) from None
-        raise
+    topology's); raise ``SpecError``, and its ``UnknownHostError`` for a host the
+    topology does not have (HTTP 422)."""
+    parsed = core_jobs.load_description(desc, topo.hosts)
     groups = tuple(dict.fromkeys(ef.group for ef in parsed.echelons))
     return ParsedJob(
         parsed.job_id,

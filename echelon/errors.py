@@ -20,3 +20,10 @@ class SpecError(EchelonError, ValueError):
         # picklable (Exception's default passes only args): the error of a simulation
         # in a worker process or Ray task reaches the driver as itself
         return (type(self), (self.field, self.message))
+
+
+class UnknownHostError(SpecError):
+    """A description names a host the topology does not have.
+
+    Its own class so a caller can tell it from a malformed description without reading
+    the message: the controller's API answers it with HTTP 422, not 400."""

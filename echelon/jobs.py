@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, create_model, field_validator
 
-from echelon.errors import SpecError
+from echelon.errors import SpecError, UnknownHostError
 from echelon.model import EchelonFlow, Flow, IterationPlan
 from echelon.paradigms import PARADIGMS, get_paradigm
 from echelon.paradigms.plan import PlanBuilder
@@ -173,6 +173,14 @@ class JobSpec:
 
 def load_job(data: Mapping[str, Any], known_hosts: Collection[str] | None = None) -> JobSpec:
     """Validate a description; ``known_hosts`` (e.g. a topology's hosts) restricts ``hosts``."""
+    spec = validate_job(data, known_hosts)
+    spec.plan()  # surfaces model errors (e.g. an empty iteration) at load time
+    return spec
+
+
+def validate_job(data: Mapping[str, Any], known_hosts: Collection[str] | None = None) -> JobSpec:
+    """:func:`load_job` without building the plan, for a caller that builds it its own
+    way (the controller's flow limit stops a huge expansion at the limit)."""
     if not isinstance(data, Mapping):
         raise SpecError("job", f"must be a mapping, got {type(data).__name__}")
     for key in ("job", "paradigm", "hosts"):
@@ -187,12 +195,14 @@ def load_job(data: Mapping[str, Any], known_hosts: Collection[str] | None = None
         # before the fields: a wrong host is the likelier mistake to report first
         for i, h in enumerate(raw_hosts):
             if isinstance(h, str) and h not in known_hosts:
-                raise SpecError(f"hosts[{i}]", f"unknown host {h!r} (known: {sorted(known_hosts)})")
+                raise UnknownHostError(
+                    f"hosts[{i}]", f"unknown host {h!r} (known: {sorted(known_hosts)})"
+                )
     m = validate(job_model(paradigm.name), data)
     hosts = tuple(getattr(m, "hosts"))  # noqa: B009 (a dynamic model)
     fields = paradigm.model.model_construct(**{k: getattr(m, k) for k in paradigm.fields})
     params = paradigm.parse(fields, hosts)
-    spec = JobSpec(
+    return JobSpec(
         getattr(m, "job"),  # noqa: B009
         paradigm.name,
         hosts,
@@ -200,8 +210,6 @@ def load_job(data: Mapping[str, Any], known_hosts: Collection[str] | None = None
         float(getattr(m, "weight")),  # noqa: B009
         getattr(m, "description"),  # noqa: B009
     )
-    spec.plan()  # surfaces model errors (e.g. an empty iteration) at load time
-    return spec
 
 
 def load_job_file(file: str | Path, known_hosts: Collection[str] | None = None) -> JobSpec:
@@ -259,7 +267,7 @@ def load_description(
                 for end in ("src", "dst"):
                     host = getattr(f, end)
                     if host not in known_hosts:
-                        raise SpecError(
+                        raise UnknownHostError(
                             f"{ef.group}.flows[{pos}].{end}",
                             f"unknown host {host!r} (known: {sorted(known_hosts)})",
                         )

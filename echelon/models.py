@@ -26,7 +26,6 @@ tensor-core peak (:data:`V100`); pass another :class:`Gpu` to rescale.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -34,7 +33,7 @@ from typing import Annotated, Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from echelon.errors import SpecError
-from echelon.specs import bounded_int, validate
+from echelon.specs import bounded_int, read_file, validate
 
 
 @dataclass(frozen=True)
@@ -237,7 +236,8 @@ def transformer_from_config(
 
 def load_model(model: str) -> Transformer | str:
     """``gpt2-xl`` / ``gpt3-2.7b`` (a :class:`Transformer`), ``resnet50`` (the string), or
-    a path to a Hugging Face ``config.json`` (read with :mod:`json`, no torch)."""
+    a path to a Hugging Face ``config.json`` (read with :func:`~echelon.specs.read_file`,
+    no torch)."""
     if model == RESNET50:
         return RESNET50
     if model in TRANSFORMERS:
@@ -247,11 +247,6 @@ def load_model(model: str) -> Transformer | str:
         raise SpecError(
             "--model", f"unknown model {model!r} (known: {list(MODEL_NAMES)}, or a config.json)"
         )
-    try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise SpecError(model, f"cannot read: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise SpecError(model, f"not valid JSON: {exc}") from None
+    data = read_file(model)
     stem = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     return transformer_from_config(data, stem or "config", where=model)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from echelon.errors import SpecError
+from echelon.errors import SpecError, UnknownHostError
 
 
 class BigSwitch:
@@ -44,7 +44,7 @@ class BigSwitch:
     def path(self, src: str, dst: str) -> tuple[str, ...]:
         for end, h in (("src", src), ("dst", dst)):
             if h not in self._hosts:
-                raise SpecError(f"path.{end}", f"unknown host {h!r}")
+                raise UnknownHostError(f"path.{end}", f"unknown host {h!r}")
         if src == dst:
             return ()
         return (f"up:{src}", f"down:{dst}")

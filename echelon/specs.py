@@ -333,6 +333,8 @@ def read_file(file: str | Path) -> Any:
         raw = Path(file).read_text()
     except OSError as exc:
         raise SpecError(where, f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise SpecError(where, "not a UTF-8 text file (YAML or JSON)") from None
     try:
         return json.loads(raw) if where.endswith(".json") else yaml.safe_load(raw)
     except (yaml.YAMLError, json.JSONDecodeError) as exc:

@@ -34,7 +34,7 @@ from typing import Annotated, Any
 from pydantic import Field, WithJsonSchema
 from pydantic.functional_validators import PlainValidator
 
-from echelon.errors import SpecError
+from echelon.errors import SpecError, UnknownHostError
 from echelon.specs import (
     Flag,
     Name,
@@ -66,31 +66,6 @@ class Switch:
     device_id: int
     grpc: str
     thrift_port: int
-
-
-@dataclass(frozen=True)
-class Link:
-    a: str
-    b: str
-    a_port: int | None
-    b_port: int | None
-    bw_mbit: float | None
-    delay_ms: float
-    bottleneck: bool
-    #: The host end's sending direction (its uplink), Mbit/s, where it differs from
-    #: ``bw_mbit``: lets an experiment take a host's NIC out of the contention while the
-    #: switch's direction towards it stays the (prioritised) bottleneck.
-    host_bw_mbit: float | None = None
-
-    def host_rate(self) -> float | None:
-        """Mbit/s of the direction the host end sends into (``None``: unlimited)."""
-        return self.bw_mbit if self.host_bw_mbit is None else self.host_bw_mbit
-
-    def port_of(self, node: str) -> int | None:
-        return self.a_port if node == self.a else self.b_port
-
-    def other(self, node: str) -> str:
-        return self.b if node == self.a else self.a
 
 
 @dataclass(frozen=True)
@@ -184,7 +159,9 @@ class TopologyNetwork:
         if key not in self._paths:
             for h in key:
                 if h not in self.topology.hosts:
-                    raise SpecError("hosts", f"{h} is not a host of topology {self.topology.name}")
+                    raise UnknownHostError(
+                        "hosts", f"{h} is not a host of topology {self.topology.name}"
+                    )
             hops = self.topology.path(src, dst)
             self._paths[key] = tuple(f"{u}>{v}" for u, v in itertools.pairwise(hops))
         return self._paths[key]
@@ -259,8 +236,9 @@ class SwitchModel(SpecModel):
     thrift_port: bounded_int(1, 65535, "BMv2 Thrift runtime port") = 9090  # type: ignore[valid-type]
 
 
-class LinkModel(SpecModel):
-    """A cable from node ``a`` to node ``b``; switch ends name their port."""
+class Link(SpecModel):
+    """A cable from node ``a`` to node ``b``; switch ends name their port. The file's
+    entry as validated is the topology's link (:func:`parse` checks the ends)."""
 
     a: Name
     b: Name
@@ -269,9 +247,23 @@ class LinkModel(SpecModel):
     bw_mbit: Positive | None = Field(None, description="Mbit/s, both directions")
     delay_ms: NonNegative = Field(0.0, description="milliseconds (where netem exists)")
     bottleneck: Flag = False
+    #: The host end's sending direction (its uplink), Mbit/s, where it differs from
+    #: ``bw_mbit``: lets an experiment take a host's NIC out of the contention while the
+    #: switch's direction towards it stays the (prioritised) bottleneck.
     host_bw_mbit: Positive | None = Field(
         None, description="Mbit/s of the host end's sending direction (default bw_mbit)"
     )
+
+    def host_rate(self) -> float | None:
+        """Mbit/s of the direction the host end sends into (``None``: unlimited)."""
+        return self.bw_mbit if self.host_bw_mbit is None else self.host_bw_mbit
+
+    def port_of(self, node: str) -> int | None:
+        port: int | None = self.a_port if node == self.a else self.b_port
+        return port
+
+    def other(self, node: str) -> str:
+        return self.b if node == self.a else self.a
 
 
 class TopologyFile(SpecModel):
@@ -280,7 +272,7 @@ class TopologyFile(SpecModel):
     name: Text | None = None
     switches: Annotated[dict[NodeName, SwitchModel], Field(min_length=1)]
     hosts: Annotated[dict[NodeName, HostModel], Field(min_length=1)]
-    links: Annotated[tuple[LinkModel, ...], Field(min_length=1)]
+    links: Annotated[tuple[Link, ...], Field(min_length=1)]
 
 
 def topology_warnings(data: Any) -> list[SpecWarning]:
@@ -338,7 +330,7 @@ def parse(data: Any, default_name: str = "topology") -> Topology:
     return topo
 
 
-def _link(i: int, v: LinkModel, hosts: Mapping[str, Host], switches: Mapping[str, Switch]) -> Link:
+def _link(i: int, v: Link, hosts: Mapping[str, Host], switches: Mapping[str, Switch]) -> Link:
     where = f"links[{i}]"
     for end in ("a", "b"):
         node = getattr(v, end)
@@ -353,8 +345,7 @@ def _link(i: int, v: LinkModel, hosts: Mapping[str, Host], switches: Mapping[str
     if v.host_bw_mbit is not None and (v.a in hosts) == (v.b in hosts):
         raise SpecError(f"{where}.host_bw_mbit", "only a link between a host and a switch "
                         "has a host end's direction")  # fmt: skip
-    return Link(v.a, v.b, v.a_port, v.b_port, v.bw_mbit, v.delay_ms, v.bottleneck,
-                v.host_bw_mbit)  # fmt: skip
+    return v
 
 
 def _unique(values: list[str], field: str) -> None:

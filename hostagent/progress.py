@@ -19,7 +19,8 @@ Calls never block the caller on the network: a background thread sends the
 sequence number and a per-process session), so snapshots queued while one is in
 flight collapse into one, and a report lost to a timeout or a controller restart
 is repaired by the next. Errors are counted (``errors``), never raised into
-training. Standard library only (``http.client``): no dependency for the job.
+training. Sent with the standard library (``http.client``); the body is the core's
+:class:`echelon.progress.ReportBody`, the schema the controller validates.
 
 Why snapshots and not events: see :mod:`controlplane.inflight` (idempotent,
 loss-tolerant, rebuilt after restarts).
@@ -34,9 +35,9 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
-from typing import Any
 from urllib.parse import urlsplit
 
+from echelon.progress import ReportBody
 from hostagent.closedloop import ClosedLoop, Releaser
 from hostagent.scenario import Scenario
 
@@ -76,7 +77,7 @@ class ProgressReporter:
         self._released: set[str] = set()
         self._finished: set[str] = set()
         self._cond = threading.Condition()
-        self._latest: dict[str, Any] | None = None
+        self._latest: ReportBody | None = None
         self._busy = False
         self._closed = False
         self.sent = 0
@@ -118,16 +119,17 @@ class ProgressReporter:
                     return
                 into.add(group)
             self.seq += 1
-            self._latest = {
-                "job": self.job,
-                "host": self.host,
-                "iteration": self.iteration,
-                "session": self.session,
-                "seq": self.seq,
-                "run": self.run,
-                "released": sorted(self._released),
-                "finished": sorted(self._finished),
-            }
+            # unvalidated: the controller validates, and training never sees an error
+            self._latest = ReportBody.model_construct(
+                job=self.job,
+                host=self.host,
+                iteration=self.iteration,
+                session=self.session,
+                seq=self.seq,
+                run=self.run,
+                released=tuple(sorted(self._released)),
+                finished=tuple(sorted(self._finished)),
+            )
             self._cond.notify_all()
 
     def flush(self, timeout: float = 5.0) -> bool:
@@ -161,8 +163,8 @@ class ProgressReporter:
         if self._conn is not None:
             self._conn.close()
 
-    def _post(self, body: dict[str, Any]) -> bool:
-        data = json.dumps(body).encode()
+    def _post(self, body: ReportBody) -> bool:
+        data = json.dumps(body.model_dump()).encode()
         if self._unix is not None:
             try:
                 with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:

@@ -32,7 +32,7 @@ from pydantic import Field, WithJsonSchema
 from pydantic.functional_validators import PlainValidator
 
 from echelon.constants import ECHELON_HEADER_LEN, MAX_DEADLINE_US, MAX_ECHELON_ID
-from echelon.errors import SpecError
+from echelon.errors import SpecError, UnknownHostError
 from echelon.model import EchelonFlow, Flow
 from echelon.specs import (
     Bytes,
@@ -191,7 +191,7 @@ def parse(data: Any) -> Scenario:
             for end in ("src", "dst"):
                 if getattr(f, end) not in sc.hosts:
                     where = f"echelons[{i}].flows[{j}].{end}"
-                    raise SpecError(where, f"unknown host {getattr(f, end)!r}")
+                    raise UnknownHostError(where, f"unknown host {getattr(f, end)!r}")
         e.echelonflow()  # the core validates the formation
     _check_tasks(sc)
     ports: set[tuple[str, int]] = set()
@@ -217,7 +217,7 @@ def _check_tasks(sc: Scenario) -> None:
     produced: set[str] = set()
     for t in sc.tasks:
         if t.host not in sc.hosts:
-            raise SpecError(f"tasks.{t.id}.host", f"unknown host {t.host!r}")
+            raise UnknownHostError(f"tasks.{t.id}.host", f"unknown host {t.host!r}")
         for d in t.after_tasks:
             if d not in tasks or tasks[d].host != t.host:
                 raise SpecError(f"tasks.{t.id}.after_tasks", f"{d!r} is no task on {t.host}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from typing import Any
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
 from hostagent.plan import build_scenario
-from hostagent.report import formation_report, merge_records
+from hostagent.report import formation_report, load_records, merge_records
 from hostagent.scenario import Scenario, TaskSpec
 from targets.process import stop_process, wait_until
 from topo.demo import Estimate, host_pacing
@@ -120,11 +119,10 @@ def play_scenario(
     finally:
         for p in procs.values():
             stop_process(p, 5)
-    data = []
     for h, rec in records.items():
         if not rec.exists():
             raise EchelonError(f"agent on {h} wrote no record; see {out_dir / (h + '.log')}")
-        data.append(json.loads(rec.read_text()))
+    data = load_records(records.values())
     ideal = {spec.job_id: spec.ideal_iteration_s for spec in jobs}
     report = formation_report(sc, merge_records(data), data, ideal)
     report["agents"] = {d["host"]: {"complete": d["complete"], "unknown": d["unknown_packets"],

@@ -34,7 +34,6 @@ Two models (docs/demo.md, "Cross-check with the simulator", has the numbers):
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from dataclasses import dataclass, field, replace
@@ -45,6 +44,7 @@ from echelon.constants import ECHELON_HEADER_LEN
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
 from echelon.model import ComputeTask, FlowKey, IterationPlan
+from echelon.specs import read_file
 from echelon.topology import Topology, TopologyNetwork, load, parse
 from hostagent.plan import release_times
 from sim.packet import PacketConfig, PacketModel
@@ -106,10 +106,11 @@ def scaled_links(topo: Topology, scale: float) -> Topology:
     if scale <= 0:
         raise EchelonError(f"rate_scale: must be positive, got {scale}")
     links = tuple(
-        replace(
-            lk,
-            bw_mbit=lk.bw_mbit * scale,
-            host_bw_mbit=lk.host_bw_mbit * scale if lk.host_bw_mbit else None,
+        lk.model_copy(
+            update={
+                "bw_mbit": lk.bw_mbit * scale,
+                "host_bw_mbit": lk.host_bw_mbit * scale if lk.host_bw_mbit else None,
+            }
         )
         if lk.bw_mbit is not None
         else lk
@@ -455,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
                          "0.98: does the outcome hinge on a race?)")  # fmt: skip
     args = ap.parse_args(argv)
     try:
-        results = json.loads(Path(args.results).read_text())
+        results = read_file(args.results)
         pred = predict(results, args.policy, args.model, args.rate_scale)
         rows = compare(results, args.policy, args.model, pred)
     except (OSError, ValueError) as exc:

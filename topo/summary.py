@@ -15,13 +15,12 @@ policy or a job did not complete (its iteration times would be wrong).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
-from pathlib import Path
 from typing import Any
 
 from echelon.errors import EchelonError
+from echelon.specs import read_file
 from topo.report import iteration_times
 
 
@@ -54,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     tables = []
     try:
         for path in args.results:
-            tables.append(run_table(json.loads(Path(path).read_text()), policies))
+            tables.append(run_table(read_file(path), policies))
     except (OSError, ValueError) as exc:
         print(f"error: results: {exc}", file=sys.stderr)
         return 2

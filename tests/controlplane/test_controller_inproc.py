@@ -18,9 +18,8 @@ from finsy.proto import p4i, p4r
 
 from controlplane.controller import Controller
 from controlplane.entries import T_CLASSIFY, T_DEADLINE, T_IDS, T_LPM, TableFullError
-from controlplane.parsing import UnknownHostError
 from controlplane.registry import DuplicateJobError
-from echelon.errors import SpecError
+from echelon.errors import SpecError, UnknownHostError
 from p4client.p4info import P4Info, TableEntry
 from p4client.p4rt import SwitchConnection
 from softswitch.bm.pipeline import Pipeline

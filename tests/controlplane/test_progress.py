@@ -21,10 +21,9 @@ from hypothesis import strategies as st
 from controlplane.entries import T_CLASSIFY, T_DEADLINE, GroupPlan, group_entries, plan_updates
 from controlplane.inflight import ProgressTracker, parse_report
 from controlplane.online import percentile
-from controlplane.parsing import UnknownHostError
 from controlplane.planning import fine_ranges
 from controlplane.registry import UnknownJobError
-from echelon.errors import SpecError
+from echelon.errors import SpecError, UnknownHostError
 from echelon.schedule import DeadlineRange
 from echelon.topology import load
 from p4client.p4info import P4Info, TableEntry

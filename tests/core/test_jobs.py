@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from echelon.errors import SpecError
+from echelon.errors import SpecError, UnknownHostError
 from echelon.jobs import load_job, load_job_file
 from tests.core.helpers import example_files
 
@@ -94,6 +94,8 @@ def test_missing_fields_named() -> None:
 
 def test_unknown_hosts_against_topology() -> None:
     assert field_of(gpipe(), known_hosts={"h1", "h2"}) == "hosts[2]"
+    with pytest.raises(UnknownHostError, match=r"hosts\[2\]: unknown host 'h3'"):
+        load_job(gpipe(), known_hosts={"h1", "h2"})
     assert load_job(gpipe(), known_hosts={"h1", "h2", "h3", "h4"}).hosts == ("h1", "h2", "h3")
 
 
@@ -155,6 +157,10 @@ def test_files_json_and_errors(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as info:
         load_job_file(broken)
     assert "YAML" in info.value.message
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\x00\xff\xfe\x01")
+    with pytest.raises(SpecError, match=r"binary\.yaml: not a UTF-8 text file"):
+        load_job_file(binary)
 
 
 @settings(max_examples=40, deadline=None)

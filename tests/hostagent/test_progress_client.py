@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from echelon.progress import ReportBody
+from echelon.specs import validate
 from hostagent.progress import ProgressReporter
 from targets.process import free_port, wait_until
 
@@ -79,6 +81,9 @@ def test_snapshots_carry_the_whole_iteration(sink: Sink) -> None:
     assert {b["session"] for b in sink.bodies} == {rep.session}
     assert {(b["job"], b["host"]) for b in sink.bodies} == {("dp", "h4")}
     assert rep.errors == 0 and rep.sent == 3
+    # every body is what the controller's schema accepts, its fields in the schema's order
+    assert [validate(ReportBody, b).model_dump(mode="json") for b in sink.bodies] == sink.bodies
+    assert [list(b) for b in sink.bodies] == [list(ReportBody.model_fields)] * 3
 
 
 def test_entering_an_iteration_sends_an_empty_snapshot_once(sink: Sink) -> None:
