@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from echelon.errors import SpecError
+from echelon.errors import SpecError, UnknownHostError
 from echelon.schedule import Network
 from echelon.topology import TopologyNetwork, load
 
@@ -165,7 +165,7 @@ class FatTree:
 
 def _host_index(host: str, n: int) -> int:
     if not host.startswith("h") or not host[1:].isdigit() or int(host[1:]) >= n:
-        raise SpecError("hosts", f"{host} is not a host of this topology (h0..h{n - 1})")
+        raise UnknownHostError("hosts", f"{host} is not a host of this topology (h0..h{n - 1})")
     return int(host[1:])
 
 
