@@ -85,9 +85,7 @@ log = logging.getLogger("topo.run")
 #: installs is accepted (controlplane.planning.check_policy, checked before starting
 #: anything): a built-in, an entry point or ``package.module:Class`` (docs/policies.md).
 POLICIES = ("echelon-online", "echelon", "coflow", "fifo")
-#: ``NAME-online``: policy NAME re-planned online from the agents' progress reports
-#: (docs/controller.md, "Online re-planning"); ``NAME`` alone is the static one.
-ONLINE_SUFFIX = "-online"
+ONLINE_SUFFIX = topo_interleave.ONLINE_SUFFIX
 ONLINE = "echelon" + ONLINE_SUFFIX
 
 
@@ -146,7 +144,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "varys, sincronia, coflow, fifo, edf, srpt), package.module:Class, "
                         "or NAME-online (NAME re-planned from the agents' progress). "
                         f"Default {','.join(POLICIES)}; "
-                        "--scenario: fair and every built-in")  # fmt: skip
+                        "--scenario: fair and every built-in, NAME-online")  # fmt: skip
     p.add_argument(
         "--idle-level",
         choices=("keep", "lowest"),
@@ -186,7 +184,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.scale is None:
         args.scale = topo_interleave.DEFAULT_SCALE if scenario else demo.DEFAULT_SCALE
     if args.policies is None:
-        args.policies = ",".join((topo_interleave.FAIR, *PLANNED) if scenario else POLICIES)
+        args.policies = ",".join(
+            topo_interleave.default_policies(PLANNED) if scenario else POLICIES
+        )
     if scenario:
         args.budget = 0.0  # the steady runs' length is --horizon's
     return args

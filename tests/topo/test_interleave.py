@@ -16,6 +16,7 @@ from echelon.policies import get_policy, not_installable
 from echelon.policies.baselines import FairPolicy
 from sim.eval import interleave as sim_interleave
 from sim.eval import steady
+from sim.eval.experiments import POLICIES as SIM_POLICIES
 from topo import interleave
 from topo.run import parse_args
 
@@ -73,7 +74,11 @@ def test_scenario_mode_defaults() -> None:
     args = parse_args(["--scenario", "compatible-2"])
     assert args.topo == interleave.TOPO and args.scale == interleave.DEFAULT_SCALE
     assert args.budget == 0.0 and args.horizon == steady.HORIZON
-    assert args.policies.split(",")[0] == "fair" and "echelon" in args.policies
+    # fair, then every planned policy re-planned online, as the simulator re-plans
+    played = args.policies.split(",")
+    assert played[0] == "fair" and "echelon-online" in played and "echelon" not in played
+    assert all(p.endswith(interleave.ONLINE_SUFFIX) for p in played[1:])
+    assert {interleave.sim_policy(p) for p in played} <= set(SIM_POLICIES)
     demo = parse_args([])
     assert demo.topo == "topo/star.yaml" and demo.scenario is None
     assert "fair" not in demo.policies.split(",")
