@@ -161,9 +161,9 @@ def cmd_ablate(trace: CoflowTrace, policy: str) -> str:
 def cmd_probe(trace: CoflowTrace, policies: list[str]) -> str:
     """The compatible simulator with one FIFO/SEBF rule changed at a time: how much
     each moves the averages (the search for FIFO's and SEBF's gaps to coflowsim).
-    The rows after the first four run the event-driven loop (``reducer_counter=False``,
-    receiver bytes = the sum of the flows), the loop these probes were first run on."""
-    event = CompatOptions(reducer_counter=False)
+    The rows of the event-driven loop (receiver bytes = the sum of the flows, with
+    its rate-rule probes) went with that loop on 2026-12-02; their last results are
+    in docs/measurements/simulator.md."""
     probes = [
         ("as coflowsim's source (reducer counters, 8-ms steps)", CompatOptions()),
         (
@@ -171,22 +171,6 @@ def cmd_probe(trace: CoflowTrace, policies: list[str]) -> str:
             CompatOptions(negative_counters=False),
         ),
         ("leftover flows keep moving after an admission", CompatOptions(relayout=False)),
-        ("receiver bytes = sum of the flows, event-driven (the earlier default)", event),
-        (
-            "event-driven: skipped coflows keep their rates (an earlier revision)",
-            replace(event, skipped="keep-rates"),
-        ),
-        (
-            "event-driven: work conservation in coflow order, not deadline order",
-            replace(event, wc_order="arrival"),
-        ),
-        (
-            "event-driven: a flow ending exactly on a step boundary takes one more step",
-            replace(event, step_slack=1e-3),
-        ),
-    ] + [
-        (f"event-driven: deadline multipliers from Random({s})", replace(event, deadline_seed=s))
-        for s in range(18, 23)
     ]
     head = " | ".join(f"{p} avg CCT (ms) | vs coflowsim" for p in policies)
     rows = [f"| variant | {head} |", "|---|" + "---|---|" * len(policies)]

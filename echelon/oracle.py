@@ -14,9 +14,9 @@ are all done, which takes the subset's release-constrained makespan. So the
 optimum is the best of ``n!`` orders, evaluated with a table of ``2^n`` subset
 makespans (``n <= 8``: 40,320 orders, vectorised).
 
-:func:`policy_cost` plays a policy on the same instance the way the simulator
-does (it is asked again at each group release and finish, equal ranks share the
-link), so ``policy_cost / optimum`` is the policy's ratio to the optimum.
+The simulator's engine plays a policy on the same instance (``ONE_LINK``, sizes
+in bytes by :func:`scaled`; :func:`sim.eval.headline.policy_cost`), so its cost
+over :func:`optimum` is the policy's ratio to the optimum.
 """
 
 from __future__ import annotations
@@ -32,14 +32,15 @@ import numpy as np
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, Flow, FlowKey, completion_time
 from echelon.network import BigSwitch
-from echelon.schedule import Policy, Schedule
+from echelon.schedule import Schedule
 
 #: Largest instance the exact search accepts (n! orders).
 MAX_FLOWS = 8
 #: Bytes per second of link time: policies see sizes in whole bytes, so one unit of
 #: size is this many bytes (rounding to bytes is then negligible).
 _SCALE = 1_000_000
-_NET = BigSwitch.uniform(["a", "b"], float(_SCALE))
+#: The one link ``a -> b`` (its up- and downlink), ``_SCALE`` bytes per second.
+ONE_LINK = BigSwitch.uniform(["a", "b"], float(_SCALE))
 
 
 @dataclass(frozen=True)
@@ -95,52 +96,11 @@ def _subset_makespans(size: np.ndarray, rel: np.ndarray) -> np.ndarray:
     return out
 
 
-def policy_cost(inst: Instance, policy: Policy) -> float:
-    """Formation delay of ``policy`` played on the instance (fluid, one link)."""
-    remaining: dict[FlowKey, float] = {(ef.name, f.index): float(f.size) for ef, f in inst.flows()}
-    finish: dict[FlowKey, float] = {}
-    released: set[str] = set()
-    pending = sorted(inst.release.items(), key=lambda kv: (kv[1], kv[0]))
-    now = 0.0
-    rank: Mapping[FlowKey, int] = {}
-    while len(finish) < len(remaining):
-        arrivals = [name for name, t in pending if t <= now + 1e-12 and name not in released]
-        if arrivals or not rank:
-            released.update(arrivals)
-            alive = [ef for ef in inst.groups if ef.name in released and _left(ef, finish)]
-            # finished flows are 0 bytes, as the simulator tells policies (absent = unsent)
-            left = {
-                k: 0 if k in finish else max(1, math.ceil(v * _SCALE)) for k, v in remaining.items()
-            }
-            rank = policy.schedule(_scaled(alive), _NET, left, now).flow_rank if alive else {}
-        active = [k for k in rank if k not in finish and k[0] in released]
-        next_release = min((t for name, t in pending if name not in released), default=math.inf)
-        if not active:
-            now = next_release
-            rank = {}
-            continue
-        best = min(rank[k] for k in active)
-        served = [k for k in active if rank[k] == best]
-        share = 1.0 / len(served)
-        step = min(min(remaining[k] for k in served) / share, next_release - now)
-        for k in served:
-            remaining[k] -= step * share
-        now += step
-        group_done = False
-        for k in served:
-            if remaining[k] <= 1e-12:
-                finish[k] = now
-                group_done |= not _left(_group(inst, k[0]), finish)
-        if group_done:
-            rank = {}
-    return formation_delay(inst, finish)
-
-
 class MyopicOptimum:
     """Reference, not a policy for switches: at every decision, the exact best order of
     the flows released so far, as if nothing else would arrive.
 
-    Played by :func:`policy_cost` like any policy (asked at releases and group
+    Played by the simulator like any policy (asked at releases and group
     finishes), it is the best a policy can do that knows everything about the present
     and nothing about the future. Its ratio to :func:`optimum` is the part of the gap
     that no online policy re-planned at those events closes.
@@ -173,12 +133,14 @@ class MyopicOptimum:
         if now >= self._now and live and same and all(k in self._rank for k in live):
             self._now = now  # no arrival since the last search: keep its order
             return Schedule(self.name, tuple(ef.name for ef in echelons), self._rank, True)
-        rows = [
+        # in key order, whatever order the groups come in: ties between equally good
+        # orders go the same way however the caller lists the groups
+        rows = sorted(
             (ef.key(f), left / _SCALE, ef.t_ref + f.offset, ef.weight, g)
             for g, ef in enumerate(echelons)
             for f in ef.flows
             if (left := (remaining or {}).get(ef.key(f), f.size)) > 0
-        ]
+        )
         if not 1 <= len(rows) <= MAX_FLOWS:
             raise SpecError("instance", f"myopic search takes 1..{MAX_FLOWS} live flows")
         size, due, weight, group = (np.array([r[i] for r in rows]) for i in range(1, 5))
@@ -201,15 +163,7 @@ def _signature(ef: EchelonFlow) -> tuple[float, tuple[tuple[float, float], ...]]
     return ef.t_ref, tuple((float(f.size), f.offset) for f in ef.flows)
 
 
-def _left(ef: EchelonFlow, finish: Mapping[FlowKey, float]) -> bool:
-    return any((ef.name, f.index) not in finish for f in ef.flows)
-
-
-def _group(inst: Instance, name: str) -> EchelonFlow:
-    return next(ef for ef in inst.groups if ef.name == name)
-
-
-def _scaled(groups: Sequence[EchelonFlow]) -> list[EchelonFlow]:
+def scaled(groups: Sequence[EchelonFlow]) -> list[EchelonFlow]:
     """The groups with sizes in bytes (``_SCALE`` per unit); times stay in seconds."""
     out = []
     for ef in groups:
@@ -238,14 +192,3 @@ def random_instance(rng: random.Random, max_flows: int = MAX_FLOWS) -> Instance:
         groups.append(EchelonFlow(name, name, "g", flows, r + rng.randint(0, 5)))
         release[name] = r
     return Instance(tuple(groups), release)
-
-
-def ratios(policy: Policy, count: int, seed: int = 0) -> list[float]:
-    """``policy_cost / optimum`` on ``count`` random instances (optimum 0 and cost 0 -> 1)."""
-    rng = random.Random(seed)
-    out = []
-    for _ in range(count):
-        inst = random_instance(rng)
-        best, got = optimum(inst), policy_cost(inst, policy)
-        out.append(1.0 if got <= best + 1e-9 else (got / best if best > 0 else math.inf))
-    return out

@@ -29,17 +29,15 @@ copied) so that each difference can be switched on and its effect measured:
   per-flow FIFO, another difference.) The receiver side of a coflow's bottleneck
   is each reducer's own running byte count, decremented flow by flow every step,
   not the sum of its flows: the two drift apart by float rounding and coflowsim's
-  rates depend on which way (:mod:`sim.coflow.steps`; ``reducer_counter``).
+  rates depend on which way (:mod:`sim.coflow.steps`).
 * coflowsim declares "at most 5 concurrent flows per reducer" but its FAIR
   simulator overrides the limit with the reducer's flow count, so every flow
   starts at once; ``max_flows_per_reducer`` is therefore off by default.
 
-Fair (and varys/fifo with ``reducer_counter=False``) is event-driven: between
-events the per-step bytes of every flow are constant, so the simulator jumps to
-the step where the next flow (fair) or coflow (varys, fifo) finishes, or to the
-next admission epoch. Varys and fifo by default step every 8 ms
-(:mod:`sim.coflow.steps`), because the reducers' counters need coflowsim's exact
-sequence of subtractions.
+Fair is event-driven: between events the per-step bytes of every flow are
+constant, so the simulator jumps to the step where the next flow finishes, or to
+the next admission epoch. Varys and fifo step every 8 ms (:mod:`sim.coflow.steps`),
+because the reducers' counters need coflowsim's exact sequence of subtractions.
 """
 
 from __future__ import annotations
@@ -52,7 +50,6 @@ from typing import Any
 import numpy as np
 
 from echelon.errors import SpecError
-from sim.coflow.rates import madd
 from sim.coflow.steps import step_coflows
 from sim.coflow.trace import CoflowTrace, flow_arrays
 from sim.coflow.workload import CoflowResult
@@ -71,20 +68,9 @@ class CompatOptions:
     epoch_ms: int = 10240
     sizes: bool = True
     max_flows_per_reducer: int | None = None
-    # probes of the FIFO/SEBF rate rules (``python -m bench.coflow probe``), not
-    # modelling choices: the defaults are what coflowsim's current source does
-    deadline_seed: int = 17  # java.util.Random seed of the deadline multipliers
-    skipped: str = "fair-share"  # or "keep-rates": as an earlier revision of this loop
-    wc_order: str = "deadline"  # or "arrival": work conservation in coflow order
-    step_slack: float = 0.0  # added to a flow's steps before rounding up: +1e-3 makes
-    # a flow that ends exactly on a step boundary take one more (rounding probe; only
-    # with reducer_counter=False, the event-driven loop)
-    # varys/fifo: a reducer's receiver bytes are its own running total, decremented
-    # every 8-ms step as coflowsim does (sim.coflow.steps; ~1-2 min on FB2010); False:
-    # the sum of its flows, event-driven (seconds; 6.0 % / -3.1 % off on FB2010)
-    reducer_counter: bool = True
-    # with reducer_counter (probes of two details of coflowsim's source, both on by
-    # default as coflowsim does them): a finished reducer's counter below zero over an
+    # varys/fifo (probes of two details of coflowsim's source, both on by default
+    # as coflowsim does them; ``python -m bench.coflow probe``): a finished
+    # reducer's counter below zero over an
     # overdrawn port counts in the bottleneck (its unguarded division); at an
     # admission, flows left in a reducer its counter closed stop moving (it lays the
     # flows out afresh from unfinished reducers only)
@@ -117,12 +103,6 @@ def simulate_compat(
 ) -> CoflowResult:
     """Run ``fair``, ``varys`` (SEBF) or ``fifo`` with coflowsim's semantics."""
     opt = options or CompatOptions()
-    if opt.skipped not in ("fair-share", "keep-rates"):
-        raise SpecError("skipped", f"must be fair-share or keep-rates, got {opt.skipped!r}")
-    if opt.wc_order not in ("deadline", "arrival"):
-        raise SpecError("wc_order", f"must be deadline or arrival, got {opt.wc_order!r}")
-    if opt.step_slack and opt.reducer_counter:
-        raise SpecError("step_slack", "only with reducer_counter=False (the event-driven loop)")
     algo = POLICIES.get(policy)
     if algo is None:
         raise SpecError("policy", f"--coflowsim supports {sorted(POLICIES)}, not {policy!r}")
@@ -140,24 +120,18 @@ def simulate_compat(
     cap_bps = port_bytes_per_s * 8.0
     step_bytes_per_bps = opt.step_ms / opt.second_ms / 8.0  # bytes per step for 1 bit/s
     arr_ms = fa.arrival * 1000.0
-    rem = size.copy()
-    bps = np.zeros(len(size))
-    admitted = np.zeros(n_cf, dtype=bool)
-    left = fa.count.copy()
-    start = np.full(n_cf, math.nan)
-    finish = np.full(n_cf, math.nan)
-    # static alpha (bytes) and deadline (ms), as coflowsim computes them at load time
-    rng = JavaRandom(opt.deadline_seed)
-    deadline = np.zeros(n_cf)
-    alpha0 = np.zeros(n_cf)
-    for c in range(n_cf):
-        lo, hi = int(fa.first[c]), int(fa.first[c] + fa.count[c])
-        m = len(np.unique(src[lo:hi]))
-        per_red = np.bincount(dst[lo:hi], weights=size[lo:hi])
-        alpha0[c] = max(per_red.sum() / m, per_red.max())
-        mult = 1.0 + rng.next_double()
-        deadline[c] = alpha0[c] / port_bytes_per_s * mult * 1000.0
-    if algo != "fair" and opt.reducer_counter:
+    if algo != "fair":
+        # static alpha (bytes) and deadline (ms), as coflowsim computes them at load time
+        rng = JavaRandom(17)
+        deadline = np.zeros(n_cf)
+        alpha0 = np.zeros(n_cf)
+        for c in range(n_cf):
+            lo, hi = int(fa.first[c]), int(fa.first[c] + fa.count[c])
+            m = len(np.unique(src[lo:hi]))
+            per_red = np.bincount(dst[lo:hi], weights=size[lo:hi])
+            alpha0[c] = max(per_red.sum() / m, per_red.max())
+            mult = 1.0 + rng.next_double()
+            deadline[c] = alpha0[c] / port_bytes_per_s * mult * 1000.0
         # reducers: runs of one (coflow, port) in the sorted flows
         new = np.r_[True, (cf_of[1:] != cf_of[:-1]) | (dst[1:] != dst[:-1])]
         red_of = np.cumsum(new) - 1
@@ -182,13 +156,14 @@ def simulate_compat(
             opt.step_ms,
             opt.second_ms,
             ZERO,
-            opt.skipped == "keep-rates",
-            opt.wc_order == "deadline",
             opt.negative_counters,
             opt.relayout,
         )
         return _result(algo, fa, start, finish, events, wall, opt)
-    sorted_jobs: list[int] = []
+    rem = size.copy()
+    left = fa.count.copy()
+    start = np.full(n_cf, math.nan)
+    finish = np.full(n_cf, math.nan)
     act = np.zeros(0, dtype=np.int64)  # admitted, unfinished flows
     limit = opt.max_flows_per_reducer
     now = 0  # ms, on the step grid
@@ -197,25 +172,12 @@ def simulate_compat(
     while nxt < n_cf or len(act):
         epoch = (now // opt.epoch_ms) * opt.epoch_ms
         if now == epoch and nxt < n_cf:
-            added = False
             while nxt < n_cf and arr_ms[nxt] <= now + opt.epoch_ms:
                 c = nxt
                 nxt += 1
-                admitted[c] = True
                 start[c] = now
                 lo, hi = int(fa.first[c]), int(fa.first[c] + fa.count[c])
                 act = np.concatenate((act, np.arange(lo, hi)))
-                added = True
-                if algo == "sebf":
-                    pos = next(
-                        (k for k, s in enumerate(sorted_jobs) if alpha0[c] < alpha0[s]),
-                        len(sorted_jobs),
-                    )
-                    sorted_jobs.insert(pos, c)
-                else:
-                    sorted_jobs.append(c)
-            if added and algo != "fair":
-                _update(sorted_jobs, start, deadline, now, fa, src, dst, rem, bps, cap_bps, opt)
         # the next epoch that admits a coflow (epochs without arrivals change nothing)
         nxt_epoch = math.inf
         if nxt < n_cf:
@@ -226,27 +188,17 @@ def simulate_compat(
             now = int(nxt_epoch)
             continue
         # per-step bytes of every active flow
-        if algo == "fair":
-            sending = act if limit is None else _first_per_reducer(act, dst, cf_of[order], limit)
-            n_up = np.bincount(src[sending], minlength=fa.ports)
-            n_down = np.bincount(dst[sending], minlength=fa.ports)
-            full = cap_bps * step_bytes_per_bps
-            step = np.zeros(len(act))
-            mask = np.isin(act, sending) if limit is not None else np.ones(len(act), bool)
-            step[mask] = np.minimum(full / n_down[dst[act[mask]]], full / n_up[src[act[mask]]])
-        else:
-            step = bps[act] * step_bytes_per_bps
+        sending = act if limit is None else _first_per_reducer(act, dst, cf_of[order], limit)
+        n_up = np.bincount(src[sending], minlength=fa.ports)
+        n_down = np.bincount(dst[sending], minlength=fa.ports)
+        full = cap_bps * step_bytes_per_bps
+        step = np.zeros(len(act))
+        mask = np.isin(act, sending) if limit is not None else np.ones(len(act), bool)
+        step[mask] = np.minimum(full / n_down[dst[act[mask]]], full / n_up[src[act[mask]]])
         r = rem[act]
         with np.errstate(divide="ignore", invalid="ignore"):
-            k_flow = np.where(step > 0, np.ceil((r - ZERO) / step + opt.step_slack), np.inf)
-        k_flow = np.maximum(k_flow, 1)
-        if algo == "fair":
-            k = float(k_flow.min())
-        else:  # rates change only when a coflow completes
-            job = cf_of[order][act]
-            worst = np.full(n_cf, -np.inf)
-            np.maximum.at(worst, job, k_flow)
-            k = float(worst[np.isfinite(worst) & (worst > -np.inf)].min(initial=np.inf))
+            k_flow = np.where(step > 0, np.ceil((r - ZERO) / step), np.inf)
+        k = float(np.maximum(k_flow, 1).min())
         if nxt < n_cf:
             k = min(k, float((nxt_epoch - now) // opt.step_ms))
         if k == math.inf:
@@ -264,23 +216,7 @@ def simulate_compat(
             cfs, counts = np.unique(cf_of[order][gone], return_counts=True)
             left[cfs] -= counts
             ended = cfs[left[cfs] == 0]
-            for c in ended.tolist():
-                finish[c] = now
-                sorted_jobs.remove(c)
-            if len(ended) and algo != "fair":  # coflowsim passes the last step's start
-                _update(
-                    sorted_jobs,
-                    start,
-                    deadline,
-                    now - opt.step_ms,
-                    fa,
-                    src,
-                    dst,
-                    rem,
-                    bps,
-                    cap_bps,
-                    opt,
-                )
+            finish[ended] = now
     return _result(algo, fa, start, finish, events, wall, opt)
 
 
@@ -301,7 +237,6 @@ def _result(
             "second_ms": opt.second_ms,
             "epoch_ms": opt.epoch_ms,
             "coflowsim_sizes": opt.sizes,
-            "reducer_counter": opt.reducer_counter,
         },
     )
 
@@ -314,45 +249,3 @@ def _first_per_reducer(act: Any, dst: Any, job: Any, limit: int) -> Any:
     starts = np.flatnonzero(first)
     rank = np.arange(len(act)) - starts[run]
     return act[rank < limit]
-
-
-def _update(
-    sorted_jobs: list[int],
-    start: Any,
-    deadline: Any,
-    now: int,
-    fa: Any,
-    src: Any,
-    dst: Any,
-    rem: Any,
-    bps: Any,
-    cap_bps: float,
-    opt: CompatOptions,
-) -> None:
-    """MADD rates in coflow order, then work conservation in deadline order."""
-    if not sorted_jobs:
-        return
-    jobs = np.array(sorted_jobs, dtype=np.int64)
-    # Java's (int) truncates toward zero; the sort is stable
-    left = [math.trunc(start[c] + deadline[c] - now) for c in sorted_jobs]
-    edf = jobs[np.argsort(np.array(left), kind="stable")] if opt.wc_order == "deadline" else jobs
-    keep = opt.skipped == "keep-rates"
-    none = np.zeros(0, dtype=np.int64)
-    madd(
-        jobs,
-        edf,
-        fa.first,
-        fa.count,
-        src,
-        dst,
-        rem,
-        bps,
-        fa.ports,
-        cap_bps,
-        ZERO,
-        keep,
-        none,
-        none.astype(np.float64),
-        False,
-        False,
-    )

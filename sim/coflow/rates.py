@@ -1,8 +1,7 @@
 """coflowsim's rate rule for coflow schedulers (SEBF, FIFO): MADD, even split, work conservation.
 
-Shared by the event-driven loop of :mod:`sim.coflow.compat` and the 8-ms stepping
-loop of :mod:`sim.coflow.steps`; learnt from coflowsim's ``CoflowSimulator``
-(``updateRatesDynamicAlpha`` and the methods it calls), not copied.
+Used by the 8-ms stepping loop of :mod:`sim.coflow.steps`; learnt from coflowsim's
+``CoflowSimulator`` (``updateRatesDynamicAlpha`` and the methods it calls), not copied.
 """
 
 from __future__ import annotations
@@ -26,10 +25,8 @@ def madd(
     ports: int,
     cap_bps: float,
     zero: float,
-    keep_rates: bool,
     red_of: Any,
     counter: Any,
-    use_counter: bool,
     negative_counters: bool,
 ) -> None:  # pragma: no cover - compiled
     """coflowsim's rates for the coflows ``order`` (their flows ``first[c]:first[c] +
@@ -38,13 +35,12 @@ def madd(
     MADD in ``order`` (every flow paced to end with its coflow's bottleneck, computed
     against what earlier coflows left), an even split of what is left among the
     coflows that found a port of theirs full, then work conservation in ``edf``
-    order. The receiver side of a bottleneck is the sum of the reducer's unfinished
-    flows, or with ``use_counter`` the reducer's running total ``counter[red_of[i]]``
-    as coflowsim keeps it (:mod:`sim.coflow.steps` says why that matters);
+    order. The receiver side of a bottleneck is the reducer's running total
+    ``counter[red_of[i]]`` as coflowsim keeps it, not the sum of its unfinished flows
+    (:mod:`sim.coflow.steps` says why that matters);
     ``negative_counters``: like coflowsim, also take ``counter * 8 / free`` into the
     bottleneck when both are negative (a finished reducer whose counter went below
     zero, over a port overdrawn by rounding), which its unguarded division does.
-    ``keep_rates``: coflowsim's earlier revision (no reset, no even split).
     """
     send_free = np.full(ports, cap_bps)
     recv_free = np.full(ports, cap_bps)
@@ -58,8 +54,7 @@ def madd(
         lo = first[c]
         hi = lo + count[c]
         for i in range(lo, hi):
-            if not keep_rates:
-                bps[i] = 0.0  # every rate is decided afresh
+            bps[i] = 0.0  # every rate is decided afresh
             s_bytes[src[i]] = 0.0
             r_bytes[dst[i]] = 0.0
             s_used[src[i]] = 0.0
@@ -67,11 +62,8 @@ def madd(
         for i in range(lo, hi):
             if rem[i] > 0.0:
                 s_bytes[src[i]] += rem[i]
-                if not use_counter:
-                    r_bytes[dst[i]] += rem[i]
-        if use_counter:  # also for a finished reducer (its counter is <= 0)
-            for i in range(lo, hi):
-                r_bytes[dst[i]] = counter[red_of[i]]
+        for i in range(lo, hi):  # also for a finished reducer (its counter is <= 0)
+            r_bytes[dst[i]] = counter[red_of[i]]
         alpha = 0.0
         skip = False
         for i in range(lo, hi):
@@ -117,8 +109,6 @@ def madd(
             s_used[src[i]] = 0.0
             recv_free[dst[i]] -= r_used[dst[i]]
             r_used[dst[i]] = 0.0
-    if keep_rates:  # the earlier revision: they keep their rates, get no share
-        n_skip = 0
     # coflows that could not get their bottleneck share split what is left evenly
     n_map = np.zeros(ports, dtype=np.int64)
     n_red = np.zeros(ports, dtype=np.int64)

@@ -1,7 +1,7 @@
 """coflowsim's coflow schedulers (SEBF, FIFO) stepped 8 ms at a time, as coflowsim runs them.
 
-Why a stepping loop next to the event-driven one of :mod:`sim.coflow.compat`:
-coflowsim keeps two byte counts for every reducer, the remaining bytes of each of
+Why stepping, where coflowsim-compatible fair (:mod:`sim.coflow.compat`) is
+event-driven: coflowsim keeps two byte counts for every reducer, the remaining bytes of each of
 its flows and the reducer's own running total (``shuffleBytesLeft``), and both are
 decremented once per flow per 8-ms step. Its Varys rate rule (MADD) takes the
 receiver side of a coflow's bottleneck from the running total and the sender side
@@ -18,8 +18,8 @@ remainder falls depends on the exact sequence of subtractions, so the only faith
 way to get coflowsim's rates is to do its subtractions: every flow, every step, in
 its order (per reducer, mappers by port). Measured on FB2010 (docs/measurements/simulator.md):
 this loop gives FIFO 82,648.96 ms and SEBF 28,528.46 ms against coflowsim's
-published 82,649 and 28,529 ms, where the event-driven loop (receiver bytes = sum of
-the flows) is 6.0 % above and 3.1 % below.
+published 82,649 and 28,529 ms, where an event-driven loop (receiver bytes = sum of
+the flows; removed 2026-12-02) was 6.0 % above and 3.1 % below.
 
 The rate rule itself is :func:`sim.coflow.rates.madd` (with the counter); this
 module is the time loop: admission at epochs, one step at a time, a reducer done
@@ -43,7 +43,6 @@ def _update(
     start: Any,
     deadline: Any,
     now: float,
-    by_deadline: bool,
     first: Any,
     count: Any,
     src: Any,
@@ -53,18 +52,16 @@ def _update(
     ports: int,
     cap_bps: float,
     zero: float,
-    keep_rates: bool,
     red_of: Any,
     counter: Any,
     negative_counters: bool,
 ) -> None:  # pragma: no cover - compiled
-    if by_deadline:  # stable sort on Java's (int) of the time left to the deadline
-        left = np.empty(len(jobs), dtype=np.int64)
-        for q in range(len(jobs)):
-            left[q] = np.int64(start[jobs[q]] + deadline[jobs[q]] - now)
-        edf = jobs[np.argsort(left, kind="mergesort")]
-    else:
-        edf = jobs
+    # work conservation in deadline order: a stable sort on Java's (int) of the time
+    # left to the deadline
+    left = np.empty(len(jobs), dtype=np.int64)
+    for q in range(len(jobs)):
+        left[q] = np.int64(start[jobs[q]] + deadline[jobs[q]] - now)
+    edf = jobs[np.argsort(left, kind="mergesort")]
     madd(
         jobs,
         edf,
@@ -77,10 +74,8 @@ def _update(
         ports,
         cap_bps,
         zero,
-        keep_rates,
         red_of,
         counter,
-        True,
         negative_counters,
     )
 
@@ -105,8 +100,6 @@ def step_coflows(
     step_ms: int,
     second_ms: int,
     zero: float,
-    keep_rates: bool,
-    by_deadline: bool,
     negative_counters: bool,
     relayout: bool,
 ) -> tuple[Any, Any, int]:  # pragma: no cover - compiled
@@ -157,7 +150,6 @@ def step_coflows(
                 start,
                 deadline,
                 t,
-                by_deadline,
                 first,
                 count,
                 src,
@@ -167,7 +159,6 @@ def step_coflows(
                 ports,
                 cap_bps,
                 zero,
-                keep_rates,
                 red_of,
                 counter,
                 negative_counters,
@@ -204,7 +195,6 @@ def step_coflows(
                     start,
                     deadline,
                     now,
-                    by_deadline,
                     first,
                     count,
                     src,
@@ -214,7 +204,6 @@ def step_coflows(
                     ports,
                     cap_bps,
                     zero,
-                    keep_rates,
                     red_of,
                     counter,
                     negative_counters,

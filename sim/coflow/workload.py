@@ -153,8 +153,9 @@ def coflow_echelons(fa: FlowArrays, model: str, bytes_per_s: float) -> list[Eche
 
 
 @dataclass(frozen=True)
-class _Coflow:
-    """A coflow as a job: one iteration, one group, no compute."""
+class GroupJob:
+    """One EchelonFlow as a job: one iteration, one group, no compute (a coflow of a
+    trace; a group of :mod:`echelon.oracle`'s one-link instances)."""
 
     ef: EchelonFlow
 
@@ -169,7 +170,7 @@ class _Coflow:
 def coflow_jobs(fa: FlowArrays, model: str, bytes_per_s: float) -> list[JobRun]:
     """The trace as the engine's jobs, each arriving at its coflow's arrival."""
     echelons = coflow_echelons(fa, model, bytes_per_s)
-    return [JobRun(_Coflow(ef), float(a)) for ef, a in zip(echelons, fa.arrival, strict=True)]
+    return [JobRun(GroupJob(ef), float(a)) for ef, a in zip(echelons, fa.arrival, strict=True)]
 
 
 def simulate_coflows(

@@ -1,4 +1,5 @@
-"""The one-link brute force (echelon.oracle) and where the echelon policy stands against it."""
+"""The one-link brute force (echelon.oracle) and where the echelon policy stands against it
+(played by the simulator's engine, sim.eval.headline.policy_cost)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,9 @@ import pytest
 
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, Flow
-from echelon.oracle import (
-    Instance,
-    MyopicOptimum,
-    formation_delay,
-    optimum,
-    policy_cost,
-    random_instance,
-    ratios,
-)
+from echelon.oracle import Instance, MyopicOptimum, formation_delay, optimum, random_instance
 from echelon.policies import get_policy
+from sim.eval.headline import policy_cost, ratios
 
 
 def group(name: str, flows: list[tuple[int, float]], t_ref: float) -> EchelonFlow:
@@ -146,7 +140,7 @@ def test_myopic_optimum_is_exact_without_arrivals_and_a_reference_with_them() ->
 
 
 def test_policies_are_told_finished_flows_are_done() -> None:
-    """policy_cost passes finished flows as 0 bytes (the simulator does the same): a
+    """The engine passes finished flows as 0 bytes: a
     policy that saw them as unsent would count their bytes in a group's bottleneck."""
     seen: list[dict[tuple[str, int], int]] = []
 
@@ -160,3 +154,12 @@ def test_policies_are_told_finished_flows_are_done() -> None:
     policy_cost(two, Spy())
     at_b = seen[1]  # asked again when b arrives at 1.5: a's first flow is done
     assert at_b[("a", 0)] == 0 and at_b[("a", 1)] > 0
+
+
+def test_myopic_ties_do_not_depend_on_the_order_groups_come_in() -> None:
+    """The engine lists groups in release order, a caller may list them otherwise:
+    among equally good orders the myopic optimum picks the same one either way."""
+    a, b = group("a", [(2, 0.0)], 2.0), group("b", [(2, 0.0)], 2.0)  # a tie: either first
+    one = MyopicOptimum().schedule([a, b], None).flow_rank
+    other = MyopicOptimum().schedule([b, a], None).flow_rank
+    assert one == other == {("a", 0): 0, ("b", 0): 1}

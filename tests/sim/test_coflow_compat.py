@@ -115,27 +115,7 @@ def test_skipped_coflow_gets_a_fair_share_not_its_old_rate() -> None:
     # b (2,000 MB, port 0 -> 1) runs alone at 1 MB/step; at the 10,240-ms epoch a
     # (1 MB, port 0 -> 2, smaller bottleneck) is admitted ahead of it and fills port
     # 0: b finds the port full. coflowsim's source gives b what is left (nothing) for
-    # that step: 720 MB left -> 10,248 + 720 x 8 ms. Its earlier revision let b keep
-    # its rate (port 0 oversubscribed): b ends at 10,240 + 720 x 8 ms.
+    # that step: 720 MB left -> 10,248 + 720 x 8 ms (keeping its rate, port 0
+    # oversubscribed, it would end at 10,240 + 720 x 8 ms).
     lines = ["b 0 1 0 1 1:2000", "a 10241 1 0 1 2:1"]
     assert _ccts(lines, "varys") == {"b": 16008.0, "a": 8.0}
-    assert _ccts(lines, "varys", skipped="keep-rates") == {"b": 16000.0, "a": 8.0}
-
-
-def test_probe_options_are_checked() -> None:
-    tr = parse_coflow_trace("4 1\na 0 1 0 1 1:1\n")
-    with pytest.raises(SpecError, match="skipped"):
-        simulate_compat(tr, "fifo", PORT, CompatOptions(skipped="bogus"))
-    with pytest.raises(SpecError, match="wc_order"):
-        simulate_compat(tr, "fifo", PORT, CompatOptions(wc_order="bogus"))
-
-
-@pytest.mark.slow
-def test_step_slack_moves_a_boundary_finish_by_one_step() -> None:
-    # 2 MB at 1 MB/step ends exactly on the second step boundary (16 ms); with the
-    # rounding probe it takes a third step
-    event = {"reducer_counter": False}
-    assert _ccts(["a 0 1 0 1 1:2"], "fifo", **event) == {"a": 16.0}
-    assert _ccts(["a 0 1 0 1 1:2"], "fifo", step_slack=1e-3, **event) == {"a": 24.0}
-    with pytest.raises(SpecError, match="step_slack"):  # the stepping loop has no rounding
-        _ccts(["a 0 1 0 1 1:2"], "fifo", step_slack=1e-3)

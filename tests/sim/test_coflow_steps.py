@@ -10,9 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.coflow.compat import CompatOptions, simulate_compat
 from sim.coflow.rates import madd
-from sim.coflow.trace import parse_coflow_trace
 
 CAP = 8e6  # bit/s: 1e6 bytes/s, so a flow of 1e6 bytes paced over 1 s gets 8e6 bit/s
 ZERO = 1e-3
@@ -22,7 +20,6 @@ def _rates(
     coflows: list[list[tuple[int, int, float, float]]],
     order: list[int],
     edf: list[int],
-    use_counter: bool,
     negative_counters: bool = True,
 ) -> list[float]:
     """``coflows[c]`` = flows ``(src, dst, remaining bytes, counter of dst's reducer)``,
@@ -48,10 +45,8 @@ def _rates(
         4,
         CAP,
         ZERO,
-        False,
         red_of,
         counter,
-        use_counter,
         negative_counters,
     )
     return [float(b) for b in bps]
@@ -59,12 +54,14 @@ def _rates(
 
 def test_receiver_side_of_the_bottleneck_is_the_reducers_counter() -> None:
     # one coflow, flows 0->2 and 1->2 of 1e6 bytes each (one reducer at port 2)
-    # sum of the flows 2e6 bytes: bottleneck 2 s, each flow 4e6 bit/s, port 2 full
-    flows = [(0, 2, 1e6, 4e6), (1, 2, 1e6, 4e6)]
-    assert _rates([flows], [0], [0], use_counter=False) == [4e6, 4e6]
+    # a counter equal to the sum of the flows, 2e6 bytes: bottleneck 2 s, each flow
+    # 4e6 bit/s, port 2 full
+    exact = [(0, 2, 1e6, 2e6), (1, 2, 1e6, 2e6)]
+    assert _rates([exact], [0], [0]) == [4e6, 4e6]
     # the reducer's counter says 4e6 bytes: bottleneck 4 s, MADD gives each 2e6 bit/s,
     # then work conservation hands port 2's other 4e6 bit/s to the first flow
-    assert _rates([flows], [0], [0], use_counter=True) == [6e6, 2e6]
+    flows = [(0, 2, 1e6, 4e6), (1, 2, 1e6, 4e6)]
+    assert _rates([flows], [0], [0]) == [6e6, 2e6]
 
 
 def test_negative_counter_over_an_overdrawn_port_counts_in_the_bottleneck() -> None:
@@ -77,34 +74,9 @@ def test_negative_counter_over_an_overdrawn_port_counts_in_the_bottleneck() -> N
     z = [(2, 0, 1e6, 1e6)]
     # coflowsim divides -1e6 x 8 by -8e6 / 3: 3 s, y's bottleneck: y gets 8e6 / 3 and
     # z MADD-paces over what is left at port 2 (16e6 / 3 bit/s): 1.5 s, 16e6 / 3 bit/s
-    got = _rates([x, y, z], [0, 1, 2], [2, 0, 1], use_counter=True)
+    got = _rates([x, y, z], [0, 1, 2], [2, 0, 1])
     assert got == pytest.approx([8e6 / 1.5, 8e6 / 1.5, 8e6 / 3, 0.0, 16e6 / 3], rel=1e-12)
     # without that quotient y's bottleneck is 1 s: y takes port 2 whole, z finds it
     # full and gets an even split of nothing
-    got = _rates([x, y, z], [0, 1, 2], [2, 0, 1], use_counter=True, negative_counters=False)
+    got = _rates([x, y, z], [0, 1, 2], [2, 0, 1], negative_counters=False)
     assert got == pytest.approx([8e6 / 1.5, 8e6 / 1.5, 8e6, 0.0, 0.0], rel=1e-12)
-
-
-def test_stepping_loop_equals_event_loop_when_counters_are_exact() -> None:
-    # with one mapper a reducer has one flow, whose remaining bytes and the reducer's
-    # counter go through the same subtractions: the 8-ms stepping loop (coflowsim's
-    # counters) and the event-driven loop (sum of the flows) must give the same
-    # finish times, on contention, admission epochs and departures alike
-    rng = np.random.default_rng(5)
-    for _ in range(12):
-        lines = []
-        for c in range(12):
-            m = int(rng.integers(0, 6))
-            ports = [p for p in range(6) if p != m]
-            reds = rng.choice(ports, size=int(rng.integers(1, 4)), replace=False)
-            arr = int(rng.integers(0, 30000))
-            mb = " ".join(f"{r}:{int(rng.integers(1, 40))}" for r in reds)
-            lines.append((arr, f"c{c} {arr} 1 {m} {len(reds)} {mb}"))
-        lines.sort()
-        tr = parse_coflow_trace(f"6 {len(lines)}\n" + "\n".join(t for _, t in lines) + "\n")
-        for policy in ("fifo", "varys"):
-            stepped = simulate_compat(tr, policy, 2**27)
-            event = simulate_compat(tr, policy, 2**27, CompatOptions(reducer_counter=False))
-            assert stepped.options["reducer_counter"] and not event.options["reducer_counter"]
-            assert stepped.cct == pytest.approx(event.cct, abs=1e-9)
-            assert np.isfinite(stepped.finish).all()
