@@ -9,9 +9,9 @@ every job 1.14x slower, in a 2-cycle; the simulator 1.00x). The packet model
 (:mod:`sim.packet`: the agents' pacers, port queues that keep each packet's class,
 the closed loop) sits between the two and can play the controller either way:
 ``static`` -- the levels the controller installs at registration (its ``echelon``
-plan over every job's iteration 0, quantised, as :func:`topo.crosscheck.static_levels`
-computes them), never re-planned, which is what ``topo.run --scenario`` plays for a
-policy without the ``-online`` suffix; ``online`` -- re-planned at group events
+plan over every job's iteration 0, quantised: :func:`topo.crosscheck.registration_levels`),
+never re-planned, which is what ``topo.run`` plays for a policy without the ``-online``
+suffix; ``online`` -- re-planned at group events
 after ``--replan-delay``, as the simulator and ``echelon-online`` do. It prints each
 job's iteration times alone and together, the levels of the static plan, and the
 steady slowdown by the simulator's rules (:func:`sim.eval.steady.measure_iterations`).
@@ -25,8 +25,6 @@ from collections.abc import Sequence
 
 from echelon.constants import ECHELON_HEADER_LEN
 from echelon.jobs import JobSpec, load_job
-from echelon.policies import get_policy
-from echelon.quantize import level_of, quantize
 from echelon.topology import TopologyNetwork, load
 from sim.core.results import IterationRecord
 from sim.eval import interleave, steady
@@ -34,20 +32,8 @@ from sim.packet import PacketConfig, PacketModel
 from sim.predict import DEFAULT_HEADER_BYTES
 from sim.topology import UNLIMITED_BYTES_PER_S
 from topo.agents import PACKET_BYTES
+from topo.crosscheck import registration_levels
 from topo.demo import host_pacing, scale_description
-
-Slot = tuple[str, str, int]
-
-
-def static_plan(specs: Sequence[JobSpec], net: TopologyNetwork) -> dict[Slot, int]:
-    """The controller's registration plan: per (job, group, flow index) its level."""
-    efs = [ef for spec in specs for ef in spec.plan(0, 0.0).echelons]
-    levels = dict(quantize(get_policy("echelon").schedule(efs, net), efs))
-    return {
-        (ef.job, ef.group, f.index): level_of(levels[ef.name], f.offset_us)
-        for ef in efs
-        for f in ef.flows
-    }
 
 
 def play(
@@ -61,7 +47,7 @@ def play(
         online=online,
         replan_interval=args.replan_interval if online else 0.0,
         replan_delay=args.replan_delay if online else 0.0,
-        initial_levels={} if online else static_plan(specs, net),
+        initial_levels={} if online else registration_levels(specs, net),
         header_bytes=DEFAULT_HEADER_BYTES,
         payload_bytes=PACKET_BYTES - ECHELON_HEADER_LEN,
         iterations=iterations,
@@ -96,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     net = TopologyNetwork(load(args.topo), UNLIMITED_BYTES_PER_S)
     if args.mode == "static":
         print("static plan (job, group, flow): level")
-        for slot, level in sorted(static_plan(specs, net).items()):
+        for slot, level in sorted(registration_levels(specs, net).items()):
             print(f"  {slot}: {level}")
     alone: dict[str, float] = {}
     for spec in specs:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -135,18 +136,25 @@ def controller_network(results: dict[str, Any]) -> TopologyNetwork:
 def static_levels(
     results: dict[str, Any], specs: list[JobSpec], anticipated: bool = False
 ) -> dict[tuple[str, str, int], int]:
-    """Per (job, group, flow index) the level the switch holds when an online run
-    starts: the controller's static ``echelon`` plan -- the core policy over every
-    job's iteration 0 on the topology the controller planned with, quantised, each
-    flow at the level of the deadline range holding its offset -- and, with
-    ``anticipated`` (the agents reported entering iteration 0 before the start,
-    ``results["entered_reports"]``), every job's *opening* groups re-planned at
-    t = 0 as the online controller does on those reports (:mod:`controlplane.inflight`)."""
+    """Per (job, group, flow index) the level the switch holds when a run of
+    ``results`` starts (:func:`registration_levels` on the topology the controller
+    planned with)."""
+    return registration_levels(specs, controller_network(results), anticipated)
+
+
+def registration_levels(
+    specs: Sequence[JobSpec], net: TopologyNetwork, anticipated: bool = False
+) -> dict[tuple[str, str, int], int]:
+    """Per (job, group, flow index) the level of the controller's static ``echelon``
+    plan: the core policy over every job's iteration 0 on ``net``, quantised, each flow
+    at the level of the deadline range holding its offset -- and, with ``anticipated``
+    (the agents reported entering iteration 0 before the start,
+    ``results["entered_reports"]``), every job's *opening* groups re-planned at t = 0 as
+    the online controller does on those reports (:mod:`controlplane.inflight`)."""
     from echelon.jobs import opening_groups
     from echelon.policies import get_policy
     from echelon.quantize import level_of, quantize
 
-    net = controller_network(results)
     plans = [spec.plan(0, 0.0) for spec in specs]
     efs = [ef for plan in plans for ef in plan.echelons]
     levels = dict(quantize(get_policy("echelon").schedule(efs, net), efs))

@@ -74,9 +74,9 @@ def default_policies(planned: Sequence[str]) -> tuple[str, ...]:
     return (FAIR, *(p + ONLINE_SUFFIX for p in planned))
 
 
-def sim_policy(policy: str) -> str:
-    """The simulator's policy for an emulated one: ``NAME-online`` is ``NAME`` (the
-    simulator always re-plans)."""
+def base_policy(policy: str) -> str:
+    """The policy a ``--policies`` entry plays (``NAME-online`` -> ``NAME``): what the
+    controller installs, and the simulator's policy of that name (it always re-plans)."""
     return policy.removesuffix(ONLINE_SUFFIX)
 
 
@@ -151,8 +151,8 @@ def play_steady(
         per_job = [f"{j} {v['steady_s']:.3f} s ({v['slowdown']:.3f}×)"
                    for j, v in row["jobs"].items()]  # fmt: skip
         print(f"*** {policy}: " + ", ".join(per_job), flush=True)
-    sim = {p: interleave.run(scenario, sim_policy(p)) for p in policies
-           if sim_policy(p) in SIM_POLICIES}  # fmt: skip
+    sim = {p: interleave.run(scenario, base_policy(p)) for p in policies
+           if base_policy(p) in SIM_POLICIES}  # fmt: skip
     return {
         "scenario": scenario.key,
         "title": scenario.title,

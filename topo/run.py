@@ -75,6 +75,7 @@ from topo import interleave as topo_interleave
 from topo.agents import PACKET_BYTES, play_scenario
 from topo.controller_process import ControllerProcess
 from topo.interactive import CLI_MODES, Ticker, open_cli, resolve_cli, run_with_cli
+from topo.interleave import ONLINE_SUFFIX, base_policy
 from topo.net import EchelonNet
 from topo.portview import PortView
 from topo.queuedepth import QueueSampler, plot_queue_depths
@@ -85,13 +86,7 @@ log = logging.getLogger("topo.run")
 #: installs is accepted (controlplane.planning.check_policy, checked before starting
 #: anything): a built-in, an entry point or ``package.module:Class`` (docs/policies.md).
 POLICIES = ("echelon-online", "echelon", "coflow", "fifo")
-ONLINE_SUFFIX = topo_interleave.ONLINE_SUFFIX
 ONLINE = "echelon" + ONLINE_SUFFIX
-
-
-def base_policy(policy: str) -> str:
-    """The controller policy a ``--policies`` entry plays (``NAME-online`` -> ``NAME``)."""
-    return policy.removesuffix(ONLINE_SUFFIX)
 
 
 def check_policies(policies: list[str]) -> None:

@@ -78,7 +78,7 @@ def test_scenario_mode_defaults() -> None:
     played = args.policies.split(",")
     assert played[0] == "fair" and "echelon-online" in played and "echelon" not in played
     assert all(p.endswith(interleave.ONLINE_SUFFIX) for p in played[1:])
-    assert {interleave.sim_policy(p) for p in played} <= set(SIM_POLICIES)
+    assert {interleave.base_policy(p) for p in played} <= set(SIM_POLICIES)
     demo = parse_args([])
     assert demo.topo == "topo/star.yaml" and demo.scenario is None
     assert "fair" not in demo.policies.split(",")
