@@ -34,11 +34,13 @@ KILL_PREFIX = f"t6k{os.getpid() % 1000}"
 # load, but the hosts', switch's and controller's latency does, by a few ms to a few tens
 # of ms on a loaded 2-core machine (docs/measurements/demo.md). Each share below is about
 # twice the largest seen there and still well under what the failure it guards gives.
-#: The PS pull under per-flow levels vs one Coflow level: echelon's ECT at most this
-#: share of coflow's. Structural gain: the early layers arrive first, so the ECT drops by
-#: about the offsets of the layers that finish last (20-30 ms of ~0.25 s): measured
-#: 0.93-0.94; equal levels (the failure) give 1.0.
-PULL_ECT_RATIO = 0.97
+#: The PS pull under per-flow levels vs one Coflow level: echelon's first layer arrives
+#: by this share of the time coflow's first layer does. Structural: per-flow levels send
+#: the early layers first (measured 0.53-0.67: 0.135-0.171 against 0.253 s), one level finishes all
+#: layers together (the failure: about 1.0). The ECT gain that follows is only the
+#: offsets of the last layers (20-30 ms of ~0.25 s, measured 0.93-0.94 and once 0.985 on
+#: a loaded machine), so the ECT is only required to drop.
+PULL_FIRST_LAYER_SHARE = 0.85
 #: Model vs emulation, a group's completion or a job's iteration time: the largest
 #: difference at most this share of the run's mean iteration time (two-job demo: about
 #: 0.4 s, so ~24 ms, near the cross-check's own 20 ms tolerance). Measured: fluid model
@@ -111,9 +113,13 @@ def test_demo_runs_echelon_beats_fifo_for_the_pipeline_and_coflow_for_the_pull(
     assert ect["echelon"] < ect["fifo"], ect
     # The PS pull to h4 (all layers released together, needed layer by layer): per-flow
     # levels deliver the early layers first, one Coflow level finishes them together.
-    pull = {p: next(e["completion_time"] for e in r["jobs"]["dp"]["echelons"]
-                    if e["group"] == "pull") for p, r in results["policies"].items()}  # fmt: skip
-    assert pull["echelon"] < PULL_ECT_RATIO * pull["coflow"], pull
+    pull = {p: next(e for e in r["jobs"]["dp"]["echelons"] if e["group"] == "pull")
+            for p, r in results["policies"].items()}  # fmt: skip
+    first = {p: min(f["actual"] for f in e["flows"] if f["dst"] == "h4")  # h3's link is fast
+             for p, e in pull.items()}  # fmt: skip
+    assert first["echelon"] < PULL_FIRST_LAYER_SHARE * first["coflow"], first
+    pull_ect = {p: e["completion_time"] for p, e in pull.items()}
+    assert pull_ect["echelon"] < pull_ect["coflow"], pull_ect
     bound = TWO_JOB_SHARE * mean_iteration_s(results, "echelon")
     # Cross-check with the simulator's fluid model (strict priority: few ms apart).
     rows = compare(results, "echelon")
