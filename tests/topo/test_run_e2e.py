@@ -34,12 +34,12 @@ KILL_PREFIX = f"t6k{os.getpid() % 1000}"
 # load, but the hosts', switch's and controller's latency does, by a few ms to a few tens
 # of ms on a loaded 2-core machine (docs/measurements/demo.md). Each share below is about
 # twice the largest seen there and still well under what the failure it guards gives.
-#: The PS pull under per-flow levels vs one Coflow level: echelon's first layer arrives
-#: by this share of the time coflow's first layer does. Structural: per-flow levels send
-#: the early layers first (measured 0.53-0.67: 0.135-0.171 against 0.253 s), one level finishes all
-#: layers together (the failure: about 1.0). The ECT gain that follows is only the
-#: offsets of the last layers (20-30 ms of ~0.25 s, measured 0.93-0.94 and once 0.985 on
-#: a loaded machine), so the ECT is only required to drop.
+#: The PS pull under per-flow levels vs one Coflow level: echelon's first layer to h4
+#: arrives by this share of the time coflow's first layer does. Structural: per-flow
+#: levels send the early layers first (measured 0.53-0.67: 0.135-0.171 against 0.253 s),
+#: one level finishes all layers together (the failure: about 1.0). The ECT gain that
+#: follows is only the offsets of the last layers (20-30 ms of ~0.25 s: measured
+#: 0.93-0.94, once 0.985 on a loaded machine), so the ECT is only required to drop.
 PULL_FIRST_LAYER_SHARE = 0.85
 #: Model vs emulation, a group's completion or a job's iteration time: the largest
 #: difference at most this share of the run's mean iteration time (two-job demo: about
