@@ -80,8 +80,15 @@ class Target:
         wait_until(ready, timeout, f"{self.kind} switch on {self.grpc_addr}")
 
     def queue_command(self, line: str, timeout: float = 15.0) -> None:
-        """Apply one simple_switch_CLI queue command (``set_queue_rate 1 2``) to this switch."""
-        run_queue_command(self.kind, self.thrift_port, line, timeout)
+        """Apply one simple_switch_CLI queue command (``set_queue_rate 100 2``) to this
+        switch over BMv2's Thrift runtime API, which both targets serve;
+        :class:`TargetError` when the switch refuses it or cannot be reached."""
+        try:
+            run_command(self.thrift_port, line, timeout=timeout)
+        except RuntimeApiError as exc:
+            raise TargetError(
+                f"{self.kind} switch on thrift port {self.thrift_port}: {exc}"
+            ) from None
 
     def runtime(self, timeout: float = 15.0) -> RuntimeClient:
         """A Thrift runtime client (BMv2's ``bm_runtime`` API) for this switch; close it."""
@@ -109,18 +116,6 @@ class Target:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def run_queue_command(
-    kind: Literal["soft", "bmv2"], thrift_port: int, line: str, timeout: float = 15.0
-) -> None:
-    """One simple_switch_CLI queue command (``set_queue_rate 100 2``) over BMv2's Thrift
-    runtime API, which both targets serve; :class:`TargetError` when the switch refuses
-    it or cannot be reached. ``kind`` is kept for the log: the call is the same."""
-    try:
-        run_command(thrift_port, line, timeout=timeout)
-    except RuntimeApiError as exc:
-        raise TargetError(f"{kind} switch on thrift port {thrift_port}: {exc}") from None
 
 
 def command_line(
