@@ -457,13 +457,18 @@ class SwitchSync:
         the switch is then unchanged.
         A write whose outcome is unknown, or refused with NOT_FOUND/ALREADY_EXISTS,
         is followed by a read-back and a repair towards ``desired``.
+
+        Diffing only the delta (tested equal to the full diff) is exact because an
+        in-sync switch's installed set is the set the controller built the delta on:
+        both start from the same reconciliation and take the same changes (an undone
+        change is undone on both).
         """
         conn = self.conn
         why = self.unavailable()
         if why is not None or conn is None:
             raise SwitchUnavailableError(self.name, why or "not connected")
         before = self.installed
-        steps = self._delta_steps(before, gone, new, counts)
+        steps = plan_delta(before, gone, new, counts, self._sizes())
         try:
             try:
                 self._write(steps, before)
@@ -478,19 +483,6 @@ class SwitchSync:
             raise SwitchUnavailableError(self.name, str(exc)) from None
         self.installed = desired
         return steps
-
-    def _delta_steps(
-        self,
-        before: set[TableEntry],
-        gone: set[TableEntry],
-        new: set[TableEntry],
-        counts: Mapping[str, int],
-    ) -> list[Step]:
-        """Steps ``before`` -> ``(before - gone) | new`` (:func:`plan_delta`, tested
-        equal to the full diff). An in-sync switch's installed set is the set the
-        controller built the delta on: both start from the same reconciliation and
-        take the same changes (an undone change is undone on both)."""
-        return plan_delta(before, gone, new, counts, self._sizes())
 
     def _converge(
         self, conn: SwitchConnection, desired: set[TableEntry], before: set[TableEntry], why: str
