@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from controlplane import entries, switchsync
 from controlplane import online as online_mod
-from controlplane import switchsync
 from controlplane.controller import Controller
 from controlplane.entries import Step, count_by_table, plan_updates
 from p4client.p4info import TableEntry
@@ -51,7 +51,7 @@ def test_delta_steps_equal_the_full_diff(
     ctl, server = online
     agent = ctl.agents["s1"]
     seen: list[tuple[list[Step], list[Step]]] = []
-    real = switchsync.plan_delta
+    real = entries.plan_delta
 
     def spy(
         before: set[TableEntry],
