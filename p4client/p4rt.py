@@ -55,11 +55,9 @@ MAX_METADATA_BYTES = 16 << 20
 #: Budget per update's error detail (type URL + code + message) that a chunk must fit.
 DETAIL_BUDGET_BYTES = 8 << 10
 #: Updates per WriteRequest: the per-update statuses of a failing request always fit in
-#: ``MAX_METADATA_BYTES`` (500 x 8 KiB = 4 MiB), and each message stays far below 4 MB.
-WRITE_CHUNK = 500
-#: Updates per WriteRequest of :meth:`SwitchConnection.write_entries`: small enough that
+#: ``MAX_METADATA_BYTES`` (500 x 8 KiB = 4 MiB), each message stays far below 4 MB, and
 #: encoding the next chunk overlaps most of the switch's work on the current one.
-PIPELINED_CHUNK = 500
+WRITE_CHUNK = 500
 #: The most updates one request may carry for its statuses to fit the metadata limit.
 MAX_CHUNK = MAX_METADATA_BYTES // DETAIL_BUDGET_BYTES
 #: Deadline of unary RPCs, so a frozen switch cannot hang the caller forever.
@@ -417,7 +415,7 @@ class SwitchConnection:
         raise P4RuntimeWriteError(code, str(exc.details()), statuses, start, known) from None
 
     def write_entries(
-        self, items: Sequence[tuple[str, TableEntry]], chunk: int = PIPELINED_CHUNK
+        self, items: Sequence[tuple[str, TableEntry]], chunk: int = WRITE_CHUNK
     ) -> None:
         """Write ``(kind, entry)`` pairs in order, ``chunk`` per WriteRequest, encoding
         chunk k+1 while the switch applies chunk k (errors: those of :meth:`write`)."""
