@@ -55,6 +55,8 @@ log = logging.getLogger(__name__)
 
 BACKOFF_MIN_S = 0.05
 BACKOFF_MAX_S = 2.0
+#: Seconds a (re)connection may take to reach the switch and be arbitrated.
+CONNECT_TIMEOUT_S = 3.0
 #: Seconds between two verifications of the switch against the installed set.
 VERIFY_INTERVAL_S = 5.0
 #: A verification that a change overlapped is retried this many times, this many
@@ -86,7 +88,6 @@ class SwitchSync:
         desired: Callable[[str], set[TableEntry]],
         lock: threading.RLock,
         role: str = "",
-        connect_timeout: float = 3.0,
         verify_interval: float = VERIFY_INTERVAL_S,
         defaults: frozenset[TableEntry] = frozenset(),
     ) -> None:
@@ -96,7 +97,6 @@ class SwitchSync:
         self.cookie = p4info.cookie(device_config)
         self.election_id = election_id
         self.role = role
-        self.connect_timeout = connect_timeout
         self.verify_interval = verify_interval
         self._desired = desired
         self._lock = lock
@@ -285,7 +285,7 @@ class SwitchSync:
             self.conn = conn
             self._was_primary = None
             try:
-                conn.connect(self.connect_timeout)
+                conn.connect(CONNECT_TIMEOUT_S)
             except P4RuntimeConnectionError:
                 self.not_primary = arbitration_refusal(conn.stream_error or "")
                 raise

@@ -176,7 +176,6 @@ def start_target(
     priority_queues: int = 8,
     netns: str | None = None,
     log_level: str = "info",
-    ready_timeout: float = 30.0,
     cpus: str | None = None,
     pcap_dir: str | Path | None = None,
     nice: int | None = None,
@@ -235,7 +234,7 @@ def start_target(
     target = Target(real, proc, grpc_addr, thrift_port, device_id, dict(ports), path, pcap, sink)
     target.packet_trace = packet_trace
     try:
-        target.wait_ready(ready_timeout)
+        target.wait_ready()
     except BaseException:
         target.stop()
         raise
