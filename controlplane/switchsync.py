@@ -88,7 +88,6 @@ class SwitchSync:
         desired: Callable[[str], set[TableEntry]],
         lock: threading.RLock,
         role: str = "",
-        verify_interval: float = VERIFY_INTERVAL_S,
         defaults: frozenset[TableEntry] = frozenset(),
     ) -> None:
         self.switch = switch
@@ -97,7 +96,7 @@ class SwitchSync:
         self.cookie = p4info.cookie(device_config)
         self.election_id = election_id
         self.role = role
-        self.verify_interval = verify_interval
+        self.verify_interval = VERIFY_INTERVAL_S
         self._desired = desired
         self._lock = lock
         #: the default entries the controller owns: read back with the entries (a

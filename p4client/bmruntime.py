@@ -278,9 +278,7 @@ class RuntimeClient:
         return str(a.action_name), tuple(_int(d) for d in a.action_data or ())
 
 
-def run_command(
-    thrift_port: int, line: str, host: str = "127.0.0.1", timeout: float = 10.0
-) -> None:
+def run_command(thrift_port: int, line: str, timeout: float = 10.0) -> None:
     """Apply one ``set_queue_rate``/``set_queue_depth`` line (simple_switch_CLI syntax)
     through the Thrift API; :class:`RuntimeApiError` names a bad argument."""
     words = line.split()
@@ -297,7 +295,7 @@ def run_command(
             raise RuntimeApiError(cmd, "INVALID", f"{name}: {word!r} is not an integer") from None
     port = nums[1] if len(nums) > 1 else None
     prio = nums[2] if len(nums) > 2 else None
-    with RuntimeClient(thrift_port, host, timeout) as rt:
+    with RuntimeClient(thrift_port, timeout=timeout) as rt:
         if cmd == "set_queue_rate":
             rt.set_queue_rate(nums[0], port, prio)
         else:

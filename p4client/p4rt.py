@@ -277,17 +277,11 @@ class SwitchConnection:
 
     # ------------------------------------------------------------ pipeline
 
-    def set_pipeline(
-        self,
-        p4info: str | Path | P4Info,
-        device_config: bytes = b"",
-        cookie: int | None = None,
-        action: str = "VERIFY_AND_COMMIT",
-    ) -> int:
-        """Push the pipeline (``action``: VERIFY, VERIFY_AND_SAVE, VERIFY_AND_COMMIT,
-        COMMIT, RECONCILE_AND_COMMIT); return the cookie sent with it."""
+    def set_pipeline(self, p4info: str | Path | P4Info, device_config: bytes = b"") -> int:
+        """Push the pipeline (VERIFY_AND_COMMIT, the P4Info's own cookie); return the
+        cookie sent with it."""
         info = p4info if isinstance(p4info, P4Info) else P4Info.load(p4info)
-        req = self.pipeline_request(info, device_config, cookie, action)
+        req = self.pipeline_request(info, device_config)
         try:
             self.stub.SetForwardingPipelineConfig(req, timeout=RPC_TIMEOUT_S)
         except grpc.RpcError as exc:
@@ -302,7 +296,9 @@ class SwitchConnection:
         cookie: int | None = None,
         action: str = "VERIFY_AND_COMMIT",
     ) -> p4runtime_pb2.SetForwardingPipelineConfigRequest:
-        """The SetForwardingPipelineConfigRequest :meth:`set_pipeline` sends."""
+        """A SetForwardingPipelineConfigRequest (``action``: VERIFY, VERIFY_AND_SAVE,
+        VERIFY_AND_COMMIT, COMMIT, RECONCILE_AND_COMMIT); :meth:`set_pipeline` sends
+        the default one."""
         cfg = p4runtime_pb2.SetForwardingPipelineConfigRequest
         req = cfg(device_id=self.device_id, action=cfg.Action.Value(action))
         if self.election_id is not None:
@@ -533,11 +529,11 @@ class SwitchConnection:
             out[int(c.index.index)] = (int(c.data.packet_count), int(c.data.byte_count))
         return out
 
-    def reset_counter(self, name: str, index: int | None = None) -> None:
-        """Zero one index of counter ``name``, or all of them (one batched write)."""
+    def reset_counter(self, name: str) -> None:
+        """Zero every index of counter ``name`` (one batched write)."""
         ci = self._p4info().counter(name)
         ups = []
-        for i in range(ci.size) if index is None else [index]:
+        for i in range(ci.size):
             u = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
             u.entity.counter_entry.counter_id = ci.id
             u.entity.counter_entry.index.index = i

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
 
+from echelon.constants import NUM_PRIORITIES
 from p4client.bmruntime import RuntimeApiError, RuntimeClient, run_command
 from targets.process import TargetError, freeze_process, port_open, stop_process, wait_until
 
@@ -124,12 +125,11 @@ def command_line(
     grpc_addr: str,
     thrift_port: int,
     device_id: int = 0,
-    priority_queues: int = 8,
-    log_level: str = "info",
     pcap_dir: str | Path | None = None,
     packet_trace: str | Path | None = None,
 ) -> list[str]:
     """simple_switch_grpc's argv; the soft switch takes the same after ``-m softswitch``.
+    One priority queue per echelon level (:data:`~echelon.constants.NUM_PRIORITIES`).
 
     ``pcap_dir``: ``--pcap=DIR``, one ``IFACE_in.pcap``/``IFACE_out.pcap`` pair per
     port. With ``=``: BMv2's option has an optional value (boost's implicit value),
@@ -151,7 +151,7 @@ def command_line(
     if pcap_dir is not None:
         argv.append(f"--pcap={pcap_dir}")
     if packet_trace is None:
-        argv += ["--log-console", "-L", log_level]
+        argv += ["--log-console", "-L", "info"]
     elif not str(packet_trace).endswith(".txt"):
         raise TargetError(f"packet_trace: must end in .txt (BMv2 adds it), got {packet_trace}")
     elif kind == "bmv2":
@@ -162,7 +162,7 @@ def command_line(
     else:
         argv += ["--log-file", str(packet_trace), "-L", "trace"]
     argv += ["--no-p4", "--"]
-    argv += ["--grpc-server-addr", grpc_addr, "--priority-queues", str(priority_queues)]
+    argv += ["--grpc-server-addr", grpc_addr, "--priority-queues", str(NUM_PRIORITIES)]
     return argv
 
 
@@ -173,9 +173,6 @@ def start_target(
     thrift_port: int,
     device_id: int = 0,
     log_path: str | Path | None = None,
-    priority_queues: int = 8,
-    netns: str | None = None,
-    log_level: str = "info",
     cpus: str | None = None,
     pcap_dir: str | Path | None = None,
     nice: int | None = None,
@@ -183,8 +180,7 @@ def start_target(
 ) -> Target:
     """Start a switch on ``ports`` ({port number: interface}) and wait until it serves.
 
-    The process's console log goes to ``log_path`` (or is discarded). In
-    ``netns`` the process runs inside that network namespace; ``cpus`` (a
+    The process's console log goes to ``log_path`` (or is discarded). ``cpus`` (a
     ``taskset`` list such as ``"1"``) pins it, as the benchmarks do. With
     ``pcap_dir`` the switch captures every port into that directory (created
     here; ``IFACE_in.pcap``/``IFACE_out.pcap``, BMv2's names, on both targets).
@@ -200,23 +196,11 @@ def start_target(
     if packet_trace is not None:
         packet_trace = Path(packet_trace).resolve()
         packet_trace.parent.mkdir(parents=True, exist_ok=True)
-    argv = command_line(
-        real,
-        ports,
-        grpc_addr,
-        thrift_port,
-        device_id,
-        priority_queues,
-        log_level,
-        pcap_dir,
-        packet_trace,
-    )
+    argv = command_line(real, ports, grpc_addr, thrift_port, device_id, pcap_dir, packet_trace)
     if cpus:
         argv = ["taskset", "-c", cpus, *argv]
     if nice is not None:
         argv = ["nice", "-n", str(nice), *argv]
-    if netns:
-        argv = ["ip", "netns", "exec", netns, *argv]
     path = Path(log_path) if log_path else None
     sink: IO[bytes] | None = None
     if path:
