@@ -46,7 +46,7 @@ def resolve_kind(kind: TargetKind) -> Literal["soft", "bmv2"]:
 
 @dataclass
 class Target:
-    """A running switch process. Stop it with :meth:`stop` (also a context manager)."""
+    """A running switch process. Stop it with :meth:`stop`."""
 
     kind: Literal["soft", "bmv2"]
     proc: subprocess.Popen[bytes]
@@ -111,12 +111,6 @@ class Target:
             self._log_file.close()
             self._log_file = None
         return rc
-
-    def __enter__(self) -> Target:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def command_line(
