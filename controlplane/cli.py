@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from controlplane.apimodels import JobView, PlanView, StatsView, StatusView
+from controlplane.apimodels import JobSummary, JobView, PlanView, StatsView, StatusView
 from controlplane.client import ApiClient, ControllerUnreachable, plain
 from echelon.errors import EchelonError
 from echelon.specs import read_file
@@ -188,6 +188,11 @@ def render_job(data: JobView) -> str:
     return "\n".join(out)
 
 
+def render_jobs(jobs: list[JobSummary]) -> str:
+    rows = [[j.job, len(j.groups), ",".join(str(g.echelon_id) for g in j.groups)] for j in jobs]
+    return table(rows, ["JOB", "GROUPS", "ECHELON IDS"])
+
+
 def render_plan(data: PlanView) -> str:
     """``register --dry-run``: the job as registration would install it, and what it moves."""
     body = render_job(data).split("\n", 1)[1]  # not its "installed" line: nothing is
@@ -307,14 +312,7 @@ def run(args: argparse.Namespace, api: ApiClient) -> int:
             print(f"warning: {w}", file=sys.stderr)
         emit(args, job, render_plan if args.dry_run else render_job)
     elif args.cmd == "list":
-        jobs = api.jobs()
-        if args.json:
-            emit(args, jobs, str)
-        else:
-            rows = [
-                [j.job, len(j.groups), ",".join(str(g.echelon_id) for g in j.groups)] for j in jobs
-            ]
-            print(table(rows, ["JOB", "GROUPS", "ECHELON IDS"]))
+        emit(args, api.jobs(), render_jobs)
     elif args.cmd == "show":
         emit(args, api.show(args.job), render_job)
     elif args.cmd == "remove":

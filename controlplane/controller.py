@@ -95,8 +95,8 @@ class Controller:
         self.network = TopologyNetwork(topo)
         self.lock = threading.RLock()
         self.policy = registry.get_setting("policy", "echelon")
-        self._parsed: dict[str, ParsedJob] = {}
-        #: the static plans, kept incrementally (:class:`controlplane.planning.Planner`)
+        #: the static plans, kept incrementally (:class:`controlplane.planning.Planner`),
+        #: and the one copy of every installed job's parsed description and group IDs
         self.planner = Planner(self.policy, self.network)
         self._plans: list[GroupPlan] = []
         #: online mode: the latest plan of every group that has been in flight, over
@@ -128,19 +128,17 @@ class Controller:
         #: kept in the registry with their IDs, planned nothing, shown and removable
         self.orphans: dict[str, str] = {}
         with self.lock:
-            self._records = []
-            for rec in self.registry.jobs(specs=False):
+            loaded = []
+            for rec in self.registry.jobs():
                 try:
-                    self._job(rec)
+                    loaded.append((parse_job(rec.spec, topo), rec.groups))
                 except SpecError as exc:
                     self.orphans[rec.job_id] = str(exc)
                     log.warning("job %s kept but not installed: %s", rec.job_id, exc)
-                else:
-                    self._records.append(rec)
-            self.planner.add_many([(self._job(r), r.groups) for r in self._records])
+            self.planner.add_many(loaded)
             self._plans = self.planner.plans()
-            for rec in self._records:
-                self._track(rec)
+            for parsed, ids in loaded:
+                self._track(parsed, ids)
             # every switch's desired set: its routes, then the registered groups as one
             # delta (built and encoded now, not while a switch waits to be reconciled)
             self._wanted = {s: set(forwarding_entries(p4info, topo, s)) for s in topo.switches}
@@ -192,12 +190,6 @@ class Controller:
         """The static plans with every group's online plan (if any) in its place."""
         ov = self.overlay
         return [ov.get((p.job, p.group), p) for p in self._plans] if ov else list(self._plans)
-
-    def _job(self, rec: JobRecord) -> ParsedJob:
-        if rec.job_id not in self._parsed:
-            spec = rec.spec or self.registry.job(rec.job_id).spec
-            self._parsed[rec.job_id] = parse_job(spec, self.topo)
-        return self._parsed[rec.job_id]
 
     def _pairs(self, changes: list[PlanChange], overlay: dict[GroupKey, GroupPlan]) -> list[Pair]:
         """The (before, after) *effective* plans of a static change (the planner's,
@@ -294,15 +286,14 @@ class Controller:
 
     # ------------------------------------------------------------ progress (online)
 
-    def _track(self, rec: JobRecord) -> None:
+    def _track(self, parsed: ParsedJob, ids: tuple[GroupIds, ...]) -> None:
         """Tell the progress tracker the job's groups: who receives them, planned t_ref."""
-        parsed = self._job(rec)
         groups = {}
-        for gid in rec.groups:
+        for gid in ids:
             mine, _ = parsed.of_group(gid.group)
             receivers = frozenset(f.dst for ef in mine for f in ef.flows)
             groups[gid.group] = (receivers, min(ef.t_ref for ef in mine))
-        self.progress.add_job(rec.job_id, groups, parsed.opening)
+        self.progress.add_job(parsed.job_id, groups, parsed.opening)
 
     def report(self, body: Any, wait: bool = False, timeout: float = 5.0) -> dict[str, Any]:
         """One progress snapshot (:mod:`controlplane.inflight`). Online, a report that
@@ -318,8 +309,8 @@ class Controller:
         return out
 
     def registered(self) -> list[tuple[ParsedJob, tuple[GroupIds, ...]]]:
-        """Every registered job with its group IDs (caller holds the lock)."""
-        return [(self._job(r), r.groups) for r in self._records]
+        """Every installed job with its group IDs (caller holds the lock)."""
+        return self.planner.jobs()
 
     def apply_overlay(self, plans: list[GroupPlan]) -> Written:
         """Install online plans for the groups in flight (caller holds the lock);
@@ -368,16 +359,11 @@ class Controller:
         parsing is pure, and a large job must not stall every other request."""
         parsed = self._parse(desc)
         with self.lock:
-            try:
-                with self._transaction() as token:
-                    rec, changes = self._stage(desc, parsed)
-                    undo = self._apply(changes, self.overlay)
-                self._commit(token, undo)
-            except BaseException:
-                self._parsed.pop(parsed.job_id, None)
-                raise
-            self._records = [*self._records, rec]
-            self._track(rec)
+            with self._transaction() as token:
+                rec, changes = self._stage(desc, parsed)
+                undo = self._apply(changes, self.overlay)
+            self._commit(token, undo)
+            self._track(parsed, rec.groups)
             self._settled()
             out = self.show(rec.job_id)
             out["warnings"] = list(parsed.warnings)
@@ -417,7 +403,6 @@ class Controller:
         planner snapshot (both undone by the caller on failure, or for a dry run): the
         job's IDs from the registry, then the planner's changes with the job added."""
         rec = self.registry.add_job(parsed.job_id, dict(desc), list(parsed.groups))
-        self._parsed[rec.job_id] = parsed
         return rec, self.planner.add(parsed, rec.groups)
 
     def plan_registration(self, desc: Any) -> dict[str, Any]:
@@ -437,7 +422,6 @@ class Controller:
                 out = self.show(rec.job_id)
             finally:
                 self.planner.restore(token)
-                self._parsed.pop(parsed.job_id, None)
                 self.registry.rollback()
         out["installed"] = {n: False for n in self.agents}
         out["warnings"] = list(parsed.warnings)
@@ -463,8 +447,6 @@ class Controller:
                 changes = self.planner.remove(job_id) if job_id in self.planner else []
                 undo = self._apply(changes, overlay)
             self._commit(token, undo)
-            self._records = [r for r in self._records if r.job_id != job_id]
-            self._parsed.pop(job_id, None)
             self.orphans.pop(job_id, None)
             self.progress.remove_job(job_id)
             self._settled()
@@ -508,7 +490,7 @@ class Controller:
                 out["spec"] = rec.spec
                 out["installed"] = {n: False for n in self.agents}
                 return out
-            parsed = self._job(rec)
+            parsed = self.planner.job(job_id)
             plans = {}
             for gid in rec.groups:  # the static plan, or the group's online plan
                 key = (job_id, gid.group)
@@ -542,7 +524,7 @@ class Controller:
     def status(self) -> dict[str, Any]:
         switches = {name: switch_view(a, self._tally[name]) for name, a in self.agents.items()}
         with self.lock:
-            n_jobs = len(self._records) + len(self.orphans)
+            n_jobs = len(self.planner) + len(self.orphans)
             orphans = dict(self.orphans)
         reg = self.registry
         registry = {

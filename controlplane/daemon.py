@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import signal
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import get_args
 
@@ -29,6 +29,7 @@ from echelon.errors import EchelonError, SpecError
 from echelon.specs import read_file
 from echelon.topology import load, topology_warnings
 from p4client.p4info import P4Info
+from targets.process import wait_until
 from targets.switch import Target, TargetKind, start_target
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -271,8 +272,7 @@ def serve(args: argparse.Namespace, ctl: Controller) -> int:
     def start_agents() -> None:
         # Once the API listens: the server's start-up work (imports, event loop) then no
         # longer competes with the first reconciliation, and /status answers during it.
-        while not server.started and not server.should_exit:
-            time.sleep(0.01)  # polling interval of a wait that ends with the process
+        wait_until(lambda: server.started or server.should_exit, math.inf, "the API to listen")
         if server.started:
             ctl.start()
             if sock is not None:

@@ -81,37 +81,15 @@ from echelon.specs import validate
 DEFAULT_TIMEOUT_S = 30.0
 
 
-@dataclass(frozen=True)
-class Report:
-    """One validated progress snapshot of (job, host) in ``iteration``."""
-
-    job: str
-    host: str
-    iteration: int
-    session: str
-    seq: int
-    released: frozenset[str]
-    finished: frozenset[str]
-    run: int = 0
-
-
-def parse_report(data: Any, hosts: Iterable[str] | None = None) -> Report:
-    """Validate a report body; ``SpecError`` names the bad field."""
+def parse_report(data: Any, hosts: Iterable[str] | None = None) -> ReportBody:
+    """Validate a report body (the schema both sides share); ``SpecError`` names the
+    bad field."""
     if not isinstance(data, Mapping):
         raise SpecError("report", f"must be a mapping, got {type(data).__name__}")
     m = validate(ReportBody, data)
     if hosts is not None and m.host not in set(hosts):
         raise UnknownHostError("host", f"unknown host {m.host!r}")
-    return Report(
-        m.job,
-        m.host,
-        m.iteration,
-        m.session,
-        m.seq,
-        frozenset(m.released),
-        frozenset(m.finished),
-        m.run,
-    )
+    return m
 
 
 @dataclass(frozen=True)
@@ -141,7 +119,7 @@ class _Group:
 @dataclass
 class _Job:
     groups: dict[str, _Group]
-    snaps: dict[str, Report] = field(default_factory=dict)
+    snaps: dict[str, ReportBody] = field(default_factory=dict)
     last_report: float = 0.0
     run: int = 0
     #: iteration -> estimated start (min over its groups of release time - t_ref);
@@ -179,7 +157,7 @@ class ProgressTracker:
 
     # ------------------------------------------------------------ reports
 
-    def ingest(self, rep: Report) -> bool:
+    def ingest(self, rep: ReportBody) -> bool:
         """Apply one snapshot; ``True`` when the alive set or an instance changed
         (a re-plan is due), ``False`` for a duplicate, stale or no-op report."""
         now = self._clock()
@@ -220,10 +198,8 @@ class ProgressTracker:
         changed = False
         entered = max((s.iteration for s in job.snaps.values()), default=-1)
         for name, g in job.groups.items():
-            listed = max(
-                (s.iteration for s in job.snaps.values() if name in s.released | s.finished),
-                default=-1,
-            )
+            seen = (s for s in job.snaps.values() if name in s.released or name in s.finished)
+            listed = max((s.iteration for s in seen), default=-1)
             it = max(listed, entered) if g.opening else listed
             if it > g.iteration:
                 g.iteration, g.released_at = it, now
@@ -258,7 +234,7 @@ class ProgressTracker:
         return True
 
     @staticmethod
-    def _received(snap: Report | None, group: str, iteration: int) -> bool:
+    def _received(snap: ReportBody | None, group: str, iteration: int) -> bool:
         if snap is None:
             return False
         return snap.iteration > iteration or (

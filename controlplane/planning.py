@@ -212,6 +212,14 @@ class Planner:
     def plan(self, job: str, group: str) -> GroupPlan:
         return self._s.plans[(job, group)]
 
+    def jobs(self) -> list[tuple[ParsedJob, tuple[GroupIds, ...]]]:
+        """Every planned job with its groups' IDs, in the order added."""
+        return [(j.parsed, j.ids) for j in self._s.jobs.values()]
+
+    def job(self, job_id: str) -> ParsedJob:
+        """The parsed description of planned job ``job_id`` (``KeyError`` if unknown)."""
+        return self._s.jobs[job_id].parsed
+
     def __contains__(self, job_id: object) -> bool:
         return job_id in self._s.jobs
 

@@ -55,6 +55,8 @@ log = logging.getLogger(__name__)
 
 BACKOFF_MIN_S = 0.05
 BACKOFF_MAX_S = 2.0
+#: Seconds a (re)connection may take to reach the switch and be arbitrated.
+CONNECT_TIMEOUT_S = 3.0
 #: Seconds between two verifications of the switch against the installed set.
 VERIFY_INTERVAL_S = 5.0
 #: A verification that a change overlapped is retried this many times, this many
@@ -86,8 +88,6 @@ class SwitchSync:
         desired: Callable[[str], set[TableEntry]],
         lock: threading.RLock,
         role: str = "",
-        connect_timeout: float = 3.0,
-        verify_interval: float = VERIFY_INTERVAL_S,
         defaults: frozenset[TableEntry] = frozenset(),
     ) -> None:
         self.switch = switch
@@ -96,8 +96,7 @@ class SwitchSync:
         self.cookie = p4info.cookie(device_config)
         self.election_id = election_id
         self.role = role
-        self.connect_timeout = connect_timeout
-        self.verify_interval = verify_interval
+        self.verify_interval = VERIFY_INTERVAL_S
         self._desired = desired
         self._lock = lock
         #: the default entries the controller owns: read back with the entries (a
@@ -285,7 +284,7 @@ class SwitchSync:
             self.conn = conn
             self._was_primary = None
             try:
-                conn.connect(self.connect_timeout)
+                conn.connect(CONNECT_TIMEOUT_S)
             except P4RuntimeConnectionError:
                 self.not_primary = arbitration_refusal(conn.stream_error or "")
                 raise
@@ -457,13 +456,18 @@ class SwitchSync:
         the switch is then unchanged.
         A write whose outcome is unknown, or refused with NOT_FOUND/ALREADY_EXISTS,
         is followed by a read-back and a repair towards ``desired``.
+
+        Diffing only the delta (tested equal to the full diff) is exact because an
+        in-sync switch's installed set is the set the controller built the delta on:
+        both start from the same reconciliation and take the same changes (an undone
+        change is undone on both).
         """
         conn = self.conn
         why = self.unavailable()
         if why is not None or conn is None:
             raise SwitchUnavailableError(self.name, why or "not connected")
         before = self.installed
-        steps = self._delta_steps(before, gone, new, counts)
+        steps = plan_delta(before, gone, new, counts, self._sizes())
         try:
             try:
                 self._write(steps, before)
@@ -478,19 +482,6 @@ class SwitchSync:
             raise SwitchUnavailableError(self.name, str(exc)) from None
         self.installed = desired
         return steps
-
-    def _delta_steps(
-        self,
-        before: set[TableEntry],
-        gone: set[TableEntry],
-        new: set[TableEntry],
-        counts: Mapping[str, int],
-    ) -> list[Step]:
-        """Steps ``before`` -> ``(before - gone) | new`` (:func:`plan_delta`, tested
-        equal to the full diff). An in-sync switch's installed set is the set the
-        controller built the delta on: both start from the same reconciliation and
-        take the same changes (an undone change is undone on both)."""
-        return plan_delta(before, gone, new, counts, self._sizes())
 
     def _converge(
         self, conn: SwitchConnection, desired: set[TableEntry], before: set[TableEntry], why: str

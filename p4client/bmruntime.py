@@ -183,26 +183,18 @@ class RuntimeClient:
     # ----------------------------------------------------------- queues (simple_switch)
 
     def _queue(self, what: str, value: int, port: int | None, priority: int | None) -> None:
+        """``set_queue_<what>`` (``rate`` or ``depth``) of every queue, of one port's
+        queues or of one priority queue: the same three simple_switch calls for both."""
+        op = f"set_queue_{what}"
         if priority is not None and port is None:
-            raise RuntimeApiError(f"set_queue_{what}", "INVALID", "a priority needs a port")
-        if what == "rate":
-            op = "set_queue_rate"
-            if port is None:
-                st = self._call(op, self._ssw.set_all_egress_queue_rates, value)
-            elif priority is None:
-                st = self._call(op, self._ssw.set_egress_queue_rate, port, value)
-            else:
-                m = "set_egress_priority_queue_rate"
-                st = self._call(op, self._priority_call, m, port, priority, value)
+            raise RuntimeApiError(op, "INVALID", "a priority needs a port")
+        if port is None:
+            st = self._call(op, getattr(self._ssw, f"set_all_egress_queue_{what}s"), value)
+        elif priority is None:
+            st = self._call(op, getattr(self._ssw, f"set_egress_queue_{what}"), port, value)
         else:
-            op = "set_queue_depth"
-            if port is None:
-                st = self._call(op, self._ssw.set_all_egress_queue_depths, value)
-            elif priority is None:
-                st = self._call(op, self._ssw.set_egress_queue_depth, port, value)
-            else:
-                m = "set_egress_priority_queue_depth"
-                st = self._call(op, self._priority_call, m, port, priority, value)
+            m = f"set_egress_priority_queue_{what}"
+            st = self._call(op, self._priority_call, m, port, priority, value)
         self._status(op, st)
 
     def set_queue_rate(
@@ -286,9 +278,7 @@ class RuntimeClient:
         return str(a.action_name), tuple(_int(d) for d in a.action_data or ())
 
 
-def run_command(
-    thrift_port: int, line: str, host: str = "127.0.0.1", timeout: float = 10.0
-) -> None:
+def run_command(thrift_port: int, line: str, timeout: float = 10.0) -> None:
     """Apply one ``set_queue_rate``/``set_queue_depth`` line (simple_switch_CLI syntax)
     through the Thrift API; :class:`RuntimeApiError` names a bad argument."""
     words = line.split()
@@ -305,7 +295,7 @@ def run_command(
             raise RuntimeApiError(cmd, "INVALID", f"{name}: {word!r} is not an integer") from None
     port = nums[1] if len(nums) > 1 else None
     prio = nums[2] if len(nums) > 2 else None
-    with RuntimeClient(thrift_port, host, timeout) as rt:
+    with RuntimeClient(thrift_port, timeout=timeout) as rt:
         if cmd == "set_queue_rate":
             rt.set_queue_rate(nums[0], port, prio)
         else:

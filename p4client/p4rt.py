@@ -55,11 +55,9 @@ MAX_METADATA_BYTES = 16 << 20
 #: Budget per update's error detail (type URL + code + message) that a chunk must fit.
 DETAIL_BUDGET_BYTES = 8 << 10
 #: Updates per WriteRequest: the per-update statuses of a failing request always fit in
-#: ``MAX_METADATA_BYTES`` (500 x 8 KiB = 4 MiB), and each message stays far below 4 MB.
-WRITE_CHUNK = 500
-#: Updates per WriteRequest of :meth:`SwitchConnection.write_entries`: small enough that
+#: ``MAX_METADATA_BYTES`` (500 x 8 KiB = 4 MiB), each message stays far below 4 MB, and
 #: encoding the next chunk overlaps most of the switch's work on the current one.
-PIPELINED_CHUNK = 500
+WRITE_CHUNK = 500
 #: The most updates one request may carry for its statuses to fit the metadata limit.
 MAX_CHUNK = MAX_METADATA_BYTES // DETAIL_BUDGET_BYTES
 #: Deadline of unary RPCs, so a frozen switch cannot hang the caller forever.
@@ -279,17 +277,11 @@ class SwitchConnection:
 
     # ------------------------------------------------------------ pipeline
 
-    def set_pipeline(
-        self,
-        p4info: str | Path | P4Info,
-        device_config: bytes = b"",
-        cookie: int | None = None,
-        action: str = "VERIFY_AND_COMMIT",
-    ) -> int:
-        """Push the pipeline (``action``: VERIFY, VERIFY_AND_SAVE, VERIFY_AND_COMMIT,
-        COMMIT, RECONCILE_AND_COMMIT); return the cookie sent with it."""
+    def set_pipeline(self, p4info: str | Path | P4Info, device_config: bytes = b"") -> int:
+        """Push the pipeline (VERIFY_AND_COMMIT, the P4Info's own cookie); return the
+        cookie sent with it."""
         info = p4info if isinstance(p4info, P4Info) else P4Info.load(p4info)
-        req = self.pipeline_request(info, device_config, cookie, action)
+        req = self.pipeline_request(info, device_config)
         try:
             self.stub.SetForwardingPipelineConfig(req, timeout=RPC_TIMEOUT_S)
         except grpc.RpcError as exc:
@@ -304,7 +296,9 @@ class SwitchConnection:
         cookie: int | None = None,
         action: str = "VERIFY_AND_COMMIT",
     ) -> p4runtime_pb2.SetForwardingPipelineConfigRequest:
-        """The SetForwardingPipelineConfigRequest :meth:`set_pipeline` sends."""
+        """A SetForwardingPipelineConfigRequest (``action``: VERIFY, VERIFY_AND_SAVE,
+        VERIFY_AND_COMMIT, COMMIT, RECONCILE_AND_COMMIT); :meth:`set_pipeline` sends
+        the default one."""
         cfg = p4runtime_pb2.SetForwardingPipelineConfigRequest
         req = cfg(device_id=self.device_id, action=cfg.Action.Value(action))
         if self.election_id is not None:
@@ -417,7 +411,7 @@ class SwitchConnection:
         raise P4RuntimeWriteError(code, str(exc.details()), statuses, start, known) from None
 
     def write_entries(
-        self, items: Sequence[tuple[str, TableEntry]], chunk: int = PIPELINED_CHUNK
+        self, items: Sequence[tuple[str, TableEntry]], chunk: int = WRITE_CHUNK
     ) -> None:
         """Write ``(kind, entry)`` pairs in order, ``chunk`` per WriteRequest, encoding
         chunk k+1 while the switch applies chunk k (errors: those of :meth:`write`)."""
@@ -535,11 +529,11 @@ class SwitchConnection:
             out[int(c.index.index)] = (int(c.data.packet_count), int(c.data.byte_count))
         return out
 
-    def reset_counter(self, name: str, index: int | None = None) -> None:
-        """Zero one index of counter ``name``, or all of them (one batched write)."""
+    def reset_counter(self, name: str) -> None:
+        """Zero every index of counter ``name`` (one batched write)."""
         ci = self._p4info().counter(name)
         ups = []
-        for i in range(ci.size) if index is None else [index]:
+        for i in range(ci.size):
             u = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
             u.entity.counter_entry.counter_id = ci.id
             u.entity.counter_entry.index.index = i

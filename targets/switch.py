@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
 
+from echelon.constants import NUM_PRIORITIES
 from p4client.bmruntime import RuntimeApiError, RuntimeClient, run_command
 from targets.process import TargetError, freeze_process, port_open, stop_process, wait_until
 
@@ -45,7 +46,7 @@ def resolve_kind(kind: TargetKind) -> Literal["soft", "bmv2"]:
 
 @dataclass
 class Target:
-    """A running switch process. Stop it with :meth:`stop` (also a context manager)."""
+    """A running switch process. Stop it with :meth:`stop`."""
 
     kind: Literal["soft", "bmv2"]
     proc: subprocess.Popen[bytes]
@@ -80,8 +81,15 @@ class Target:
         wait_until(ready, timeout, f"{self.kind} switch on {self.grpc_addr}")
 
     def queue_command(self, line: str, timeout: float = 15.0) -> None:
-        """Apply one simple_switch_CLI queue command (``set_queue_rate 1 2``) to this switch."""
-        run_queue_command(self.kind, self.thrift_port, line, timeout)
+        """Apply one simple_switch_CLI queue command (``set_queue_rate 100 2``) to this
+        switch over BMv2's Thrift runtime API, which both targets serve;
+        :class:`TargetError` when the switch refuses it or cannot be reached."""
+        try:
+            run_command(self.thrift_port, line, timeout=timeout)
+        except RuntimeApiError as exc:
+            raise TargetError(
+                f"{self.kind} switch on thrift port {self.thrift_port}: {exc}"
+            ) from None
 
     def runtime(self, timeout: float = 15.0) -> RuntimeClient:
         """A Thrift runtime client (BMv2's ``bm_runtime`` API) for this switch; close it."""
@@ -104,24 +112,6 @@ class Target:
             self._log_file = None
         return rc
 
-    def __enter__(self) -> Target:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-def run_queue_command(
-    kind: Literal["soft", "bmv2"], thrift_port: int, line: str, timeout: float = 15.0
-) -> None:
-    """One simple_switch_CLI queue command (``set_queue_rate 100 2``) over BMv2's Thrift
-    runtime API, which both targets serve; :class:`TargetError` when the switch refuses
-    it or cannot be reached. ``kind`` is kept for the log: the call is the same."""
-    try:
-        run_command(thrift_port, line, timeout=timeout)
-    except RuntimeApiError as exc:
-        raise TargetError(f"{kind} switch on thrift port {thrift_port}: {exc}") from None
-
 
 def command_line(
     kind: Literal["soft", "bmv2"],
@@ -129,12 +119,11 @@ def command_line(
     grpc_addr: str,
     thrift_port: int,
     device_id: int = 0,
-    priority_queues: int = 8,
-    log_level: str = "info",
     pcap_dir: str | Path | None = None,
     packet_trace: str | Path | None = None,
 ) -> list[str]:
     """simple_switch_grpc's argv; the soft switch takes the same after ``-m softswitch``.
+    One priority queue per echelon level (:data:`~echelon.constants.NUM_PRIORITIES`).
 
     ``pcap_dir``: ``--pcap=DIR``, one ``IFACE_in.pcap``/``IFACE_out.pcap`` pair per
     port. With ``=``: BMv2's option has an optional value (boost's implicit value),
@@ -156,7 +145,7 @@ def command_line(
     if pcap_dir is not None:
         argv.append(f"--pcap={pcap_dir}")
     if packet_trace is None:
-        argv += ["--log-console", "-L", log_level]
+        argv += ["--log-console", "-L", "info"]
     elif not str(packet_trace).endswith(".txt"):
         raise TargetError(f"packet_trace: must end in .txt (BMv2 adds it), got {packet_trace}")
     elif kind == "bmv2":
@@ -167,7 +156,7 @@ def command_line(
     else:
         argv += ["--log-file", str(packet_trace), "-L", "trace"]
     argv += ["--no-p4", "--"]
-    argv += ["--grpc-server-addr", grpc_addr, "--priority-queues", str(priority_queues)]
+    argv += ["--grpc-server-addr", grpc_addr, "--priority-queues", str(NUM_PRIORITIES)]
     return argv
 
 
@@ -178,10 +167,6 @@ def start_target(
     thrift_port: int,
     device_id: int = 0,
     log_path: str | Path | None = None,
-    priority_queues: int = 8,
-    netns: str | None = None,
-    log_level: str = "info",
-    ready_timeout: float = 30.0,
     cpus: str | None = None,
     pcap_dir: str | Path | None = None,
     nice: int | None = None,
@@ -189,8 +174,7 @@ def start_target(
 ) -> Target:
     """Start a switch on ``ports`` ({port number: interface}) and wait until it serves.
 
-    The process's console log goes to ``log_path`` (or is discarded). In
-    ``netns`` the process runs inside that network namespace; ``cpus`` (a
+    The process's console log goes to ``log_path`` (or is discarded). ``cpus`` (a
     ``taskset`` list such as ``"1"``) pins it, as the benchmarks do. With
     ``pcap_dir`` the switch captures every port into that directory (created
     here; ``IFACE_in.pcap``/``IFACE_out.pcap``, BMv2's names, on both targets).
@@ -206,23 +190,11 @@ def start_target(
     if packet_trace is not None:
         packet_trace = Path(packet_trace).resolve()
         packet_trace.parent.mkdir(parents=True, exist_ok=True)
-    argv = command_line(
-        real,
-        ports,
-        grpc_addr,
-        thrift_port,
-        device_id,
-        priority_queues,
-        log_level,
-        pcap_dir,
-        packet_trace,
-    )
+    argv = command_line(real, ports, grpc_addr, thrift_port, device_id, pcap_dir, packet_trace)
     if cpus:
         argv = ["taskset", "-c", cpus, *argv]
     if nice is not None:
         argv = ["nice", "-n", str(nice), *argv]
-    if netns:
-        argv = ["ip", "netns", "exec", netns, *argv]
     path = Path(log_path) if log_path else None
     sink: IO[bytes] | None = None
     if path:
@@ -240,7 +212,7 @@ def start_target(
     target = Target(real, proc, grpc_addr, thrift_port, device_id, dict(ports), path, pcap, sink)
     target.packet_trace = packet_trace
     try:
-        target.wait_ready(ready_timeout)
+        target.wait_ready()
     except BaseException:
         target.stop()
         raise

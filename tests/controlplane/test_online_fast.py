@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from controlplane import entries, switchsync
 from controlplane import online as online_mod
 from controlplane.controller import Controller
 from controlplane.entries import Step, count_by_table, plan_updates
@@ -44,24 +45,27 @@ def _steps(steps: list[Step]) -> set[tuple[str, TableEntry, TableEntry | None]]:
     return {(s.kind, s.entry, s.old) for s in steps}
 
 
-def test_delta_steps_equal_the_full_diff(online: tuple[Controller, InProcessSwitch]) -> None:
+def test_delta_steps_equal_the_full_diff(
+    online: tuple[Controller, InProcessSwitch], monkeypatch: pytest.MonkeyPatch
+) -> None:
     ctl, server = online
     agent = ctl.agents["s1"]
     seen: list[tuple[list[Step], list[Step]]] = []
-    real = agent._delta_steps
+    real = entries.plan_delta
 
     def spy(
         before: set[TableEntry],
         gone: set[TableEntry],
         new: set[TableEntry],
         counts: Mapping[str, int],
+        sizes: Mapping[str, int] | None = None,
     ) -> list[Step]:
         assert dict(counts) == count_by_table(before)  # the controller's, of the same set
-        got = real(before, gone, new, counts)
+        got = real(before, gone, new, counts, sizes)
         seen.append((got, plan_updates(before, (before - gone) | new, agent._sizes())))
         return got
 
-    agent._delta_steps = spy  # type: ignore[method-assign]
+    monkeypatch.setattr(switchsync, "plan_delta", spy)
     hosts = Hosts(ctl)
     for it in range(3):
         hosts.report("big", "h1", it, ["g"], [])
