@@ -86,24 +86,27 @@ def group_entries(p4info: P4Info, topo: Topology, plan: GroupPlan) -> list[Table
 
     Each entry is built (and validated by :meth:`P4Info.table_entry`) once per distinct
     value: a re-plan moves a group between a few levels, so its entries recur."""
-    out = [_ids_entry(p4info, plan.echelon_id)]
+    out = [ids_entry(p4info, plan.echelon_id)]
     for src in sorted(set(plan.sources)):
         ip = _ip(topo.hosts[src].ip)
-        out.append(_classify_entry(p4info, ip, plan.echelon_id, plan.class_id, plan.priority))
+        out.append(classify_entry(p4info, ip, plan.echelon_id, plan.class_id, plan.priority))
     for rg in plan.ranges:
-        out.append(_range_entry(p4info, plan.class_id, rg.lo_us, rg.hi_us, rg.priority))
+        out.append(range_entry(p4info, plan.class_id, rg.lo_us, rg.hi_us, rg.priority))
     return out
 
 
 @lru_cache(maxsize=1 << 16)
-def _ids_entry(p4info: P4Info, echelon_id: int) -> TableEntry:
+def ids_entry(p4info: P4Info, echelon_id: int) -> TableEntry:
+    """The echelon_ids entry that admits ``echelon_id`` (the controller's and PTF's)."""
     return p4info.table_entry(T_IDS, {"hdr.echelon.echelon_id": echelon_id}, "NoAction")
 
 
 @lru_cache(maxsize=1 << 16)
-def _classify_entry(
+def classify_entry(
     p4info: P4Info, ip: int, echelon_id: int, class_id: int, prio: int
 ) -> TableEntry:
+    """The echelon_classify entry of one source host (``ip`` as an int): its class and
+    band top level ``prio``."""
     return p4info.table_entry(
         T_CLASSIFY,
         {"hdr.ipv4.srcAddr": ip, "hdr.echelon.echelon_id": echelon_id},
@@ -113,7 +116,8 @@ def _classify_entry(
 
 
 @lru_cache(maxsize=1 << 16)
-def _range_entry(p4info: P4Info, class_id: int, lo: int, hi: int, prio: int) -> TableEntry:
+def range_entry(p4info: P4Info, class_id: int, lo: int, hi: int, prio: int) -> TableEntry:
+    """The deadline_prio entry mapping deadlines ``lo..hi`` µs of a class to level ``prio``."""
     return p4info.table_entry(
         T_DEADLINE,
         {"meta.class_id": class_id, "hdr.echelon.deadline_us": (lo, hi)},

@@ -270,7 +270,8 @@ class SwitchConnection:
             raise P4RuntimeConnectionError("UNAVAILABLE", f"{self.grpc_addr}: not connected")
         return self._stub
 
-    def _p4info(self) -> P4Info:
+    def loaded_p4info(self) -> P4Info:
+        """The pipeline's P4Info (FAILED_PRECONDITION before :meth:`set_pipeline`)."""
         if self.p4info is None:
             raise P4RuntimeError("FAILED_PRECONDITION", "no P4Info: call set_pipeline first")
         return self.p4info
@@ -351,12 +352,12 @@ class SwitchConnection:
         default: bool = False,
     ) -> TableEntry:
         """Build an entry by names (see :meth:`P4Info.table_entry` for value forms)."""
-        return self._p4info().table_entry(table, match, action, params, priority, default)
+        return self.loaded_p4info().table_entry(table, match, action, params, priority, default)
 
     def updates(self, kind: str, entries: Iterable[TableEntry]) -> list[p4runtime_pb2.Update]:
         """``Update`` messages of type ``INSERT``/``MODIFY``/``DELETE`` for ``entries``."""
         utype = p4runtime_pb2.Update.Type.Value(kind)
-        info = self._p4info()
+        info = self.loaded_p4info()
         out = []
         for e in entries:
             if kind == "DELETE":
@@ -372,7 +373,7 @@ class SwitchConnection:
         """:meth:`updates` for ``(kind, entry)`` pairs, remembered per connection and
         P4Info: read-only messages, only ever copied into a WriteRequest (the controller
         writes the same entries again after every switch restart)."""
-        info = self._p4info()
+        info = self.loaded_p4info()
         if self._update_cache[0] is not info or len(self._update_cache[1]) > ENCODED_MAX:
             self._update_cache = (info, {})
         cache = self._update_cache[1]
@@ -499,7 +500,7 @@ class SwitchConnection:
 
     def read_table_entries(self, table: str | None = None) -> list[TableEntry]:
         """Every entry of ``table`` (all tables when ``None``), decoded by name."""
-        info = self._p4info()
+        info = self.loaded_p4info()
         ent = p4runtime_pb2.Entity()
         ent.table_entry.table_id = info.table(table).id if table else 0
         return [entry_from_proto(info, e.table_entry) for e in self._read(ent)]
@@ -507,7 +508,7 @@ class SwitchConnection:
     def read_default_entries(self, *tables: str) -> list[TableEntry]:
         """The default entry of each of ``tables``, in one Read (a wildcard Read of
         table entries does not return default entries)."""
-        info = self._p4info()
+        info = self.loaded_p4info()
         ents = []
         for t in tables:
             ent = p4runtime_pb2.Entity()
@@ -518,7 +519,7 @@ class SwitchConnection:
 
     def read_counter(self, name: str, index: int | None = None) -> dict[int, tuple[int, int]]:
         """``{index: (packets, bytes)}`` of counter ``name`` (every index when ``None``)."""
-        ci = self._p4info().counter(name)
+        ci = self.loaded_p4info().counter(name)
         ent = p4runtime_pb2.Entity()
         ent.counter_entry.counter_id = ci.id
         if index is not None:
@@ -531,7 +532,7 @@ class SwitchConnection:
 
     def reset_counter(self, name: str) -> None:
         """Zero every index of counter ``name`` (one batched write)."""
-        ci = self._p4info().counter(name)
+        ci = self.loaded_p4info().counter(name)
         ups = []
         for i in range(ci.size):
             u = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)

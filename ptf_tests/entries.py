@@ -1,14 +1,17 @@
 """The table entries the tests install by hand: exactly what the controller would.
 
-Built by P4Info names through :meth:`SwitchConnection.table_entry`, so a renamed
-table or a wrong parameter width fails here with the field named, not as a
-silent miss on the switch.
+Built by P4Info names (:meth:`SwitchConnection.table_entry`; an echelon's entries by
+the controller's own builders in :mod:`controlplane.entries`), so a renamed table or
+a wrong parameter width fails here with the field named, not as a silent miss on the
+switch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from ipaddress import IPv4Address
 
+from controlplane.entries import classify_entry, ids_entry, range_entry
 from p4client.p4info import TableEntry
 from p4client.p4rt import SwitchConnection
 from ptf_tests import packets as pk
@@ -35,30 +38,13 @@ def echelon(
     sources: Sequence[int],
     ranges: Sequence[tuple[int, int, int]] = (),
 ) -> list[TableEntry]:
-    """One registered echelon: its ID, one classify entry per source port (band top
-    level ``prio``), and deadline ranges ``(lo_us, hi_us, level)``."""
-    out = [
-        sw.table_entry(
-            "EchelonIngress.echelon_ids", {"hdr.echelon.echelon_id": echelon_id}, "NoAction"
-        )
-    ]
-    for src in sources:
-        out.append(
-            sw.table_entry(
-                "EchelonIngress.echelon_classify",
-                {"hdr.ipv4.srcAddr": pk.host_ip(src), "hdr.echelon.echelon_id": echelon_id},
-                "EchelonIngress.set_echelon",
-                {"class_id": class_id, "prio": prio},
-            )
-        )
-    for lo, hi, level in ranges:
-        out.append(
-            sw.table_entry(
-                "EchelonIngress.deadline_prio",
-                {"meta.class_id": class_id, "hdr.echelon.deadline_us": (lo, hi)},
-                "EchelonIngress.set_deadline_prio",
-                {"prio": level},
-                priority=1,  # range tables need a P4Runtime priority > 0
-            )
-        )
-    return out
+    """One registered echelon, by the controller's own entry builders: its ID, one
+    classify entry per source port (band top level ``prio``), and deadline ranges
+    ``(lo_us, hi_us, level)``."""
+    p4info = sw.loaded_p4info()
+    return [
+        ids_entry(p4info, echelon_id),
+        *(classify_entry(p4info, int(IPv4Address(pk.host_ip(src))), echelon_id, class_id, prio)
+          for src in sources),
+        *(range_entry(p4info, class_id, lo, hi, level) for lo, hi, level in ranges),
+    ]  # fmt: skip
