@@ -80,6 +80,11 @@ def base_policy(policy: str) -> str:
     return policy.removesuffix(ONLINE_SUFFIX)
 
 
+def policy_dir(policy: str) -> str:
+    """A folder name for ``policy`` (a ``module:Class`` reference has a colon)."""
+    return policy.replace(":", "_").replace("/", "_")
+
+
 def controller_policy(policy: str) -> str:
     """The name the controller installs for ``policy`` (``fair`` -> :data:`FAIR_PLUGIN`)."""
     return FAIR_PLUGIN if policy == FAIR else policy
@@ -139,7 +144,7 @@ def play_steady(
     print(f"*** steady runs: {n} iterations per job, horizon {horizon:.1f} s", flush=True)
     rows: dict[str, dict[str, Any]] = {}
     for policy in policies:
-        rep = play(specs, n, out / policy.replace(":", "_"), policy)
+        rep = play(specs, n, out / policy_dir(policy), policy)
         records = iteration_records(rep)
         row = steady.measure_iterations(records, alone, horizon)
         for j, v in row["jobs"].items():  # the series behind the number, for a reader
