@@ -1,10 +1,24 @@
-"""The demo's comparison table and finish-time plot."""
+"""The demo's comparison table and finish-time plot, from its formation reports."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from sim.core.results import IterationRecord
+
+
+def iteration_records(report: Mapping[str, Any]) -> list[IterationRecord]:
+    """Every finished iteration of a formation report (``hostagent.report``), seconds
+    from the shared start."""
+    return [
+        IterationRecord(job, int(r["iteration"]), float(r["start"]), float(r["end"]))
+        for job, j in report.get("jobs", {}).items()
+        for r in j.get("iterations", [])
+        if r.get("start") is not None and r.get("end") is not None
+    ]
 
 
 def _fmt(x: float | None) -> str:
