@@ -28,7 +28,7 @@ from typing import Any
 
 from echelon.errors import EchelonError
 from hostagent.closedloop import ClosedLoop, Releaser, releaser
-from hostagent.progress import HostProgress, ReportingReleaser, completions
+from hostagent.progress import HostProgress
 from hostagent.receiver import Receiver
 from hostagent.report import formation_report, load_records, merge_records
 from hostagent.scenario import load
@@ -82,10 +82,11 @@ def play(
     rel: Releaser = releaser(sc, host)
     loop = rel if isinstance(rel, ClosedLoop) else None
     progress = HostProgress(sc, host, controller) if controller else None
-    if loop is not None or progress is not None:
-        receiver.on_complete = completions(loop, progress)
+    if loop is not None:  # first: it releases the next task
+        receiver.on_complete.append(loop.arrive)
     if progress is not None:
-        rel = ReportingReleaser(rel, progress)
+        receiver.on_complete.append(progress.arrived)
+        sender.on_release = progress.released
     if progress is not None and entered:
         # before "ready": the controller hears that iteration 0 is about to start while
         # the driver gathers the other hosts, and plans the opening groups in time
