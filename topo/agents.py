@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import time
@@ -11,9 +12,10 @@ from typing import Any
 
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
+from hostagent.closedloop import ClosedLoop
 from hostagent.plan import build_scenario
 from hostagent.report import formation_report, load_records, merge_records
-from hostagent.scenario import Scenario, TaskSpec
+from hostagent.scenario import Scenario
 from targets.process import stop_process, wait_until
 from topo.demo import Estimate, host_pacing
 from topo.net import EchelonNet
@@ -178,36 +180,13 @@ def _some(items: Sequence[str]) -> str:
     return shown + (f" and {more} more" if more > 0 else "")
 
 
-def _network_free(sc: Scenario) -> set[str]:
-    """Tasks whose start waits on no flow: closed loop, they and what they produce run
-    on the plan's clock whatever the network does. A task waits on its ``after_flows``,
-    its ``after_tasks`` and, as the agent runs a job's tasks on a host one after the
-    other in the scenario's order (:class:`hostagent.closedloop.ClosedLoop`'s lanes),
-    on every task before it there. Grown to a fixed point (a task's ``after_tasks``
-    may be another host's)."""
-    lanes: dict[tuple[str, str, int], list[TaskSpec]] = {}
-    for t in sc.tasks:
-        lanes.setdefault((t.host, t.job, t.iteration), []).append(t)
-    free: set[str] = set()
-    grew = True
-    while grew:
-        grew = False
-        for lane in lanes.values():
-            for t in lane:
-                if t.after_flows or not free.issuperset(t.after_tasks):
-                    break  # this task waits, and so does every one after it
-                if t.id not in free:
-                    free.add(t.id)
-                    grew = True
-    return free
-
-
 def first_flow_delays(
     sc: Scenario, records: Sequence[Mapping[str, Any]], ideal: Mapping[str, float]
 ) -> dict[str, dict[str, Any]]:
     """Per agent, how late it released its first flow against the plan: for each job it
     sends in, its earliest-planned flow of the first iteration that waits on no other
-    flow (no producer, or one whose inputs are all local: :func:`_network_free`), its
+    flow (the agent's own closed loop, :class:`hostagent.closedloop.ClosedLoop`, releases
+    it with nothing ever arriving: no producer, or one whose inputs are all local), its
     planned release and the record's actual one (seconds from the shared start); the
     job where the delay is the largest part of the job's ideal iteration is kept.
 
@@ -215,16 +194,14 @@ def first_flow_delays(
     read the start signal late, or did not get the CPU), so a delay there is the
     machine's, never the policy's; any later flow also waits on the network.
     :func:`topo.report.late_agents` judges them against :data:`topo.report.LATE_FRACTION`."""
-    produced = {uid: t.id for t in sc.tasks for uid in t.produces}
-    free = _network_free(sc)
     out: dict[str, dict[str, Any]] = {}
     for rec in records:
         host = str(rec.get("host"))
+        free = set(ClosedLoop(sc, host).due(math.inf))  # released if nothing ever arrives
         first: dict[str, tuple[float, str]] = {}
         for e, f in sc.flows_from(host):
             uid = e.uid(f)
-            producer = produced.get(uid)
-            if e.iteration != 0 or (producer is not None and producer not in free):
+            if e.iteration != 0 or uid not in free:
                 continue
             if e.job not in first or f.release < first[e.job][0]:
                 first[e.job] = (f.release, uid)
