@@ -381,14 +381,6 @@ class EchelonNet:
         assert self.mn is not None
         return self.mn[name]
 
-    def pids(self) -> list[int]:
-        """Every process this network started (host/switch shells, switch targets)."""
-        if self.mn is None:
-            return []
-        out = [n.pid for n in (*self.mn.hosts, *self.mn.switches) if n.pid]
-        out += [s.target.pid for s in self.switches() if s.target is not None]
-        return out
-
     def stop(self) -> None:
         """Stop switches (by PID), hosts and wires, delete every interface made. Idempotent."""
         mn, self.mn = self.mn, None
