@@ -30,7 +30,7 @@ from echelon.errors import EchelonError
 from hostagent.closedloop import ClosedLoop, Releaser, releaser
 from hostagent.progress import HostProgress
 from hostagent.receiver import Receiver
-from hostagent.report import formation_report, load_records, merge_records
+from hostagent.report import formation_report, load_records
 from hostagent.scenario import load
 from hostagent.sender import Sender
 
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(rec, indent=1))
             return 0 if rec["complete"] else 1
         recs = load_records(args.records)
-        report = formation_report(load(args.scenario), merge_records(recs), recs)
+        report = formation_report(load(args.scenario), recs)
         text = json.dumps(report, indent=1)
         if args.out:
             Path(args.out).write_text(text)

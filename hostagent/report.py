@@ -84,11 +84,13 @@ def iteration_times(
 
 def formation_report(
     sc: Scenario,
-    finish: Mapping[str, float | None],
-    records: Iterable[Mapping[str, Any]] = (),
+    records: Iterable[Mapping[str, Any]],
     ideal_iteration_s: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
-    """The report; ``records`` (the agents' own) are needed in closed loop only."""
+    """The report from the agents' records: each flow's finish from its receiver's
+    (:func:`merge_records`), closed loop the iterations from their tasks."""
+    records = list(records)
+    finish = merge_records(records)
     its = iteration_times(sc, records, ideal_iteration_s) if sc.release == "closed" else {}
     begin = {(job, r["iteration"]): r["start"] for job, rs in its.items() for r in rs}
     jobs: dict[str, dict[str, Any]] = {}

@@ -14,7 +14,7 @@ from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
 from hostagent.closedloop import ClosedLoop
 from hostagent.plan import build_scenario
-from hostagent.report import formation_report, load_records, merge_records
+from hostagent.report import formation_report, load_records
 from hostagent.scenario import Scenario
 from targets.process import stop_process, wait_until
 from topo.demo import Estimate, host_pacing
@@ -126,7 +126,7 @@ def play_scenario(
             raise EchelonError(f"agent on {h} wrote no record; see {out_dir / (h + '.log')}")
     data = load_records(records.values())
     ideal = {spec.job_id: spec.ideal_iteration_s for spec in jobs}
-    report = formation_report(sc, merge_records(data), data, ideal)
+    report = formation_report(sc, data, ideal)
     report["agents"] = {d["host"]: {"complete": d["complete"], "unknown": d["unknown_packets"],
                                      "stalled": d.get("stalled", False)}
                         for d in data}  # fmt: skip
