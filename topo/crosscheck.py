@@ -264,25 +264,23 @@ RACE_SLACK_S = 0.005
 def race_flows(
     results: dict[str, Any],
     policy: str,
-    scale: float = RACE_SCALE,
-    slack_s: float = RACE_SLACK_S,
     base: Prediction | None = None,
 ) -> list[tuple[FlowKey, float, float]]:
     """Flows whose packet-model finish moves more than slower links explain.
 
-    With every shaped link ``scale`` times as fast and the same order of service, a
-    flow that finished at ``T`` finishes at most ``T * (1/scale - 1)`` later (compute
+    With every shaped link :data:`RACE_SCALE` times as fast and the same order of service,
+    a flow that finished at ``T`` finishes at most ``T * (1/RACE_SCALE - 1)`` later (compute
     does not slow down). A flow that moves more changed places with another: the plan
     hinges on a race a percent of link rate decides, and a model within tolerance of
     one run says little about the next (docs/demo.md). Returns ``(flow, finish,
     finish at scale)`` for each such flow (``base``: :func:`predict`'s at rate 1, if
     already computed)."""
     before = (base or predict(results, policy, "packet")).finish
-    after = predict(results, policy, "packet", scale).finish
+    after = predict(results, policy, "packet", RACE_SCALE).finish
     return [
         (k, t, after[k])
         for k, t in before.items()
-        if k in after and abs(after[k] - t) > t * (1 / scale - 1) + slack_s
+        if k in after and abs(after[k] - t) > t * (1 / RACE_SCALE - 1) + RACE_SLACK_S
     ]
 
 
