@@ -79,7 +79,7 @@ def verdict_rows(results: dict[str, Any]) -> list[tuple[str, dict[str, float | N
 
 
 #: An agent is late when it released its first flow (one that waits on no other flow:
-#: :func:`topo.agents.first_flow_delays`) more than this fraction of its job's ideal
+#: :func:`hostagent.report.first_flow_delays`) more than this fraction of its job's ideal
 #: iteration time after the plan said, and at least :data:`LATE_MIN_S` after. A tenth
 #: of an iteration shifts that agent's whole iteration by as much, which is of the
 #: order of the differences the verdict compares.
