@@ -28,9 +28,9 @@ from typing import Any
 
 from echelon.errors import EchelonError
 from hostagent.closedloop import ClosedLoop, Releaser, releaser
-from hostagent.progress import HostProgress, ReportingReleaser, completions
+from hostagent.progress import HostProgress
 from hostagent.receiver import Receiver
-from hostagent.report import formation_report, load_records, merge_records
+from hostagent.report import formation_report, load_records
 from hostagent.scenario import load
 from hostagent.sender import Sender
 
@@ -82,10 +82,11 @@ def play(
     rel: Releaser = releaser(sc, host)
     loop = rel if isinstance(rel, ClosedLoop) else None
     progress = HostProgress(sc, host, controller) if controller else None
-    if loop is not None or progress is not None:
-        receiver.on_complete = completions(loop, progress)
+    if loop is not None:  # first: it releases the next task
+        receiver.on_complete.append(loop.arrive)
     if progress is not None:
-        rel = ReportingReleaser(rel, progress)
+        receiver.on_complete.append(progress.arrived)
+        sender.on_release = progress.released
     if progress is not None and entered:
         # before "ready": the controller hears that iteration 0 is about to start while
         # the driver gathers the other hosts, and plans the opening groups in time
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(rec, indent=1))
             return 0 if rec["complete"] else 1
         recs = load_records(args.records)
-        report = formation_report(load(args.scenario), merge_records(recs), recs)
+        report = formation_report(load(args.scenario), recs)
         text = json.dumps(report, indent=1)
         if args.out:
             Path(args.out).write_text(text)

@@ -34,11 +34,9 @@ import logging
 import socket
 import threading
 import uuid
-from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from echelon.progress import ReportBody
-from hostagent.closedloop import ClosedLoop, Releaser
 from hostagent.scenario import Scenario
 
 log = logging.getLogger(__name__)
@@ -196,12 +194,14 @@ class ProgressReporter:
 class HostProgress:
     """The host agent's hook: reports from what the agent sees (scenario flows).
 
-    ``released(uid)``: the agent released a flow it sends -> its group is released.
+    ``released(uid)``: the agent released a flow it sends -> its group is released
+    (the :class:`hostagent.sender.Sender`'s ``on_release``).
     ``arrived(uid)``: a flow to this host completed -> once every flow of that group
-    instance addressed to this host has, the group is finished here.
+    instance addressed to this host has, the group is finished here (a
+    :class:`hostagent.receiver.Receiver` listener).
     """
 
-    def __init__(self, sc: Scenario, host: str, api: str, token: str | None = None) -> None:
+    def __init__(self, sc: Scenario, host: str, api: str) -> None:
         # the scenario's start instant numbers this run of its jobs: a scenario played
         # again (a later start) is a restart, and the controller forgets the old progress
         run = round(sc.start_at * 1000)
@@ -216,7 +216,7 @@ class HostProgress:
                     key = (e.job, e.iteration, e.group)
                     self._left[key] = self._left.get(key, 0) + 1
                 if host in (f.src, f.dst) and e.job not in self.reporters:
-                    self.reporters[e.job] = ProgressReporter(api, e.job, host, token, run=run)
+                    self.reporters[e.job] = ProgressReporter(api, e.job, host, run=run)
         self._lock = threading.Lock()
 
     def entered(self, iteration: int) -> None:
@@ -232,7 +232,8 @@ class HostProgress:
         job, it, group = self._of[uid]
         self.reporters[job].released(it, group)
 
-    def arrived(self, uid: str) -> None:
+    def arrived(self, uid: str, t: float = 0.0) -> None:
+        """A flow to this host completed (at ``t``: a :class:`Receiver` listener)."""
         job, it, group = self._of[uid]
         with self._lock:
             self._left[(job, it, group)] -= 1
@@ -243,38 +244,3 @@ class HostProgress:
     def close(self) -> None:
         for r in self.reporters.values():
             r.close()
-
-
-class ReportingReleaser:
-    """A :class:`Releaser` that reports every flow it releases (its group: released)."""
-
-    def __init__(self, inner: Releaser, progress: HostProgress) -> None:
-        self.inner = inner
-        self.progress = progress
-
-    def due(self, now: float) -> list[str]:
-        uids = self.inner.due(now)
-        for uid in uids:
-            self.progress.released(uid)
-        return uids
-
-    def wait(self, now: float, limit: float) -> None:
-        self.inner.wait(now, limit)
-
-    def finished(self) -> bool:
-        return self.inner.finished()
-
-
-def completions(
-    loop: ClosedLoop | None, progress: HostProgress | None
-) -> Callable[[str, float], None]:
-    """The receiver's completion callback: closed loop first (it releases the next
-    task), then the progress report."""
-
-    def on_complete(uid: str, t: float) -> None:
-        if loop is not None:
-            loop.arrive(uid, t)
-        if progress is not None:
-            progress.arrived(uid)
-
-    return on_complete

@@ -54,9 +54,9 @@ class Receiver:
             key = (scenario.hosts[f.src], f.sport)
             self.expect[key] = _Expect(e.uid(f), e.echelon_id, f.index, n, bytearray(n))
         self.unknown = 0
-        #: Called (in the receiver's thread) with ``(flow uid, finish)`` as each flow completes:
-        #: the closed loop's input arrivals.
-        self.on_complete: Callable[[str, float], None] | None = None
+        #: Called in turn (in the receiver's thread) with ``(flow uid, finish)`` as each flow
+        #: completes: the closed loop's input arrivals, the progress reports.
+        self.on_complete: list[Callable[[str, float], None]] = []
         self.pending = len(self.expect)
         #: wall-clock time of the last datagram received (0: none yet)
         self.last_packet = 0.0
@@ -114,8 +114,8 @@ class Receiver:
         x.count += 1
         if x.count == x.total:
             x.finish = t
-            if self.on_complete is not None:
-                self.on_complete(x.uid, t)
+            for listener in self.on_complete:
+                listener(x.uid, t)
             self.pending -= 1
             if self.pending == 0:
                 self.done.set()

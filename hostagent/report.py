@@ -7,17 +7,20 @@ on the rebuilt :class:`echelon.model.EchelonFlow`, so emulation, simulator and
 controller all mean the same thing by these words. Per job: the mean and
 largest completion time of its EchelonFlows, total lateness and when its last
 flow finished. A flow that never completed makes its EchelonFlow's metrics null
-and the job ``complete: false``.
+and the job ``complete: false``. Per agent: how it fared (packets lost, stopped
+early, started late), the machine's part in a run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from echelon.model import completion_time, lateness
 from echelon.specs import read_file
+from hostagent.closedloop import ClosedLoop
 from hostagent.scenario import Scenario
 
 
@@ -84,11 +87,16 @@ def iteration_times(
 
 def formation_report(
     sc: Scenario,
-    finish: Mapping[str, float | None],
-    records: Iterable[Mapping[str, Any]] = (),
+    records: Iterable[Mapping[str, Any]],
     ideal_iteration_s: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
-    """The report; ``records`` (the agents' own) are needed in closed loop only."""
+    """The report from the agents' records: each flow's finish from its receiver's
+    (:func:`merge_records`), closed loop the iterations from their tasks; and how the
+    agents fared: each one's end, the packets lost between them (:func:`lost_packets`),
+    the agents that stopped unfinished and why (:func:`stalls`), and how late each
+    released its first flow (:func:`first_flow_delays`)."""
+    records = list(records)
+    finish = merge_records(records)
     its = iteration_times(sc, records, ideal_iteration_s) if sc.release == "closed" else {}
     begin = {(job, r["iteration"]): r["start"] for job, rs in its.items() for r in rs}
     jobs: dict[str, dict[str, Any]] = {}
@@ -140,8 +148,105 @@ def formation_report(
         measured = bool(rows) and all(t is not None for t in times)
         job["iteration_time_mean"] = sum(times) / len(times) if measured else None
         job["iteration_time_ideal"] = (ideal_iteration_s or {}).get(name)
-    return {"start_at": sc.start_at, "release": sc.release, "jobs": jobs}
+    return {
+        "start_at": sc.start_at,
+        "release": sc.release,
+        "jobs": jobs,
+        "agents": {d["host"]: {"complete": d["complete"], "unknown": d["unknown_packets"],
+                               "stalled": d.get("stalled", False)} for d in records},
+        "lost_packets": lost_packets(records),
+        "stalls": stalls(sc, records),
+        "agent_delays": first_flow_delays(sc, records, ideal_iteration_s or {}),
+    }  # fmt: skip
 
 
 def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     return [read_file(p) for p in paths]
+
+
+def lost_packets(records: Sequence[Mapping[str, Any]]) -> int:
+    """Packets the agents sent that no agent received (duplicates are not counted twice
+    by the receivers): lost on the way, or still queued when the run ended."""
+    sent = sum(int(f.get("packets") or 0) for r in records for f in r.get("sent", {}).values())
+    got = sum(int(f.get("packets") or 0) for r in records for f in r.get("received", {}).values())
+    return max(0, sent - got)
+
+
+#: How many flows a stall message names (the rest are counted).
+STALL_FLOWS_SHOWN = 3
+
+
+def stalls(sc: Scenario, records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per agent that ended unfinished: which host, why it stopped (the
+    scenario's ``idle_timeout_s`` or ``timeout_s``), and which flows it still waited
+    for (packets in / expected) or had not sent in full.
+
+    Why: "its flows are reported incomplete" alone sent a user looking at the switch,
+    which had lost nothing; the agent had given up waiting behind the bottleneck."""
+    out = []
+    for r in records:
+        if r.get("complete"):
+            continue
+        why = (
+            f"nothing sent or received for {sc.idle_timeout_s:.1f} s (idle timeout)"
+            if r.get("stalled")
+            else f"the run's deadline ({sc.timeout_s:.0f} s) passed"
+        )
+        waiting = [f"{uid} ({f['packets']}/{f['expected']} packets)"
+                   for uid, f in r.get("received", {}).items()
+                   if int(f.get("packets") or 0) < int(f.get("expected") or 0)]  # fmt: skip
+        unsent = [uid for uid, f in r.get("sent", {}).items()
+                  if int(f.get("packets") or 0) < int(f.get("expected") or 0)]  # fmt: skip
+        parts = []
+        if waiting:
+            parts.append("waiting for " + _some(waiting))
+        if unsent:
+            parts.append("had not sent all of " + _some(unsent))
+        if not parts:
+            parts.append("its compute tasks had not all run")
+        out.append(f"agent {r.get('host')}: stopped after {why}; " + "; ".join(parts))
+    return out
+
+
+def _some(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:STALL_FLOWS_SHOWN])
+    more = len(items) - STALL_FLOWS_SHOWN
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def first_flow_delays(
+    sc: Scenario, records: Sequence[Mapping[str, Any]], ideal: Mapping[str, float]
+) -> dict[str, dict[str, Any]]:
+    """Per agent, how late it released its first flow against the plan: for each job it
+    sends in, its earliest-planned flow of the first iteration that waits on no other
+    flow (the agent's own closed loop, :class:`hostagent.closedloop.ClosedLoop`, releases
+    it with nothing ever arriving: no producer, or one whose inputs are all local), its
+    planned release and the record's actual one (seconds from the shared start); the
+    job where the delay is the largest part of the job's ideal iteration is kept.
+
+    Why only those flows: their release depends on nothing but the agent itself (it
+    read the start signal late, or did not get the CPU), so a delay there is the
+    machine's, never the policy's; any later flow also waits on the network.
+    :func:`topo.report.late_agents` judges them against :data:`topo.report.LATE_FRACTION`."""
+    out: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        host = str(rec.get("host"))
+        free = set(ClosedLoop(sc, host).due(math.inf))  # released if nothing ever arrives
+        first: dict[str, tuple[float, str]] = {}
+        for e, f in sc.flows_from(host):
+            uid = e.uid(f)
+            if e.iteration != 0 or uid not in free:
+                continue
+            if e.job not in first or f.release < first[e.job][0]:
+                first[e.job] = (f.release, uid)
+        rows = []
+        for job, (planned, uid) in sorted(first.items()):
+            released = dict(rec.get("sent", {})).get(uid, {}).get("released")
+            if released is None or not ideal.get(job):
+                continue  # never released: a stall, reported as one
+            late = released - planned
+            rows.append({"job": job, "flow": uid, "planned_s": planned, "released_s": released,
+                         "late_s": late, "ideal_iteration_s": ideal[job]})  # fmt: skip
+        if rows:
+            out[host] = max(rows, key=lambda r: r["late_s"] / r["ideal_iteration_s"])
+    return out

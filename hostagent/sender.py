@@ -79,6 +79,8 @@ class Sender:
         self.flows = [self._open(e, f) for e, f in scenario.flows_from(host)]
         #: wall-clock time of the last packet sent (0: none yet)
         self.last_send = 0.0
+        #: Called with each flow's uid as it is released (the progress reports).
+        self.on_release: Callable[[str], None] | None = None
 
     def _open(self, e: EchelonSpec, f: FlowSpec) -> _Active:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -113,6 +115,8 @@ class Sender:
                     break
                 now = time.time()
                 for uid in rel.due(now - t0):
+                    if self.on_release is not None:
+                        self.on_release(uid)
                     a = by_uid[uid]
                     a.released = now - t0
                     active.append(a)

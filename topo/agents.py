@@ -12,8 +12,7 @@ from typing import Any
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
 from hostagent.plan import build_scenario
-from hostagent.report import formation_report, load_records, merge_records
-from hostagent.scenario import Scenario, TaskSpec
+from hostagent.report import formation_report, load_records
 from targets.process import stop_process, wait_until
 from topo.demo import Estimate, host_pacing
 from topo.net import EchelonNet
@@ -50,14 +49,6 @@ def idle_timeout(est: Estimate) -> float:
 def run_timeout(est: Estimate) -> float:
     """The deadline of one policy's run, from its start (see :data:`RUN_MARGIN`)."""
     return max(RUN_MIN_S, RUN_MARGIN * est.worst_s)
-
-
-def lost_packets(records: Sequence[Mapping[str, Any]]) -> int:
-    """Packets the agents sent that no agent received (duplicates are not counted twice
-    by the receivers): lost on the way, or still queued when the run ended."""
-    sent = sum(int(f.get("packets") or 0) for r in records for f in r.get("sent", {}).values())
-    got = sum(int(f.get("packets") or 0) for r in records for f in r.get("received", {}).values())
-    return max(0, sent - got)
 
 
 def play_scenario(
@@ -124,118 +115,8 @@ def play_scenario(
             raise EchelonError(f"agent on {h} wrote no record; see {out_dir / (h + '.log')}")
     data = load_records(records.values())
     ideal = {spec.job_id: spec.ideal_iteration_s for spec in jobs}
-    report = formation_report(sc, merge_records(data), data, ideal)
-    report["agents"] = {d["host"]: {"complete": d["complete"], "unknown": d["unknown_packets"],
-                                     "stalled": d.get("stalled", False)}
-                        for d in data}  # fmt: skip
-    report["lost_packets"] = lost_packets(data)
-    report["stalls"] = stalls(data, idle_timeout(est), timeout_s)
-    report["agent_delays"] = first_flow_delays(sc, data, ideal)
+    report = formation_report(sc, data, ideal)
     report["estimate"] = {"link": est.link, "link_mbit": est.link_mbit, "busy_s": est.busy_s,
                           "ideal_s": est.ideal_s, "idle_timeout_s": idle_timeout(est),
                           "timeout_s": timeout_s}  # fmt: skip
     return report
-
-
-#: How many flows a stall message names (the rest are counted).
-STALL_FLOWS_SHOWN = 3
-
-
-def stalls(records: Sequence[Mapping[str, Any]], idle_s: float, timeout_s: float) -> list[str]:
-    """One line per agent that ended unfinished: which host, why it stopped, and which
-    flows it still waited for (packets in / expected) or had not sent in full.
-
-    Why: "its flows are reported incomplete" alone sent a user looking at the switch,
-    which had lost nothing; the agent had given up waiting behind the bottleneck."""
-    out = []
-    for r in records:
-        if r.get("complete"):
-            continue
-        why = (
-            f"nothing sent or received for {idle_s:.1f} s (idle timeout)"
-            if r.get("stalled")
-            else f"the run's deadline ({timeout_s:.0f} s) passed"
-        )
-        waiting = [f"{uid} ({f['packets']}/{f['expected']} packets)"
-                   for uid, f in r.get("received", {}).items()
-                   if int(f.get("packets") or 0) < int(f.get("expected") or 0)]  # fmt: skip
-        unsent = [uid for uid, f in r.get("sent", {}).items()
-                  if int(f.get("packets") or 0) < int(f.get("expected") or 0)]  # fmt: skip
-        parts = []
-        if waiting:
-            parts.append("waiting for " + _some(waiting))
-        if unsent:
-            parts.append("had not sent all of " + _some(unsent))
-        if not parts:
-            parts.append("its compute tasks had not all run")
-        out.append(f"agent {r.get('host')}: stopped after {why}; " + "; ".join(parts))
-    return out
-
-
-def _some(items: Sequence[str]) -> str:
-    shown = ", ".join(items[:STALL_FLOWS_SHOWN])
-    more = len(items) - STALL_FLOWS_SHOWN
-    return shown + (f" and {more} more" if more > 0 else "")
-
-
-def _network_free(sc: Scenario) -> set[str]:
-    """Tasks whose start waits on no flow: closed loop, they and what they produce run
-    on the plan's clock whatever the network does. A task waits on its ``after_flows``,
-    its ``after_tasks`` and, as the agent runs a job's tasks on a host one after the
-    other in the scenario's order (:class:`hostagent.closedloop.ClosedLoop`'s lanes),
-    on every task before it there. Grown to a fixed point (a task's ``after_tasks``
-    may be another host's)."""
-    lanes: dict[tuple[str, str, int], list[TaskSpec]] = {}
-    for t in sc.tasks:
-        lanes.setdefault((t.host, t.job, t.iteration), []).append(t)
-    free: set[str] = set()
-    grew = True
-    while grew:
-        grew = False
-        for lane in lanes.values():
-            for t in lane:
-                if t.after_flows or not free.issuperset(t.after_tasks):
-                    break  # this task waits, and so does every one after it
-                if t.id not in free:
-                    free.add(t.id)
-                    grew = True
-    return free
-
-
-def first_flow_delays(
-    sc: Scenario, records: Sequence[Mapping[str, Any]], ideal: Mapping[str, float]
-) -> dict[str, dict[str, Any]]:
-    """Per agent, how late it released its first flow against the plan: for each job it
-    sends in, its earliest-planned flow of the first iteration that waits on no other
-    flow (no producer, or one whose inputs are all local: :func:`_network_free`), its
-    planned release and the record's actual one (seconds from the shared start); the
-    job where the delay is the largest part of the job's ideal iteration is kept.
-
-    Why only those flows: their release depends on nothing but the agent itself (it
-    read the start signal late, or did not get the CPU), so a delay there is the
-    machine's, never the policy's; any later flow also waits on the network.
-    :func:`topo.report.late_agents` judges them against :data:`topo.report.LATE_FRACTION`."""
-    produced = {uid: t.id for t in sc.tasks for uid in t.produces}
-    free = _network_free(sc)
-    out: dict[str, dict[str, Any]] = {}
-    for rec in records:
-        host = str(rec.get("host"))
-        first: dict[str, tuple[float, str]] = {}
-        for e, f in sc.flows_from(host):
-            uid = e.uid(f)
-            producer = produced.get(uid)
-            if e.iteration != 0 or (producer is not None and producer not in free):
-                continue
-            if e.job not in first or f.release < first[e.job][0]:
-                first[e.job] = (f.release, uid)
-        rows = []
-        for job, (planned, uid) in sorted(first.items()):
-            released = dict(rec.get("sent", {})).get(uid, {}).get("released")
-            if released is None or not ideal.get(job):
-                continue  # never released: a stall, reported as one
-            late = released - planned
-            rows.append({"job": job, "flow": uid, "planned_s": planned, "released_s": released,
-                         "late_s": late, "ideal_iteration_s": ideal[job]})  # fmt: skip
-        if rows:
-            out[host] = max(rows, key=lambda r: r["late_s"] / r["ideal_iteration_s"])
-    return out

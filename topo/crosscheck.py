@@ -51,6 +51,7 @@ from hostagent.plan import release_times
 from sim.packet import PacketConfig, PacketModel
 from sim.topology import UNLIMITED_BYTES_PER_S
 from topo.demo import host_pacing, paced_description, specs_from_results
+from topo.report import iteration_records
 
 DEFAULT_TOLERANCE_S = 0.02
 #: ``fluid``: the simulator's engine; ``packet``: queues that keep a packet's class
@@ -92,11 +93,6 @@ class OpenLoopJob:
         return IterationPlan(plan.job, plan.iteration, plan.echelons, tuple(tasks), producer)
 
 
-def paced_topology(path: str, rate_mbit: float) -> Topology:
-    """The topology as the agents see it (:func:`topo.demo.paced_description`)."""
-    return parse(paced_description(path, rate_mbit), default_name=Path(path).stem)
-
-
 def scaled_links(topo: Topology, scale: float) -> Topology:
     """``topo`` with every shaped link (one with ``bw_mbit``) ``scale`` times as fast.
 
@@ -120,26 +116,17 @@ def scaled_links(topo: Topology, scale: float) -> Topology:
     return replace(topo, links=links)
 
 
-def controller_network(results: dict[str, Any]) -> TopologyNetwork:
-    """The network the run's controller planned with: its own topology file
-    (``controller_topo_path``), or, for results written before it was stored, the
-    demo topology with host links no faster than the agents' pacing."""
+def controller_topo(results: dict[str, Any]) -> Topology:
+    """The topology the run's controller planned with, which is also the one the agents
+    see (the demo's with host links no faster than their pacing,
+    :func:`topo.demo.paced_description`): its own file (``controller_topo_path``), or,
+    for results written before that was stored, the same rebuilt from ``topo_path``."""
     path = results.get("controller_topo_path")
-    topo = (
-        load(path)
-        if path and Path(path).exists()
-        else paced_topology(results["topo_path"], float(results.get("rate_mbit", 40.0)))
-    )
-    return TopologyNetwork(topo)
-
-
-def static_levels(
-    results: dict[str, Any], specs: list[JobSpec], anticipated: bool = False
-) -> dict[tuple[str, str, int], int]:
-    """Per (job, group, flow index) the level the switch holds when a run of
-    ``results`` starts (:func:`registration_levels` on the topology the controller
-    planned with)."""
-    return registration_levels(specs, controller_network(results), anticipated)
+    if path and Path(path).exists():
+        return load(path)
+    topo_path = results["topo_path"]
+    paced = paced_description(topo_path, float(results.get("rate_mbit", 40.0)))
+    return parse(paced, default_name=Path(topo_path).stem)
 
 
 def registration_levels(
@@ -211,10 +198,10 @@ def predict(
     delay = float((stats.get("reaction_ms") or {}).get("p50") or 0.0) / 1e3
     # what the switch holds when the run starts (online: with the opening groups
     # planned on the agents' "entering iteration 0" reports, when they sent them)
+    anticipated = online and bool(results.get("entered_reports"))
+    net = TopologyNetwork(controller_topo(results))
     installed = (
-        static_levels(results, specs, online and bool(results.get("entered_reports")))
-        if online or model == "packet"
-        else None
+        registration_levels(specs, net, anticipated) if online or model == "packet" else None
     )
     if model == "packet":
         if policy.removesuffix("-online") != "echelon" or not closed:
@@ -238,17 +225,14 @@ def predict(
                 iterations=int(results.get("iterations", 1)),
                 pacing={h: mbit * 1e6 / 8 for h, mbit in pacing.items()},
             ),
-            controller_network(results),
+            net,
         )
         finish = pm.run()
         instance = {g.ef.name: (g.ef.job, g.iteration) for g in pm.groups}
         return Prediction(finish, pm.iteration_start, pm.iteration_end, instance)
-    paced = scaled_links(
-        paced_topology(results["topo_path"], float(results.get("rate_mbit", 40.0))), rate_scale
-    )
     finish = predict_finish_times(
         list(specs) if closed else [OpenLoopJob(spec) for spec in specs],
-        paced,
+        scaled_links(controller_topo(results), rate_scale),
         # the simulator re-plans at group events: ``echelon-online`` *is* its echelon
         policy=policy.removesuffix("-online"),
         levels_mode="k8",
@@ -280,35 +264,24 @@ RACE_SLACK_S = 0.005
 def race_flows(
     results: dict[str, Any],
     policy: str,
-    scale: float = RACE_SCALE,
-    slack_s: float = RACE_SLACK_S,
     base: Prediction | None = None,
 ) -> list[tuple[FlowKey, float, float]]:
     """Flows whose packet-model finish moves more than slower links explain.
 
-    With every shaped link ``scale`` times as fast and the same order of service, a
-    flow that finished at ``T`` finishes at most ``T * (1/scale - 1)`` later (compute
+    With every shaped link :data:`RACE_SCALE` times as fast and the same order of service,
+    a flow that finished at ``T`` finishes at most ``T * (1/RACE_SCALE - 1)`` later (compute
     does not slow down). A flow that moves more changed places with another: the plan
     hinges on a race a percent of link rate decides, and a model within tolerance of
     one run says little about the next (docs/demo.md). Returns ``(flow, finish,
     finish at scale)`` for each such flow (``base``: :func:`predict`'s at rate 1, if
     already computed)."""
     before = (base or predict(results, policy, "packet")).finish
-    after = predict(results, policy, "packet", scale).finish
+    after = predict(results, policy, "packet", RACE_SCALE).finish
     return [
         (k, t, after[k])
         for k, t in before.items()
-        if k in after and abs(after[k] - t) > t * (1 / scale - 1) + slack_s
+        if k in after and abs(after[k] - t) > t * (1 / RACE_SCALE - 1) + RACE_SLACK_S
     ]
-
-
-def measured_iterations(results: dict[str, Any], policy: str) -> dict[tuple[str, int], Any]:
-    """``{(job, iteration): {start, end, time, ...}}`` of the emulated run (closed loop)."""
-    return {
-        (job, int(it["iteration"])): it
-        for job, j in results["policies"][policy]["jobs"].items()
-        for it in j.get("iterations") or []
-    }
 
 
 def compare(
@@ -323,13 +296,14 @@ def compare(
     iteration does not carry into every later group's. ``pred``: :func:`predict`'s,
     if already computed."""
     pred = pred if pred is not None else predict(results, policy, model)
-    emul_start = {k: it.get("start") for k, it in measured_iterations(results, policy).items()}
+    emul = iteration_records(results["policies"][policy])
+    emul_start = {(r.job, r.iteration): r.start for r in emul}
     rows = []
     for job in results["policies"][policy]["jobs"].values():
         for e in job["echelons"]:
             shift = 0.0
             inst = pred.instance.get(e["name"])
-            if inst is not None and inst in pred.began and emul_start.get(inst) is not None:
+            if inst is not None and inst in pred.began and inst in emul_start:
                 shift = pred.began[inst] - emul_start[inst]
             for f in e["flows"]:
                 key = (e["name"], f["index"])
@@ -346,12 +320,14 @@ def compare(
 def iteration_rows(results: dict[str, Any], policy: str, pred: Prediction) -> list[dict[str, Any]]:
     """Per (job, iteration) both ran: iteration time predicted vs measured (packet model)."""
     out = []
-    for (job, i), it in sorted(measured_iterations(results, policy).items()):
-        if it.get("time") is None or (job, i) not in pred.began or (job, i) not in pred.ended:
+    emul = iteration_records(results["policies"][policy])
+    for r in sorted(emul, key=lambda r: (r.job, r.iteration)):
+        key = (r.job, r.iteration)
+        if key not in pred.began or key not in pred.ended:
             continue
-        sim = pred.ended[(job, i)] - pred.began[(job, i)]
-        out.append({"job": job, "iteration": i, "predicted": sim, "measured": it["time"],
-                    "diff": it["time"] - sim})  # fmt: skip
+        sim = pred.ended[key] - pred.began[key]
+        out.append({"job": r.job, "iteration": r.iteration, "predicted": sim,
+                    "measured": r.duration, "diff": r.duration - sim})  # fmt: skip
     return out
 
 

@@ -38,8 +38,6 @@ from echelon.topology import Topology
 ROOT = Path(__file__).resolve().parents[1]
 #: The demo's jobs (``make run``, and ``topo.run`` without ``--jobs``).
 JOB_FILES = ("topo/jobs/pipe.yaml", "topo/jobs/dp.yaml", "topo/jobs/big.yaml")
-#: The two-job scenario: the pipeline and the parameter server alone.
-TWO_JOB_FILES = JOB_FILES[:2]
 #: Sizes and compute durations are multiplied by this (see the module docstring).
 DEFAULT_SCALE = 0.1
 #: Seconds one policy's run may take on the emulated links before ``topo.run`` scales

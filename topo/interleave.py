@@ -46,9 +46,9 @@ import yaml
 
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
-from sim.core.results import IterationRecord
 from sim.eval import interleave, steady
 from sim.eval.experiments import POLICIES as SIM_POLICIES
+from topo.report import iteration_records
 
 TOPO = "topo/interleave.yaml"
 #: Sizes and compute times multiplied by this: compatible-2 alone then iterates in
@@ -80,6 +80,11 @@ def base_policy(policy: str) -> str:
     return policy.removesuffix(ONLINE_SUFFIX)
 
 
+def policy_dir(policy: str) -> str:
+    """A folder name for ``policy`` (a ``module:Class`` reference has a colon)."""
+    return policy.replace(":", "_").replace("/", "_")
+
+
 def controller_policy(policy: str) -> str:
     """The name the controller installs for ``policy`` (``fair`` -> :data:`FAIR_PLUGIN`)."""
     return FAIR_PLUGIN if policy == FAIR else policy
@@ -95,17 +100,6 @@ def write_job_files(scenario: interleave.Scenario, folder: Path) -> list[str]:
         path.write_text(yaml.safe_dump(desc, sort_keys=False))
         paths.append(str(path))
     return paths
-
-
-def iteration_records(report: Mapping[str, Any]) -> list[IterationRecord]:
-    """Every finished iteration of a formation report (``hostagent.report``), seconds
-    from the shared start."""
-    return [
-        IterationRecord(job, int(r["iteration"]), float(r["start"]), float(r["end"]))
-        for job, j in report.get("jobs", {}).items()
-        for r in j.get("iterations", [])
-        if r.get("start") is not None and r.get("end") is not None
-    ]
 
 
 def steady_iterations(alone: Mapping[str, float], horizon_c: float) -> tuple[float, int]:
@@ -139,7 +133,7 @@ def play_steady(
     print(f"*** steady runs: {n} iterations per job, horizon {horizon:.1f} s", flush=True)
     rows: dict[str, dict[str, Any]] = {}
     for policy in policies:
-        rep = play(specs, n, out / policy.replace(":", "_"), policy)
+        rep = play(specs, n, out / policy_dir(policy), policy)
         records = iteration_records(rep)
         row = steady.measure_iterations(records, alone, horizon)
         for j, v in row["jobs"].items():  # the series behind the number, for a reader

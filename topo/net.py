@@ -52,6 +52,8 @@ from topo import tc
 
 log = logging.getLogger(__name__)
 DEFAULT_PREFIX = "ec"
+#: Packets each switch egress queue holds: deep, so the shaper is the bottleneck.
+SWITCH_QUEUE_DEPTH = 10000
 #: ``nice`` increment of the switch process. A switch is hardware of its own; here it is
 #: one process sharing the CPUs with every emulated host, agent and the controller, and
 #: a single-threaded BMv2 near its packet rate drops at its input when they take its CPU
@@ -152,7 +154,6 @@ class EchelonNet:
         kind: TargetKind = "auto",
         prefix: str = DEFAULT_PREFIX,
         log_dir: str | Path = "run/logs",
-        queue_depth: int | None = 10000,
         pcap_dir: str | Path | None = None,
         packet_trace: bool = False,
     ) -> None:
@@ -164,7 +165,6 @@ class EchelonNet:
         self.kind = resolve_kind(kind)
         self.prefix = prefix
         self.log_dir = str(log_dir)
-        self.queue_depth = queue_depth
         self.mn: Mininet | None = None
         self.root_intfs: list[str] = []
         self.shaper_mode: str | None = None
@@ -228,10 +228,10 @@ class EchelonNet:
             self._setup_wire(wire, lk)
         mn.start()
         for s in self.switches():
-            if self.queue_depth and s.target is not None:
-                with s.target.runtime() as rt:  # deep switch queues: the shaper is the bottleneck
+            if s.target is not None:
+                with s.target.runtime() as rt:
                     for port in s.port_map:
-                        rt.set_queue_depth(self.queue_depth, port)
+                        rt.set_queue_depth(SWITCH_QUEUE_DEPTH, port)
 
     def _add_link(self, mn: Mininet, i: int, lk: Link, delay_ok: bool) -> None:
         params: dict[str, Any] = {"txo": False, "rxo": False}
@@ -380,14 +380,6 @@ class EchelonNet:
     def __getitem__(self, name: str) -> Node:
         assert self.mn is not None
         return self.mn[name]
-
-    def pids(self) -> list[int]:
-        """Every process this network started (host/switch shells, switch targets)."""
-        if self.mn is None:
-            return []
-        out = [n.pid for n in (*self.mn.hosts, *self.mn.switches) if n.pid]
-        out += [s.target.pid for s in self.switches() if s.target is not None]
-        return out
 
     def stop(self) -> None:
         """Stop switches (by PID), hosts and wires, delete every interface made. Idempotent."""

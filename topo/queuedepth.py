@@ -33,10 +33,9 @@ INTERVAL_S = 0.05
 class QueueSampler:
     """Samples one shaped port (and the switch port feeding it) until stopped."""
 
-    def __init__(self, port: ShapedPort, thrift_port: int, interval: float = INTERVAL_S) -> None:
+    def __init__(self, port: ShapedPort, thrift_port: int) -> None:
         self.port = port
         self.thrift_port = thrift_port
-        self.interval = interval
         self.t: list[float] = []
         self.bottleneck: list[dict[int, int]] = []
         self.switch: list[dict[int, int]] = []
@@ -76,7 +75,7 @@ class QueueSampler:
                 self.bottleneck.append(shaper)
                 self.switch.append(switch)
             # a sampling period, not synchronisation: nothing waits on it
-            self._stop.wait(max(0.0, self.interval - (time.monotonic() - start)))
+            self._stop.wait(max(0.0, INTERVAL_S - (time.monotonic() - start)))
 
     def __enter__(self) -> QueueSampler:
         self._thread.start()

@@ -1,10 +1,24 @@
-"""The demo's comparison table and finish-time plot."""
+"""The demo's comparison table and finish-time plot, from its formation reports."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from sim.core.results import IterationRecord
+
+
+def iteration_records(report: Mapping[str, Any]) -> list[IterationRecord]:
+    """Every finished iteration of a formation report (``hostagent.report``), seconds
+    from the shared start."""
+    return [
+        IterationRecord(job, int(r["iteration"]), float(r["start"]), float(r["end"]))
+        for job, j in report.get("jobs", {}).items()
+        for r in j.get("iterations", [])
+        if r.get("start") is not None and r.get("end") is not None
+    ]
 
 
 def _fmt(x: float | None) -> str:
@@ -65,7 +79,7 @@ def verdict_rows(results: dict[str, Any]) -> list[tuple[str, dict[str, float | N
 
 
 #: An agent is late when it released its first flow (one that waits on no other flow:
-#: :func:`topo.agents.first_flow_delays`) more than this fraction of its job's ideal
+#: :func:`hostagent.report.first_flow_delays`) more than this fraction of its job's ideal
 #: iteration time after the plan said, and at least :data:`LATE_MIN_S` after. A tenth
 #: of an iteration shifts that agent's whole iteration by as much, which is of the
 #: order of the differences the verdict compares.

@@ -56,7 +56,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack, nullcontext
 from pathlib import Path
 from types import FrameType
@@ -75,7 +75,7 @@ from topo import interleave as topo_interleave
 from topo.agents import PACKET_BYTES, play_scenario
 from topo.controller_process import ControllerProcess
 from topo.interactive import CLI_MODES, Ticker, open_cli, resolve_cli, run_with_cli
-from topo.interleave import ONLINE_SUFFIX, base_policy
+from topo.interleave import ONLINE_SUFFIX, base_policy, policy_dir
 from topo.net import EchelonNet
 from topo.portview import PortView
 from topo.queuedepth import QueueSampler, plot_queue_depths
@@ -86,7 +86,6 @@ log = logging.getLogger("topo.run")
 #: installs is accepted (controlplane.planning.check_policy, checked before starting
 #: anything): a built-in, an entry point or ``package.module:Class`` (docs/policies.md).
 POLICIES = ("echelon-online", "echelon", "coflow", "fifo")
-ONLINE = "echelon" + ONLINE_SUFFIX
 
 
 def check_policies(policies: list[str]) -> None:
@@ -184,6 +183,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         )
     if scenario:
         args.budget = 0.0  # the steady runs' length is --horizon's
+        args.release = "closed"  # steady state is measured on iterations: closed loop
     return args
 
 
@@ -214,11 +214,6 @@ def play_with_retries(
         print(f"*** {policy}: {losses[-1]} packets lost in the last attempt; its flows are "
               "reported incomplete", flush=True)  # fmt: skip
     return report
-
-
-def policy_dir(policy: str) -> str:
-    """A folder name for ``policy`` (a ``module:Class`` reference has a colon)."""
-    return policy.replace(":", "_").replace("/", "_")
 
 
 def incomplete_policies(results: dict[str, Any]) -> list[str]:
@@ -360,19 +355,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
               f"echelon IDs {ids}")  # fmt: skip
         if cli == "before":
             open_cli(net.mn, view, "before")
+
+        def play(run_specs: Sequence[JobSpec], iterations: int, where: Path, policy: str) -> Any:
+            """One policy's run of ``run_specs`` on the hosts (played again on lost packets:
+            :func:`play_with_retries`); its agents report progress when it is online."""
+            run_est = demo.estimate(run_specs, network, iterations, PACKET_BYTES)
+            reports = f"unix:{ctl.progress_socket}" if policy.endswith(ONLINE_SUFFIX) else None
+
+            def once() -> dict[str, Any]:
+                ctl.set_policy(topo_interleave.controller_policy(base_policy(policy)))  # fresh
+                return play_scenario(net, run_specs, iterations, ids, where, run_est,
+                                     rate_mbit=args.rate_mbit, release=args.release,
+                                     controller=reports, entered=args.entered_reports)  # fmt: skip
+
+            return play_with_retries(once, policy, args.retries)
+
         if scenario is not None:
-
-            def play(run_specs: Any, iterations: int, where: Path, policy: str) -> Any:
-                ctl.set_policy(topo_interleave.controller_policy(base_policy(policy)))
-                reports = (f"unix:{ctl.progress_socket}"
-                           if policy.endswith(ONLINE_SUFFIX) else None)  # fmt: skip
-                run_est = demo.estimate(run_specs, network, iterations, PACKET_BYTES)
-                return play_with_retries(
-                    lambda: play_scenario(net, run_specs, iterations, ids, where, run_est,
-                                          rate_mbit=args.rate_mbit, controller=reports,
-                                          entered=args.entered_reports),
-                    policy, args.retries)  # fmt: skip
-
             results["interleave"] = topo_interleave.play_steady(
                 play, specs, scenario, policies, args.horizon, out
             )
@@ -381,8 +379,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         def traffic() -> None:
             for policy in policies:
-                online = policy.endswith(ONLINE_SUFFIX)
-                reports = f"unix:{ctl.progress_socket}" if online else None
                 t0 = time.monotonic()
                 before = view.poll() if view else {}
                 ticking = view is not None and cli != "during"
@@ -394,20 +390,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 ):
                     for sampler in samplers:
                         sampling.enter_context(sampler)
-
-                    def play_once(policy: str = policy, reports: str | None = reports) -> Any:
-                        ctl.set_policy(base_policy(policy))  # fresh plans
-                        return play_scenario(net, specs, args.iterations, ids,
-                                             out / policy_dir(policy), est,
-                                             rate_mbit=args.rate_mbit, release=args.release,
-                                             controller=reports,
-                                             entered=args.entered_reports)  # fmt: skip
-
-                    report = play_with_retries(play_once, policy, args.retries)
+                    report = play(specs, args.iterations, out / policy_dir(policy), policy)
                 report["wall_s"] = time.monotonic() - t0
                 report["queue_depths"] = [sampler.as_json() for sampler in samplers]
                 report["controller_policy"] = ctl.get("/policy")["policy"]  # what it played
-                if online:  # re-plans, updates, reaction times during this run
+                # online: the re-plans, updates and reaction times during this run
+                if policy.endswith(ONLINE_SUFFIX):
                     report["online"] = ctl.get("/progress").get("online")
                 results["policies"][policy] = report
                 print(f"*** {policy}: done in {report['wall_s']:.1f} s", flush=True)

@@ -180,13 +180,13 @@ def run_tc(argv: Sequence[str], check: bool = True, ns: Sequence[str] = ()) -> s
     return res.stdout
 
 
-def apply_bottleneck(b: Bottleneck, mode: Mode | None = None, ns: Sequence[str] = ()) -> Mode:
+def apply_bottleneck(b: Bottleneck, ns: Sequence[str] = ()) -> Mode:
     """Replace whatever root qdisc ``b.iface`` has (Mininet's TCLink htb) by the shaper.
 
     Returns the mode used; with ``none`` it warns and leaves the link as it is
     (rate limited by TCLink, but FIFO: priorities then have no effect there).
     """
-    mode = mode or choose_mode()
+    mode = choose_mode()
     if mode == "none":
         log.warning(
             "no usable qdisc (need prio+tbf or htb): %s stays FIFO, priorities have no effect",

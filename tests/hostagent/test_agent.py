@@ -18,7 +18,7 @@ from echelon.constants import ECHELON_UDP_PORT
 from echelon.errors import SpecError
 from echelon.wire import unpack_header
 from hostagent.receiver import Receiver
-from hostagent.report import formation_report, merge_records
+from hostagent.report import formation_report
 from hostagent.scenario import parse
 from hostagent.sender import Sender
 from targets.process import stop_process, wait_until
@@ -191,7 +191,7 @@ def test_agents_play_scenario_end_to_end(tmp_path: Path) -> None:
     # Uncontended loopback: flow 1 (released at 0.1 s) finishes after flow 0 and after 0.1 s.
     assert flows[0]["actual"] < flows[1]["actual"]
     assert flows[1]["actual"] > 0.1
-    direct = formation_report(parse(scenario_dict(report["start_at"])), merge_records(records))
+    direct = formation_report(parse(scenario_dict(report["start_at"])), records)
     assert direct["jobs"]["pipe"]["ect_max"] == pytest.approx(pipe["ect_max"])
     ect = max(f["actual"] - (f["ideal"] - 0.05) for f in flows) - 0.05
     assert pipe["ect_max"] == pytest.approx(ect, abs=1e-9)

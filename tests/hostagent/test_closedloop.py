@@ -161,7 +161,7 @@ def test_agents_run_the_closed_loop_end_to_end(tmp_path: Path) -> None:
         assert c["start"] >= a and d["start"] >= b  # waits for its input
         assert h2["sent"][f"j/{i}/b#0"]["released"] >= c["end"]  # released by c's end
     assert h1["tasks"]["j/1/p"]["start"] == pytest.approx(h1["tasks"]["j/0/d"]["end"])
-    rep = formation_report(parse(chain(start_at=h1["start_at"])), finish, recs, {"j": 0.1})
+    rep = formation_report(parse(chain(start_at=h1["start_at"])), recs, {"j": 0.1})
     j = rep["jobs"]["j"]
     assert j["complete"] and len(j["iterations"]) == 2
     it1 = j["iterations"][1]

@@ -94,7 +94,9 @@ def test_report_marks_missing_flows_and_computes_metrics() -> None:
             for f in e.flows:
                 extra = late if (e.group == "fwd/s0-s1" and f.index == 2) else 0.0
                 finish[e.uid(f)] = e.t_ref + f.offset + extra
-    rep = formation_report(sc, finish)
+    received = {u: {"finish": t} for u, t in finish.items()}
+    rec = {"host": "h1", "complete": False, "unknown_packets": 0, "received": received}
+    rep = formation_report(sc, [rec])
     p = rep["jobs"]["pipe"]
     assert p["complete"] and p["total_lateness"] == pytest.approx(late)
     assert p["ect_max"] == pytest.approx(late)

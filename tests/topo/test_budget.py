@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from echelon.topology import TopologyNetwork, load
+from hostagent.report import stalls
+from hostagent.scenario import Scenario
 from topo import demo
-from topo.agents import PACKET_BYTES, RUN_MIN_S, idle_timeout, run_timeout, stalls
+from topo.agents import PACKET_BYTES, RUN_MIN_S, idle_timeout, run_timeout
 from topo.run import incomplete_policies, parse_args, run_dir
 
 from .helpers import ROOT
@@ -74,7 +76,9 @@ def test_a_stall_names_the_agent_the_reason_and_the_flows() -> None:
         },
         {"host": "h3", "complete": False, "stalled": False, "received": {}, "sent": {}},
     ]
-    lines = stalls(records, 4.0, 60.0)
+    sc = Scenario(start_at=0.0, hosts={"h1": "10.0.0.1"}, echelons=(), timeout_s=60.0,
+                  idle_timeout_s=4.0)  # fmt: skip
+    lines = stalls(sc, records)
     assert len(lines) == 2
     assert lines[0].startswith("agent h2: stopped after nothing sent or received for 4.0 s")
     assert "waiting for gpt/0/fwd/s0-s1/m3 (10/1311 packets)" in lines[0]

@@ -11,7 +11,7 @@ from echelon.jobs import load_job_file
 from echelon.topology import load
 from hostagent.plan import release_times
 from topo import demo
-from topo.crosscheck import OpenLoopJob, completion_rows, paced_topology, scaled_links
+from topo.crosscheck import OpenLoopJob, completion_rows, controller_topo, scaled_links
 
 HOSTS = set(load("topo/star.yaml").hosts)
 
@@ -173,7 +173,10 @@ def test_scaled_links_scale_a_host_uplink_too() -> None:
     assert (h0.bw_mbit, h0.host_bw_mbit) == pytest.approx((4.5, 13.5))
 
 
-def test_paced_topology_caps_a_host_uplink_at_the_pacing_rate() -> None:
-    links = paced_topology("topo/interleave-uplink.yaml", 12.0).links
-    h0 = next(lk for lk in links if "h0" in (lk.a, lk.b))
+def test_controller_topo_of_older_results_is_the_stored_file_rebuilt(tmp_path: Path) -> None:
+    stored = demo.controller_topology("topo/interleave-uplink.yaml", 12.0, tmp_path)
+    new = {"controller_topo_path": str(stored), "topo_path": "topo/interleave-uplink.yaml"}
+    old = {"topo_path": "topo/interleave-uplink.yaml", "rate_mbit": 12.0}
+    assert controller_topo(old).links == controller_topo(new).links
+    h0 = next(lk for lk in controller_topo(old).links if "h0" in (lk.a, lk.b))
     assert (h0.bw_mbit, h0.host_bw_mbit) == (9.0, 12.0)

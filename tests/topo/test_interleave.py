@@ -18,6 +18,7 @@ from sim.eval import interleave as sim_interleave
 from sim.eval import steady
 from sim.eval.experiments import POLICIES as SIM_POLICIES
 from topo import interleave
+from topo.report import iteration_records
 from topo.run import parse_args
 
 
@@ -45,7 +46,7 @@ def test_emulated_iterations_measure_like_simulated_ones() -> None:
     unfinished = {"iteration": 8, "start": 12.0, "end": None}
     report = {"jobs": {"j0": {"iterations": rows(1.0, 12)},
                        "j1": {"iterations": [*rows(1.5, 8), unfinished]}}}  # fmt: skip
-    records = interleave.iteration_records(report)
+    records = iteration_records(report)
     assert len(records) == 20  # the unfinished iteration is left out
     row = steady.measure_iterations(records, {"j0": 1.0, "j1": 1.0}, 10.0)
     assert row["jobs"]["j0"]["steady_s"] == pytest.approx(1.0)

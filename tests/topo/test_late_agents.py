@@ -9,9 +9,9 @@ import pytest
 
 from hostagent.closedloop import ClosedLoop
 from hostagent.plan import build_scenario
+from hostagent.report import first_flow_delays
 from hostagent.scenario import Scenario
 from topo import demo
-from topo.agents import first_flow_delays
 from topo.report import LATE_FRACTION, LATE_MIN_S, disturbances, late_agents, verdict
 
 HOSTS = {f"h{i}": f"10.0.0.{i}" for i in range(1, 5)}

@@ -36,7 +36,10 @@ def star(tmp_path: Path) -> Iterator[EchelonNet]:
 
 def test_star_is_built_and_torn_down(star: EchelonNet) -> None:
     star.start()
-    pids = star.pids()
+    assert star.mn is not None
+    # every process the network started: host/wire/switch shells, the switch target
+    pids = [n.pid for n in (*star.mn.hosts, *star.mn.switches) if n.pid]
+    pids += [s.target.pid for s in star.switches() if s.target is not None]
     assert len(pids) >= 4 + 1 + 1 + 1  # host shells, wire, switch shell, soft switch
     assert ours() == {f"{PREFIX}s1-{p}" for p in (1, 2, 3, 4)}
     sw = next(star.switches())
