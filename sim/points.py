@@ -255,10 +255,19 @@ class Done:
 Progress = Callable[[Done], None]
 
 
-def complete(
-    rows: Sequence[dict[str, Any] | None], points: Sequence[Point]
+def collect(
+    points: Sequence[Point],
+    finished: Iterable[tuple[int, dict[str, Any], str]],
+    progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
-    """The rows, after checking that every point has one (none lost)."""
+    """The rows of ``points`` in point order, from ``finished``: ``(index, row, where)``
+    in the order the points finish (what every backend yields), ``progress`` called
+    once per finished point; a point without a row (lost) is an error."""
+    rows: list[dict[str, Any] | None] = [None] * len(points)
+    for n, (i, row, where) in enumerate(finished, 1):
+        rows[i] = row
+        if progress:
+            progress(Done(n, len(points), i, points[i], row, where))
     missing = [points[i].label() for i, r in enumerate(rows) if r is None]
     if missing:
         raise SweepError(f"{len(missing)} point(s) without a result, first {missing[0]}")

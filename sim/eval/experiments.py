@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from echelon.policies import POLICIES as CORE_POLICIES
-from sim.points import Done, Point, Progress, load_inputs, point_jobs
+from sim.points import Point, Progress, load_inputs, point_jobs
 from sim.sweep import run_sweep
 
 #: Every policy of the core, ours first (echelon.policies.POLICIES).
@@ -224,7 +223,7 @@ def average(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[dict
     return out
 
 
-def scale_points(profile: Profile) -> list[tuple[int, Point]]:
+def scale_points(profile: Profile) -> list[Point]:
     """Runs of the ``mixed`` mix sized to about 1k, 10k (and 100k) flows."""
     from sim.topology import hosts_of, make_network
     from sim.workloads import generate_mix
@@ -246,24 +245,14 @@ def scale_points(profile: Profile) -> list[tuple[int, Point]]:
         iters = max(1, round(target / per_iter[n_jobs]))
         for pol in ("echelon", "fair", "varys"):
             net_json = json.dumps(net_spec)
-            out.append((target, Point("mixed", pol, None, None, 0, n_jobs, iters, net_json)))
+            out.append(Point("mixed", pol, None, None, 0, n_jobs, iters, net_json))
     return out
 
 
 def run_scale(profile: Profile, progress: Progress | None = None) -> list[dict[str, Any]]:
     """Serial (one process) so wall-clock times are comparable. ``progress`` is called
     after each run (a :class:`sim.points.Done`)."""
-    rows = []
-    points = scale_points(profile)
-    for i, (target, p) in enumerate(points):
-        t = time.perf_counter()
-        r = run_sweep([p], 1)[0]
-        if progress is not None:
-            progress(Done(i + 1, len(points), i, p, r, "local"))
-        r["target"] = target
-        r["total_s"] = time.perf_counter() - t
-        rows.append(r)
-    return rows
+    return run_sweep(scale_points(profile), 1, progress=progress)
 
 
 def job_draw(rows: Sequence[Mapping[str, Any]], mix: str, seed: int) -> str:
