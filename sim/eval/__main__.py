@@ -417,8 +417,9 @@ def _bandwidth_section(
         f"Mixes {', '.join(f'`{m}`' for m in bandwidth.MIXES)}; every policy with ideal ranks "
         f"and K=8; {len(profile.seeds)} seed(s), {profile.batch_jobs} jobs x "
         f"{profile.iterations} iteration(s) per closed batch, i.e. the same jobs, placements "
-        f"and seeds as section 3 (whose rows are the {fmt_g(NETWORK['gbit'])} Gbit/s column; "
-        f"{n_runs} further runs here). Uplinks keep the {NETWORK['oversubscription']}:1 "
+        "and seeds as section 3 (whose rows are the "
+        f"{report.fmt(float(NETWORK['gbit']))} Gbit/s column; {n_runs} further runs here). "
+        f"Uplinks keep the {NETWORK['oversubscription']}:1 "
         "oversubscription, so they scale with the host links.\n"
     )
     w("### EchelonFlow vs the best baseline at each bandwidth\n")
@@ -491,12 +492,8 @@ def _ablation_section(w: Any, rows: list[dict[str, Any]], n_runs: int) -> None:
         for mix in experiments.ABLATION_MIXES:
             text = headline.ablation_table(rows, mix, gbit, experiments.ABLATION_POLICIES)
             if text:
-                w(f"### `{mix}` at {fmt_g(gbit)} Gbit/s\n")
+                w(f"### `{mix}` at {report.fmt(gbit)} Gbit/s\n")
                 w(text + "\n")
-
-
-def fmt_g(x: Any) -> str:
-    return report.fmt(float(x))
 
 
 _NOTES = """
@@ -518,27 +515,22 @@ _NOTES = """
 """
 
 
-def _compare(args: argparse.Namespace) -> int:
+def _compare(args: argparse.Namespace, profile_name: str) -> Path:
     """``--policy NAME``: :mod:`sim.eval.candidate`, to its own report."""
     from sim.eval import candidate
 
-    profile = experiments.PROFILES["quick" if args.quick else "tiny" if args.tiny else "full"]
+    profile = experiments.PROFILES[profile_name]
     mixes = [m.strip() for m in args.mix.split(",") if m.strip()]
     doc = Path(args.doc or candidate.default_doc(args.policy))
     n = len(candidate.points(args.policy, profile, mixes))
-    try:
-        text, rows = candidate.compare(args.policy, profile, mixes, args.workers or None,
-                                       args.ray_address, sweep_progress(n, args.quiet))  # fmt: skip
-    except (EchelonError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    text, rows = candidate.compare(args.policy, profile, mixes, args.workers or None,
+                                   args.ray_address, sweep_progress(n, args.quiet))  # fmt: skip
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(text)
     Path(args.rows).parent.mkdir(parents=True, exist_ok=True)
     Path(args.rows).write_text(json.dumps(rows, indent=1, default=str))
     print(text)
-    print(f"wrote {doc}")
-    return 0
+    return doc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -573,11 +565,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.steady_seeds < 0:
         ap.error("--steady-seeds must be positive")
-    if args.policy:
-        return _compare(args)
+    profile = "quick" if args.quick else "tiny" if args.tiny else "full"
     try:
+        if args.policy:
+            print(f"wrote {_compare(args, profile)}")
+            return 0
         out = build(
-            "quick" if args.quick else "tiny" if args.tiny else "full",
+            profile,
             Path(args.doc or "docs/evaluation.md"),
             Path(args.figures),
             args.workers or None,
