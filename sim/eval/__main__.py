@@ -418,7 +418,7 @@ def _bandwidth_section(
         f"and K=8; {len(profile.seeds)} seed(s), {profile.batch_jobs} jobs x "
         f"{profile.iterations} iteration(s) per closed batch, i.e. the same jobs, placements "
         "and seeds as section 3 (whose rows are the "
-        f"{report.fmt(float(NETWORK['gbit']))} Gbit/s column; {n_runs} further runs here). "
+        f"{report.fmt(NETWORK['gbit'])} Gbit/s column; {n_runs} further runs here). "
         f"Uplinks keep the {NETWORK['oversubscription']}:1 "
         "oversubscription, so they scale with the host links.\n"
     )
