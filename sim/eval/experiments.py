@@ -152,19 +152,25 @@ def batch_point(
     levels: int | None,
     seed: int,
     network: Mapping[str, Any] = NETWORK,
+    load: float | None = None,
 ) -> Point:
-    """A closed batch of the profile's size on ``network``, re-planned at most every
-    :data:`REPLAN_INTERVAL_S`: the point of every closed-batch grid of the report."""
-    return Point(mix, policy, levels, None, seed, profile.batch_jobs, profile.iterations,
+    """A closed batch of the profile's size on ``network`` (with ``load``: the profile's
+    Poisson arrivals at that offered load), re-planned at most every
+    :data:`REPLAN_INTERVAL_S`: the point of every grid of the report's sections 3-7."""
+    n_jobs = profile.batch_jobs if load is None else profile.load_jobs
+    return Point(mix, policy, levels, load, seed, n_jobs, profile.iterations,
                  json.dumps(network), replan_interval=REPLAN_INTERVAL_S)  # fmt: skip
+
+
+def network_at(gbit: float) -> dict[str, Any]:
+    """The evaluation's leaf-spine with host links of ``gbit`` (same oversubscription,
+    so the uplinks scale with the host links)."""
+    return {**NETWORK, "gbit": gbit}
 
 
 def main_points(profile: Profile) -> list[Point]:
     """Closed batches (every job contends from t=0) with ideal ranks and K=8, plus
     Poisson arrivals at several offered loads with ideal ranks."""
-    net = json.dumps(NETWORK)
-    it = profile.iterations
-    ri = REPLAN_INTERVAL_S
     pts = [
         batch_point(profile, mix, pol, levels, seed)
         for mix in MIXES
@@ -173,7 +179,7 @@ def main_points(profile: Profile) -> list[Point]:
         for seed in profile.seeds
     ]
     pts += [
-        Point(mix, pol, None, load, seed, profile.load_jobs, it, net, replan_interval=ri)
+        batch_point(profile, mix, pol, None, seed, load=load)
         for mix in MIXES
         for pol in POLICIES
         for load in profile.loads
@@ -187,7 +193,7 @@ def ablation_points(profile: Profile) -> list[Point]:
     main grid's bandwidth and at 25 Gbit/s (or the profile's slowest, if higher)."""
     gbits = sorted({g for g in ABLATION_GBIT if g in profile.bandwidths or g == NETWORK["gbit"]})
     return [
-        batch_point(profile, mix, pol, 8, seed, {**NETWORK, "gbit": g})
+        batch_point(profile, mix, pol, 8, seed, network_at(g))
         for g in gbits
         for mix in ABLATION_MIXES
         for pol in ABLATION_POLICIES

@@ -39,7 +39,7 @@ import numpy as np
 from echelon.model import IterationPlan
 from sim.core.engine import JobRun, SimConfig, Simulator
 from sim.core.results import IterationRecord
-from sim.eval.experiments import NETWORK, REPLAN_INTERVAL_S, STEADY_HORIZON
+from sim.eval.experiments import REPLAN_INTERVAL_S, STEADY_HORIZON, network_at
 from sim.points import Inputs, Point, load_inputs, point_jobs
 from sim.topology import hosts_of
 
@@ -63,7 +63,7 @@ def points(
     """Every (mix, host-link Gbit/s, seed, policy) on 8 queues, a draw's policies together
     (the grid is the profile's: :class:`sim.eval.experiments.Profile`)."""
     return [
-        Point(mix, pol, 8, None, seed, n_jobs, FOREVER, json.dumps({**NETWORK, "gbit": g}),
+        Point(mix, pol, 8, None, seed, n_jobs, FOREVER, json.dumps(network_at(g)),
               replan_interval=REPLAN_INTERVAL_S)
         for mix in mixes
         for g in gbits
