@@ -17,7 +17,7 @@ from typing import Any
 
 from echelon.errors import SpecError
 from echelon.jobgen import describe_model
-from echelon.models import MODEL_NAMES, V100, Gpu, load_model
+from echelon.models import MODEL_NAMES, load_model
 from sim.core.engine import JobRun
 
 
@@ -37,7 +37,7 @@ class Template:
     unit; TP/MoE/DP blocks): fewer, larger flows with the same bytes and compute."""
 
 
-def describe(name: str, t: Template, hosts: Sequence[str], gpu: Gpu = V100) -> dict[str, Any]:
+def describe(name: str, t: Template, hosts: Sequence[str]) -> dict[str, Any]:
     """A job description (dict for ``echelon.jobs.load_job``) for template ``t`` on ``hosts``
     (the core's :func:`echelon.jobgen.describe_model`, which ``echelon job`` uses too)."""
     if t.model not in MODEL_NAMES:
@@ -54,7 +54,6 @@ def describe(name: str, t: Template, hosts: Sequence[str], gpu: Gpu = V100) -> d
         dp=t.dp,
         tp=t.tp,
         unit=t.unit,
-        gpu=gpu,
     )
 
 
@@ -103,7 +102,6 @@ def chakra_job(
     hosts: Sequence[str],
     spmd_hosts: int = 4,
     iterations: int = 3,
-    arrival: float = 0.0,
     group_by: str = "consumer",
 ) -> TraceJob:
     """The job of a Chakra execution trace (:mod:`echelon.chakra.convert`) on the first
@@ -115,7 +113,7 @@ def chakra_job(
     n = len(trace.ranks) if len(trace.ranks) > 1 else spmd_hosts
     if n > len(hosts):
         raise SpecError("chakra", f"the trace needs {n} hosts, the network has {len(hosts)}")
-    return TraceJob(job_from_trace(trace, list(hosts)[:n], group_by=group_by), arrival, iterations)
+    return TraceJob(job_from_trace(trace, list(hosts)[:n], group_by=group_by), 0.0, iterations)
 
 
 def job_demand(description: Mapping[str, Any]) -> tuple[float, float]:
@@ -135,7 +133,6 @@ def generate_mix(
     load: float | None = 0.5,
     iterations: int = 3,
     seed: int = 0,
-    gpu: Gpu = V100,
 ) -> list[TraceJob]:
     """Draw ``n_jobs`` jobs from a mix and place them on random hosts.
 
@@ -163,20 +160,18 @@ def generate_mix(
                 "mix", f"{tmpl.paradigm} needs {tmpl.hosts} hosts, network has {len(hosts)}"
             )
         placed = rng.sample(list(hosts), tmpl.hosts)
-        desc = describe(f"j{k}-{tmpl.paradigm}", tmpl, placed, gpu)
+        desc = describe(f"j{k}-{tmpl.paradigm}", tmpl, placed)
         if tmpl not in demand:
             demand[tmpl] = job_demand(desc)[0]
         jobs.append(TraceJob(desc, t, iterations))
         if load is not None:
-            mean_bytes = sum(w * _lazy(demand, tp, hosts, gpu) for tp, w in templates) / sum(
-                weights
-            )
+            mean_bytes = sum(w * _lazy(demand, tp, hosts) for tp, w in templates) / sum(weights)
             rate = load * len(hosts) * host_bytes_per_s / (iterations * mean_bytes)
             t += rng.expovariate(rate)
     return jobs
 
 
-def _lazy(cache: dict[Template, float], t: Template, hosts: Sequence[str], gpu: Gpu) -> float:
+def _lazy(cache: dict[Template, float], t: Template, hosts: Sequence[str]) -> float:
     if t not in cache:
-        cache[t] = job_demand(describe("probe", t, list(hosts)[: t.hosts], gpu))[0]
+        cache[t] = job_demand(describe("probe", t, list(hosts)[: t.hosts]))[0]
     return cache[t]

@@ -82,10 +82,10 @@ CASES = (
 )
 
 
-def run_case(case: Case, policy: str, levels: int | None = None) -> SimResult:
+def run_case(case: Case, policy: str) -> SimResult:
     net = big_switch(HOSTS, CAP)
     runs = [JobRun(load_job(j), 0.0, 1) for j in case.jobs]
-    cfg = SimConfig(policy=policy, levels=levels, record_tasks=True)
+    cfg = SimConfig(policy=policy, record_tasks=True)
     return Simulator(net, runs, cfg).run()
 
 

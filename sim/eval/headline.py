@@ -129,13 +129,13 @@ def ratios(policy: Policy, count: int, seed: int = 0) -> list[float]:
     return out
 
 
-def oracle_table(count: int = ORACLE_INSTANCES, seed: int = 0) -> str:
+def oracle_table() -> str:
     """Ratio to the exact optimum on random one-link instances (echelon.oracle), with the
     myopic optimum (exact on the present, blind to the future) as the online reference."""
     body = []
     named: list[tuple[str, Policy]] = [(n, get_policy(n)) for n in ORACLE_POLICIES]
     for name, policy in [*named, ("*myopic optimum (reference)*", MyopicOptimum())]:
-        r = ratios(policy, count, seed)
+        r = ratios(policy, ORACLE_INSTANCES)
         share = sum(x <= 1 + 1e-9 for x in r) / len(r)
         body.append([name, f"{sum(r) / len(r):.4f}", f"{max(r):.3f}", f"{share:.0%}"])
     return table(["policy", "mean ratio", "max ratio", "optimal on"], body)

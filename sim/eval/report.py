@@ -13,13 +13,13 @@ from typing import Any
 from sim.core.results import SimResult
 
 
-def fmt(x: Any, digits: int = 3) -> str:
+def fmt(x: Any) -> str:
     if isinstance(x, float):
         if math.isnan(x):
             return "–"
         if abs(x) >= 1000:
             return f"{x:,.0f}"
-        return f"{x:.{digits}g}" if abs(x) < 1 else f"{x:.{digits}f}".rstrip("0").rstrip(".")
+        return f"{x:.3g}" if abs(x) < 1 else f"{x:.3f}".rstrip("0").rstrip(".")
     return str(x)
 
 

@@ -39,15 +39,13 @@ class Paired:
     seeds: int
 
 
-def paired_ratio(
-    ours: Sequence[float], theirs: Sequence[float], draws: int = DRAWS, seed: int = DRAW_SEED
-) -> Paired:
+def paired_ratio(ours: Sequence[float], theirs: Sequence[float]) -> Paired:
     """Ratio of the means and its 95 % paired bootstrap interval over seeds."""
     a = np.asarray(ours, dtype=np.float64)
     b = np.asarray(theirs, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1 or not len(a):
         raise ValueError(f"need two equal, non-empty series, got {a.shape} and {b.shape}")
-    pick = np.random.default_rng(seed).integers(0, len(a), size=(draws, len(a)))
+    pick = np.random.default_rng(DRAW_SEED).integers(0, len(a), size=(DRAWS, len(a)))
     boot = a[pick].mean(axis=1) / b[pick].mean(axis=1) - 1.0
     low, high = np.percentile(boot, [2.5, 97.5])
     return Paired(
