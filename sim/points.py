@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from echelon.errors import EchelonError, SpecError
 from sim.core.config import levels_label
 from sim.core.engine import SimConfig, Simulator
-from sim.topology import UNLIMITED_BYTES_PER_S, hosts_of, make_network
+from sim.topology import file_network, hosts_of, make_network
 
 if TYPE_CHECKING:
     from echelon.schedule import Network
@@ -92,10 +92,7 @@ class Inputs:
 
     def network(self) -> Network:
         if self.topology is not None:
-            from echelon.topology import TopologyNetwork
-
-            # as make_network's "file" kind, from the topology already read
-            return TopologyNetwork(self.topology, UNLIMITED_BYTES_PER_S)
+            return file_network(self.topology)  # the file already read
         return make_network(self.net_spec)
 
 

@@ -18,16 +18,14 @@ header_bytes`` bytes on the wire (58 = Ethernet 14 + IPv4 20 + UDP 8 + echelon 1
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 from echelon.constants import ECHELON_HEADER_LEN
 from echelon.errors import SpecError
 from echelon.model import FlowKey
-from echelon.topology import TopologyNetwork, load
 from sim.core.config import JobRun, SimConfig, parse_levels
 from sim.core.engine import Simulator
-from sim.topology import UNLIMITED_BYTES_PER_S
+from sim.topology import file_network
 
 #: Ethernet + IPv4 + UDP + echelon header bytes per packet (58), as tc/htb counts it.
 DEFAULT_HEADER_BYTES = 14 + 20 + 8 + ECHELON_HEADER_LEN
@@ -72,8 +70,6 @@ def predict_finish_times(
     ``initial_levels``, ``sender_round_robin``: as in :class:`sim.core.config.SimConfig`.
     Keys are ``(echelon name, flow index)``, as in the job's ``IterationPlan``.
     """
-    if isinstance(topology, str | Path):
-        topology = load(topology)
     if header_bytes < 0 or payload_bytes <= 0:
         raise SpecError("payload_bytes", "header bytes >= 0 and payload bytes > 0 required")
     runs = [_as_run(j, iterations) for j in jobs]
@@ -89,5 +85,5 @@ def predict_finish_times(
         initial_levels=initial_levels,
         sender_round_robin=sender_round_robin,
     )
-    res = Simulator(TopologyNetwork(topology, UNLIMITED_BYTES_PER_S), runs, cfg).run()
+    res = Simulator(file_network(topology), runs, cfg).run()
     return {(f.echelon, f.index): f.finish for f in res.flows}
