@@ -3,7 +3,8 @@
 A sweep is a list of :class:`Point` (plain, picklable values); :func:`run_point`
 turns one into a summary row. The local backend (:mod:`sim.sweep`, processes) and
 the Ray backend (:mod:`sim.ray.sweep`, one task per point) both import this module
-and nothing of each other. Each row depends only on its point (every random draw
+and nothing of each other, and both hand their finished points to :func:`collect`,
+which puts the rows in point order. Each row depends only on its point (every random draw
 is seeded from ``Point.seed``), so the backends agree on every field but the
 measured ``wall_s``.
 """
