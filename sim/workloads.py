@@ -116,13 +116,16 @@ def chakra_job(
     return TraceJob(job_from_trace(trace, list(hosts)[:n], group_by=group_by), 0.0, iterations)
 
 
-def job_demand(description: Mapping[str, Any]) -> tuple[float, float]:
-    """(bytes per iteration, ideal iteration seconds) of a description."""
+def job_demand(description: Mapping[str, Any]) -> tuple[int, float, float]:
+    """(flows per iteration, bytes per iteration, ideal iteration seconds) of a
+    description: what a mix's arrival rate, the scale runs' sizes and the report's
+    workload table read from a job."""
     from echelon.jobs import load_job
 
     spec = load_job(description)
     plan = spec.plan(0, 0.0)
-    return float(sum(ef.total_bytes for ef in plan.echelons)), spec.ideal_iteration_s
+    flows = sum(len(ef.flows) for ef in plan.echelons)
+    return flows, float(sum(ef.total_bytes for ef in plan.echelons)), spec.ideal_iteration_s
 
 
 def generate_mix(
@@ -162,7 +165,7 @@ def generate_mix(
         placed = rng.sample(list(hosts), tmpl.hosts)
         desc = describe(f"j{k}-{tmpl.paradigm}", tmpl, placed)
         if tmpl not in demand:
-            demand[tmpl] = job_demand(desc)[0]
+            demand[tmpl] = job_demand(desc)[1]
         jobs.append(TraceJob(desc, t, iterations))
         if load is not None:
             mean_bytes = sum(w * _lazy(demand, tp, hosts) for tp, w in templates) / sum(weights)
@@ -173,5 +176,5 @@ def generate_mix(
 
 def _lazy(cache: dict[Template, float], t: Template, hosts: Sequence[str]) -> float:
     if t not in cache:
-        cache[t] = job_demand(describe("probe", t, list(hosts)[: t.hosts]))[0]
+        cache[t] = job_demand(describe("probe", t, list(hosts)[: t.hosts]))[1]
     return cache[t]

@@ -42,34 +42,20 @@ from sim.sweep import run_sweep
 
 
 def _workload_rows() -> list[list[Any]]:
-    from echelon.jobs import load_job
     from sim.workloads import MIXES as MIX_DEFS
-    from sim.workloads import describe
+    from sim.workloads import describe, job_demand
 
     hosts = [f"h{i}" for i in range(16)]
     out = []
     for mix, templates in MIX_DEFS.items():
         for t, w in templates:
-            spec = load_job(describe("x", t, hosts[: t.hosts]))
-            plan = spec.plan(0, 0.0)
+            flows, nbytes, ideal = job_demand(describe("x", t, hosts[: t.hosts]))
             knobs = (
                 f"M={t.micro_batches} dp={t.dp} tp={t.tp}"
                 if t.paradigm in ("gpipe", "1f1b", "hybrid")
                 else (f"unit={t.unit}" if t.unit > 1 else "")
             )
-            out.append(
-                [
-                    mix,
-                    w,
-                    t.paradigm,
-                    t.model,
-                    t.hosts,
-                    knobs,
-                    sum(len(e.flows) for e in plan.echelons),
-                    sum(e.total_bytes for e in plan.echelons) / 1e9,
-                    spec.ideal_iteration_s,
-                ]
-            )
+            out.append([mix, w, t.paradigm, t.model, t.hosts, knobs, flows, nbytes / 1e9, ideal])
     return out
 
 

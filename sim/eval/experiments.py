@@ -232,7 +232,7 @@ def average(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[dict
 def scale_points(profile: Profile) -> list[Point]:
     """Runs of the ``mixed`` mix sized to about 1k, 10k (and 100k) flows."""
     from sim.topology import hosts_of, make_network
-    from sim.workloads import generate_mix
+    from sim.workloads import generate_mix, job_demand
 
     targets = profile.scale_targets
     net_spec = dict(NETWORK)
@@ -240,9 +240,7 @@ def scale_points(profile: Profile) -> list[Point]:
     per_iter = {}
     for n_jobs in (2, 4, 8):
         jobs = generate_mix("mixed", hosts_of(net), 100e9 / 8, n_jobs, None, 1, 0)
-        per_iter[n_jobs] = sum(
-            sum(len(ef.flows) for ef in j.to_run().spec.plan(0, 0.0).echelons) for j in jobs
-        )
+        per_iter[n_jobs] = sum(job_demand(j.description)[0] for j in jobs)
     out = []
     for target in targets:
         # as many concurrent jobs as fit (one iteration may overshoot by half)
