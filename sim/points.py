@@ -3,7 +3,8 @@
 A sweep is a list of :class:`Point` (plain, picklable values); :func:`run_point`
 turns one into a summary row. The local backend (:mod:`sim.sweep`, processes) and
 the Ray backend (:mod:`sim.ray.sweep`, one task per point) both import this module
-and nothing of each other. Each row depends only on its point (every random draw
+and nothing of each other, and both hand their finished points to :func:`collect`,
+which puts the rows in point order. Each row depends only on its point (every random draw
 is seeded from ``Point.seed``), so the backends agree on every field but the
 measured ``wall_s``.
 """
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from echelon.errors import EchelonError, SpecError
 from sim.core.config import levels_label
 from sim.core.engine import SimConfig, Simulator
-from sim.topology import UNLIMITED_BYTES_PER_S, hosts_of, make_network
+from sim.topology import file_network, hosts_of, make_network
 
 if TYPE_CHECKING:
     from echelon.schedule import Network
@@ -92,10 +93,7 @@ class Inputs:
 
     def network(self) -> Network:
         if self.topology is not None:
-            from echelon.topology import TopologyNetwork
-
-            # as make_network's "file" kind, from the topology already read
-            return TopologyNetwork(self.topology, UNLIMITED_BYTES_PER_S)
+            return file_network(self.topology)  # the file already read
         return make_network(self.net_spec)
 
 
@@ -255,10 +253,19 @@ class Done:
 Progress = Callable[[Done], None]
 
 
-def complete(
-    rows: Sequence[dict[str, Any] | None], points: Sequence[Point]
+def collect(
+    points: Sequence[Point],
+    finished: Iterable[tuple[int, dict[str, Any], str]],
+    progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
-    """The rows, after checking that every point has one (none lost)."""
+    """The rows of ``points`` in point order, from ``finished``: ``(index, row, where)``
+    in the order the points finish (what every backend yields), ``progress`` called
+    once per finished point; a point without a row (lost) is an error."""
+    rows: list[dict[str, Any] | None] = [None] * len(points)
+    for n, (i, row, where) in enumerate(finished, 1):
+        rows[i] = row
+        if progress:
+            progress(Done(n, len(points), i, points[i], row, where))
     missing = [points[i].label() for i, r in enumerate(rows) if r is None]
     if missing:
         raise SweepError(f"{len(missing)} point(s) without a result, first {missing[0]}")

@@ -17,58 +17,28 @@ header_bytes`` bytes on the wire (58 = Ethernet 14 + IPv4 20 + UDP 8 + echelon 1
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 from echelon.constants import ECHELON_HEADER_LEN
 from echelon.errors import SpecError
-from echelon.model import FlowKey, IterationPlan
-from echelon.topology import TopologyNetwork, load
-from sim.core.config import JobRun, Plannable, SimConfig, parse_levels
+from echelon.model import FlowKey
+from sim.core.config import JobRun, SimConfig, parse_levels
 from sim.core.engine import Simulator
-from sim.topology import UNLIMITED_BYTES_PER_S
+from sim.topology import file_network
 
 #: Ethernet + IPv4 + UDP + echelon header bytes per packet (58), as tc/htb counts it.
 DEFAULT_HEADER_BYTES = 14 + 20 + 8 + ECHELON_HEADER_LEN
 
 
-class _Scaled:
-    """A job whose flow sizes are multiplied by ``scale`` (the demo shrinks jobs so
-    they finish in seconds on a 10 Mbit/s link)."""
-
-    def __init__(self, spec: Plannable, scale: float) -> None:
-        self.spec = spec
-        self.scale = scale
-
-    @property
-    def job_id(self) -> str:
-        return self.spec.job_id
-
-    def plan(self, iteration: int = 0, t0: float = 0.0) -> IterationPlan:
-        p = self.spec.plan(iteration, t0)
-        efs = tuple(
-            dataclasses.replace(
-                ef,
-                flows=tuple(
-                    dataclasses.replace(f, size=max(1, round(f.size * self.scale)))
-                    for f in ef.flows
-                ),
-            )
-            for ef in p.echelons
-        )
-        return dataclasses.replace(p, echelons=efs)
-
-
-def _as_run(job: Any, scale: float) -> JobRun:
+def _as_run(job: Any, iterations: int) -> JobRun:
     if isinstance(job, JobRun):
-        return dataclasses.replace(job, spec=_Scaled(job.spec, scale)) if scale != 1 else job
+        return job
     if isinstance(job, Mapping):
         from echelon.jobs import load_job
 
         job = load_job(job)
-    return JobRun(_Scaled(job, scale) if scale != 1 else job)
+    return JobRun(job, iterations=iterations)
 
 
 def predict_finish_times(
@@ -79,7 +49,6 @@ def predict_finish_times(
     *,
     header_bytes: int = DEFAULT_HEADER_BYTES,
     payload_bytes: int = 1400,
-    size_scale: float = 1.0,
     iterations: int = 1,
     replan_interval: float = 0.0,
     policy_sizes: Literal["remaining", "registered"] = "remaining",
@@ -101,17 +70,9 @@ def predict_finish_times(
     ``initial_levels``, ``sender_round_robin``: as in :class:`sim.core.config.SimConfig`.
     Keys are ``(echelon name, flow index)``, as in the job's ``IterationPlan``.
     """
-    if isinstance(topology, str | Path):
-        topology = load(topology)
-    if size_scale <= 0:
-        raise SpecError("size_scale", f"must be positive, got {size_scale}")
     if header_bytes < 0 or payload_bytes <= 0:
         raise SpecError("payload_bytes", "header bytes >= 0 and payload bytes > 0 required")
-    runs = [_as_run(j, size_scale) for j in jobs]
-    runs = [
-        r if isinstance(jobs[i], JobRun) else dataclasses.replace(r, iterations=iterations)
-        for i, r in enumerate(runs)
-    ]
+    runs = [_as_run(j, iterations) for j in jobs]
     cfg = SimConfig(
         policy=policy,
         levels=parse_levels(levels_mode, "levels_mode"),
@@ -124,5 +85,5 @@ def predict_finish_times(
         initial_levels=initial_levels,
         sender_round_robin=sender_round_robin,
     )
-    res = Simulator(TopologyNetwork(topology, UNLIMITED_BYTES_PER_S), runs, cfg).run()
+    res = Simulator(file_network(topology), runs, cfg).run()
     return {(f.echelon, f.index): f.finish for f in res.flows}

@@ -19,7 +19,7 @@ from typing import Any
 
 from echelon.errors import SpecError
 from sim.core.config import levels_label
-from sim.points import Done, Point, PointFn, Progress, complete, run_point
+from sim.points import Done, Point, PointFn, Progress, collect, run_point
 
 
 def print_progress(done: Done) -> None:
@@ -65,21 +65,12 @@ def run_sweep(
 
         return run_on_ray(points, ray_address, fn, progress)
     workers = workers or min(len(points), os.cpu_count() or 1)
-    rows: list[dict[str, Any] | None] = [None] * len(points)
     if workers <= 1 or len(points) <= 1:
-        for i, p in enumerate(points):
-            rows[i] = fn(p)
-            if progress:
-                progress(Done(i + 1, len(points), i, p, rows[i] or {}, "local"))
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(fn, p): i for i, p in enumerate(points)}
-            for n, fut in enumerate(as_completed(futures), 1):
-                i = futures[fut]
-                rows[i] = fut.result()
-                if progress:
-                    progress(Done(n, len(points), i, points[i], rows[i] or {}, "local"))
-    return complete(rows, points)
+        return collect(points, ((i, fn(p), "local") for i, p in enumerate(points)), progress)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(fn, p): i for i, p in enumerate(points)}
+        done = ((futures[f], f.result(), "local") for f in as_completed(futures))
+        return collect(points, done, progress)
 
 
 def write_rows(path: str, rows: Iterable[Mapping[str, Any]]) -> None:

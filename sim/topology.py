@@ -14,11 +14,12 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from echelon.errors import SpecError, UnknownHostError
 from echelon.schedule import Network
-from echelon.topology import TopologyNetwork, load
+from echelon.topology import Topology, TopologyNetwork, load
 
 #: Capacity given to links a topology file leaves unlimited (bytes/s, ~8 Tbit/s).
 UNLIMITED_BYTES_PER_S = 1e12
@@ -197,12 +198,20 @@ def make_network(spec: Mapping[str, Any]) -> Network:
         if kind == "fattree":
             return FatTree(int(spec.get("k", 4)), bw, over)
         if kind == "file":
-            return TopologyNetwork(load(str(spec["path"])), UNLIMITED_BYTES_PER_S)
+            return file_network(str(spec["path"]))
     except (TypeError, ValueError, KeyError) as exc:
         if isinstance(exc, SpecError):
             raise
         raise SpecError("network", f"bad network description {dict(spec)!r}: {exc}") from exc
     raise SpecError("network.kind", f"unknown network kind {kind!r}")
+
+
+def file_network(topology: Topology | str | Path) -> Network:
+    """An emulation topology (its YAML file, or the file read) as a network, the links it
+    leaves unlimited at :data:`UNLIMITED_BYTES_PER_S`: ``make_network``'s ``file`` kind."""
+    if not isinstance(topology, Topology):
+        topology = load(str(topology))
+    return TopologyNetwork(topology, UNLIMITED_BYTES_PER_S)
 
 
 def hosts_of(net: Network) -> list[str]:

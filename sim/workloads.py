@@ -16,11 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from echelon.errors import SpecError
-from echelon.jobgen import PARADIGMS, describe_model
-from echelon.models import MODEL_NAMES, V100, Gpu, load_model
+from echelon.jobgen import describe_model
+from echelon.models import MODEL_NAMES, load_model
 from sim.core.engine import JobRun
-
-MODELS = MODEL_NAMES
 
 
 @dataclass(frozen=True)
@@ -39,13 +37,11 @@ class Template:
     unit; TP/MoE/DP blocks): fewer, larger flows with the same bytes and compute."""
 
 
-def describe(name: str, t: Template, hosts: Sequence[str], gpu: Gpu = V100) -> dict[str, Any]:
+def describe(name: str, t: Template, hosts: Sequence[str]) -> dict[str, Any]:
     """A job description (dict for ``echelon.jobs.load_job``) for template ``t`` on ``hosts``
     (the core's :func:`echelon.jobgen.describe_model`, which ``echelon job`` uses too)."""
-    if t.paradigm not in PARADIGMS:
-        raise SpecError("paradigm", f"unknown paradigm {t.paradigm!r} (known: {PARADIGMS})")
-    if t.model not in MODELS:
-        raise SpecError("model", f"unknown model {t.model!r} (known: {MODELS})")
+    if t.model not in MODEL_NAMES:
+        raise SpecError("model", f"unknown model {t.model!r} (known: {MODEL_NAMES})")
     if len(hosts) != t.hosts:
         raise SpecError("hosts", f"template needs {t.hosts} hosts, got {len(hosts)}")
     return describe_model(
@@ -58,7 +54,6 @@ def describe(name: str, t: Template, hosts: Sequence[str], gpu: Gpu = V100) -> d
         dp=t.dp,
         tp=t.tp,
         unit=t.unit,
-        gpu=gpu,
     )
 
 
@@ -107,7 +102,6 @@ def chakra_job(
     hosts: Sequence[str],
     spmd_hosts: int = 4,
     iterations: int = 3,
-    arrival: float = 0.0,
     group_by: str = "consumer",
 ) -> TraceJob:
     """The job of a Chakra execution trace (:mod:`echelon.chakra.convert`) on the first
@@ -119,16 +113,19 @@ def chakra_job(
     n = len(trace.ranks) if len(trace.ranks) > 1 else spmd_hosts
     if n > len(hosts):
         raise SpecError("chakra", f"the trace needs {n} hosts, the network has {len(hosts)}")
-    return TraceJob(job_from_trace(trace, list(hosts)[:n], group_by=group_by), arrival, iterations)
+    return TraceJob(job_from_trace(trace, list(hosts)[:n], group_by=group_by), 0.0, iterations)
 
 
-def job_demand(description: Mapping[str, Any]) -> tuple[float, float]:
-    """(bytes per iteration, ideal iteration seconds) of a description."""
+def job_demand(description: Mapping[str, Any]) -> tuple[int, float, float]:
+    """(flows per iteration, bytes per iteration, ideal iteration seconds) of a
+    description: what a mix's arrival rate, the scale runs' sizes and the report's
+    workload table read from a job."""
     from echelon.jobs import load_job
 
     spec = load_job(description)
     plan = spec.plan(0, 0.0)
-    return float(sum(ef.total_bytes for ef in plan.echelons)), spec.ideal_iteration_s
+    flows = sum(len(ef.flows) for ef in plan.echelons)
+    return flows, float(sum(ef.total_bytes for ef in plan.echelons)), spec.ideal_iteration_s
 
 
 def generate_mix(
@@ -139,7 +136,6 @@ def generate_mix(
     load: float | None = 0.5,
     iterations: int = 3,
     seed: int = 0,
-    gpu: Gpu = V100,
 ) -> list[TraceJob]:
     """Draw ``n_jobs`` jobs from a mix and place them on random hosts.
 
@@ -167,20 +163,18 @@ def generate_mix(
                 "mix", f"{tmpl.paradigm} needs {tmpl.hosts} hosts, network has {len(hosts)}"
             )
         placed = rng.sample(list(hosts), tmpl.hosts)
-        desc = describe(f"j{k}-{tmpl.paradigm}", tmpl, placed, gpu)
+        desc = describe(f"j{k}-{tmpl.paradigm}", tmpl, placed)
         if tmpl not in demand:
-            demand[tmpl] = job_demand(desc)[0]
+            demand[tmpl] = job_demand(desc)[1]
         jobs.append(TraceJob(desc, t, iterations))
         if load is not None:
-            mean_bytes = sum(w * _lazy(demand, tp, hosts, gpu) for tp, w in templates) / sum(
-                weights
-            )
+            mean_bytes = sum(w * _lazy(demand, tp, hosts) for tp, w in templates) / sum(weights)
             rate = load * len(hosts) * host_bytes_per_s / (iterations * mean_bytes)
             t += rng.expovariate(rate)
     return jobs
 
 
-def _lazy(cache: dict[Template, float], t: Template, hosts: Sequence[str], gpu: Gpu) -> float:
+def _lazy(cache: dict[Template, float], t: Template, hosts: Sequence[str]) -> float:
     if t not in cache:
-        cache[t] = job_demand(describe("probe", t, list(hosts)[: t.hosts], gpu))[0]
+        cache[t] = job_demand(describe("probe", t, list(hosts)[: t.hosts]))[1]
     return cache[t]

@@ -15,7 +15,9 @@ from numba import njit  # type: ignore[import-untyped]
 @njit(cache=True, error_model="numpy")  # type: ignore[misc]
 def madd(
     order: Any,
-    edf: Any,
+    start: Any,
+    deadline: Any,
+    now: float,
     first: Any,
     count: Any,
     src: Any,
@@ -34,14 +36,19 @@ def madd(
 
     MADD in ``order`` (every flow paced to end with its coflow's bottleneck, computed
     against what earlier coflows left), an even split of what is left among the
-    coflows that found a port of theirs full, then work conservation in ``edf``
-    order. The receiver side of a bottleneck is the reducer's running total
+    coflows that found a port of theirs full, then work conservation in deadline
+    order at ``now``: a stable sort on Java's ``(int)`` of the time left to
+    ``start + deadline``. The receiver side of a bottleneck is the reducer's running total
     ``counter[red_of[i]]`` as coflowsim keeps it, not the sum of its unfinished flows
     (:mod:`sim.coflow.steps` says why that matters);
     ``negative_counters``: like coflowsim, also take ``counter * 8 / free`` into the
     bottleneck when both are negative (a finished reducer whose counter went below
     zero, over a port overdrawn by rounding), which its unguarded division does.
     """
+    left = np.empty(len(order), dtype=np.int64)
+    for q in range(len(order)):
+        left[q] = np.int64(start[order[q]] + deadline[order[q]] - now)
+    edf = order[np.argsort(left, kind="mergesort")]
     send_free = np.full(ports, cap_bps)
     recv_free = np.full(ports, cap_bps)
     s_bytes = np.zeros(ports)

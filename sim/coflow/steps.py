@@ -38,49 +38,6 @@ from sim.coflow.rates import madd
 
 
 @njit(cache=True, error_model="numpy")  # type: ignore[misc]
-def _update(
-    jobs: Any,
-    start: Any,
-    deadline: Any,
-    now: float,
-    first: Any,
-    count: Any,
-    src: Any,
-    dst: Any,
-    rem: Any,
-    bps: Any,
-    ports: int,
-    cap_bps: float,
-    zero: float,
-    red_of: Any,
-    counter: Any,
-    negative_counters: bool,
-) -> None:  # pragma: no cover - compiled
-    # work conservation in deadline order: a stable sort on Java's (int) of the time
-    # left to the deadline
-    left = np.empty(len(jobs), dtype=np.int64)
-    for q in range(len(jobs)):
-        left[q] = np.int64(start[jobs[q]] + deadline[jobs[q]] - now)
-    edf = jobs[np.argsort(left, kind="mergesort")]
-    madd(
-        jobs,
-        edf,
-        first,
-        count,
-        src,
-        dst,
-        rem,
-        bps,
-        ports,
-        cap_bps,
-        zero,
-        red_of,
-        counter,
-        negative_counters,
-    )
-
-
-@njit(cache=True, error_model="numpy")  # type: ignore[misc]
 def step_coflows(
     arr_ms: Any,
     alpha0: Any,
@@ -145,7 +102,7 @@ def step_coflows(
             act = np.concatenate((act, np.arange(first[c], first[c] + count[c])))
             added = True
         if added:
-            _update(
+            madd(
                 jobs,
                 start,
                 deadline,
@@ -190,7 +147,7 @@ def step_coflows(
                         departed = True
             if departed:
                 jobs = jobs[np.isnan(finish[jobs])]
-                _update(
+                madd(
                     jobs,
                     start,
                     deadline,

@@ -42,34 +42,20 @@ from sim.sweep import run_sweep
 
 
 def _workload_rows() -> list[list[Any]]:
-    from echelon.jobs import load_job
     from sim.workloads import MIXES as MIX_DEFS
-    from sim.workloads import describe
+    from sim.workloads import describe, job_demand
 
     hosts = [f"h{i}" for i in range(16)]
     out = []
     for mix, templates in MIX_DEFS.items():
         for t, w in templates:
-            spec = load_job(describe("x", t, hosts[: t.hosts]))
-            plan = spec.plan(0, 0.0)
+            flows, nbytes, ideal = job_demand(describe("x", t, hosts[: t.hosts]))
             knobs = (
                 f"M={t.micro_batches} dp={t.dp} tp={t.tp}"
                 if t.paradigm in ("gpipe", "1f1b", "hybrid")
                 else (f"unit={t.unit}" if t.unit > 1 else "")
             )
-            out.append(
-                [
-                    mix,
-                    w,
-                    t.paradigm,
-                    t.model,
-                    t.hosts,
-                    knobs,
-                    sum(len(e.flows) for e in plan.echelons),
-                    sum(e.total_bytes for e in plan.echelons) / 1e9,
-                    spec.ideal_iteration_s,
-                ]
-            )
+            out.append([mix, w, t.paradigm, t.model, t.hosts, knobs, flows, nbytes / 1e9, ideal])
     return out
 
 
@@ -417,8 +403,9 @@ def _bandwidth_section(
         f"Mixes {', '.join(f'`{m}`' for m in bandwidth.MIXES)}; every policy with ideal ranks "
         f"and K=8; {len(profile.seeds)} seed(s), {profile.batch_jobs} jobs x "
         f"{profile.iterations} iteration(s) per closed batch, i.e. the same jobs, placements "
-        f"and seeds as section 3 (whose rows are the {fmt_g(NETWORK['gbit'])} Gbit/s column; "
-        f"{n_runs} further runs here). Uplinks keep the {NETWORK['oversubscription']}:1 "
+        "and seeds as section 3 (whose rows are the "
+        f"{report.fmt(NETWORK['gbit'])} Gbit/s column; {n_runs} further runs here). "
+        f"Uplinks keep the {NETWORK['oversubscription']}:1 "
         "oversubscription, so they scale with the host links.\n"
     )
     w("### EchelonFlow vs the best baseline at each bandwidth\n")
@@ -491,12 +478,8 @@ def _ablation_section(w: Any, rows: list[dict[str, Any]], n_runs: int) -> None:
         for mix in experiments.ABLATION_MIXES:
             text = headline.ablation_table(rows, mix, gbit, experiments.ABLATION_POLICIES)
             if text:
-                w(f"### `{mix}` at {fmt_g(gbit)} Gbit/s\n")
+                w(f"### `{mix}` at {report.fmt(gbit)} Gbit/s\n")
                 w(text + "\n")
-
-
-def fmt_g(x: Any) -> str:
-    return report.fmt(float(x))
 
 
 _NOTES = """
@@ -518,27 +501,22 @@ _NOTES = """
 """
 
 
-def _compare(args: argparse.Namespace) -> int:
+def _compare(args: argparse.Namespace, profile_name: str) -> Path:
     """``--policy NAME``: :mod:`sim.eval.candidate`, to its own report."""
     from sim.eval import candidate
 
-    profile = experiments.PROFILES["quick" if args.quick else "tiny" if args.tiny else "full"]
+    profile = experiments.PROFILES[profile_name]
     mixes = [m.strip() for m in args.mix.split(",") if m.strip()]
     doc = Path(args.doc or candidate.default_doc(args.policy))
     n = len(candidate.points(args.policy, profile, mixes))
-    try:
-        text, rows = candidate.compare(args.policy, profile, mixes, args.workers or None,
-                                       args.ray_address, sweep_progress(n, args.quiet))  # fmt: skip
-    except (EchelonError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    text, rows = candidate.compare(args.policy, profile, mixes, args.workers or None,
+                                   args.ray_address, sweep_progress(n, args.quiet))  # fmt: skip
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(text)
     Path(args.rows).parent.mkdir(parents=True, exist_ok=True)
     Path(args.rows).write_text(json.dumps(rows, indent=1, default=str))
     print(text)
-    print(f"wrote {doc}")
-    return 0
+    return doc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -573,11 +551,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.steady_seeds < 0:
         ap.error("--steady-seeds must be positive")
-    if args.policy:
-        return _compare(args)
+    profile = "quick" if args.quick else "tiny" if args.tiny else "full"
     try:
+        if args.policy:
+            print(f"wrote {_compare(args, profile)}")
+            return 0
         out = build(
-            "quick" if args.quick else "tiny" if args.tiny else "full",
+            profile,
             Path(args.doc or "docs/evaluation.md"),
             Path(args.figures),
             args.workers or None,

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sim.eval.experiments import NETWORK, POLICIES, Profile, batch_point
+from sim.eval.experiments import NETWORK, POLICIES, Profile, batch_point, network_at
 from sim.eval.report import echelon_vs_best, fmt, pct, table, versus_cells
 from sim.points import Point
 
@@ -33,12 +33,6 @@ SOURCES: dict[float, str] = {
     "few percent of compute-bound; read it as where the pipeline jobs become "
     "network-bound, not as a deployment target",
 }
-
-
-def network_at(gbit: float) -> dict[str, Any]:
-    """The evaluation's leaf-spine with host links of ``gbit`` (same oversubscription,
-    so the uplinks scale with the host links)."""
-    return {**NETWORK, "gbit": gbit}
 
 
 def points(profile: Profile) -> list[Point]:

@@ -29,7 +29,10 @@ from sim.core.results import SimResult
 from sim.topology import big_switch
 
 MB = 1_000_000
-CAP = 1.0 * MB  # bytes/s per host link
+#: The big switch of the case studies and of the interleaving scenarios
+#: (:mod:`sim.eval.interleave`): its hosts and the bytes/s of every host link.
+HOSTS = ["h0", "h1", "h2", "h3"]
+CAP = 1.0 * MB
 
 PIPELINE: dict[str, Any] = {
     "job": "pipe",
@@ -79,10 +82,10 @@ CASES = (
 )
 
 
-def run_case(case: Case, policy: str, levels: int | None = None) -> SimResult:
-    net = big_switch(["h0", "h1", "h2", "h3"], CAP)
+def run_case(case: Case, policy: str) -> SimResult:
+    net = big_switch(HOSTS, CAP)
     runs = [JobRun(load_job(j), 0.0, 1) for j in case.jobs]
-    cfg = SimConfig(policy=policy, levels=levels, record_tasks=True)
+    cfg = SimConfig(policy=policy, record_tasks=True)
     return Simulator(net, runs, cfg).run()
 
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from echelon.policies import POLICIES as CORE_POLICIES
-from sim.points import Done, Point, Progress, load_inputs, point_jobs
+from sim.points import Point, Progress, load_inputs, point_jobs
 from sim.sweep import run_sweep
 
 #: Every policy of the core, ours first (echelon.policies.POLICIES).
@@ -153,19 +152,25 @@ def batch_point(
     levels: int | None,
     seed: int,
     network: Mapping[str, Any] = NETWORK,
+    load: float | None = None,
 ) -> Point:
-    """A closed batch of the profile's size on ``network``, re-planned at most every
-    :data:`REPLAN_INTERVAL_S`: the point of every closed-batch grid of the report."""
-    return Point(mix, policy, levels, None, seed, profile.batch_jobs, profile.iterations,
+    """A closed batch of the profile's size on ``network`` (with ``load``: the profile's
+    Poisson arrivals at that offered load), re-planned at most every
+    :data:`REPLAN_INTERVAL_S`: the point of every grid of the report's sections 3-7."""
+    n_jobs = profile.batch_jobs if load is None else profile.load_jobs
+    return Point(mix, policy, levels, load, seed, n_jobs, profile.iterations,
                  json.dumps(network), replan_interval=REPLAN_INTERVAL_S)  # fmt: skip
+
+
+def network_at(gbit: float) -> dict[str, Any]:
+    """The evaluation's leaf-spine with host links of ``gbit`` (same oversubscription,
+    so the uplinks scale with the host links)."""
+    return {**NETWORK, "gbit": gbit}
 
 
 def main_points(profile: Profile) -> list[Point]:
     """Closed batches (every job contends from t=0) with ideal ranks and K=8, plus
     Poisson arrivals at several offered loads with ideal ranks."""
-    net = json.dumps(NETWORK)
-    it = profile.iterations
-    ri = REPLAN_INTERVAL_S
     pts = [
         batch_point(profile, mix, pol, levels, seed)
         for mix in MIXES
@@ -174,7 +179,7 @@ def main_points(profile: Profile) -> list[Point]:
         for seed in profile.seeds
     ]
     pts += [
-        Point(mix, pol, None, load, seed, profile.load_jobs, it, net, replan_interval=ri)
+        batch_point(profile, mix, pol, None, seed, load=load)
         for mix in MIXES
         for pol in POLICIES
         for load in profile.loads
@@ -188,7 +193,7 @@ def ablation_points(profile: Profile) -> list[Point]:
     main grid's bandwidth and at 25 Gbit/s (or the profile's slowest, if higher)."""
     gbits = sorted({g for g in ABLATION_GBIT if g in profile.bandwidths or g == NETWORK["gbit"]})
     return [
-        batch_point(profile, mix, pol, 8, seed, {**NETWORK, "gbit": g})
+        batch_point(profile, mix, pol, 8, seed, network_at(g))
         for g in gbits
         for mix in ABLATION_MIXES
         for pol in ABLATION_POLICIES
@@ -224,10 +229,10 @@ def average(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[dict
     return out
 
 
-def scale_points(profile: Profile) -> list[tuple[int, Point]]:
+def scale_points(profile: Profile) -> list[Point]:
     """Runs of the ``mixed`` mix sized to about 1k, 10k (and 100k) flows."""
     from sim.topology import hosts_of, make_network
-    from sim.workloads import generate_mix
+    from sim.workloads import generate_mix, job_demand
 
     targets = profile.scale_targets
     net_spec = dict(NETWORK)
@@ -235,9 +240,7 @@ def scale_points(profile: Profile) -> list[tuple[int, Point]]:
     per_iter = {}
     for n_jobs in (2, 4, 8):
         jobs = generate_mix("mixed", hosts_of(net), 100e9 / 8, n_jobs, None, 1, 0)
-        per_iter[n_jobs] = sum(
-            sum(len(ef.flows) for ef in j.to_run().spec.plan(0, 0.0).echelons) for j in jobs
-        )
+        per_iter[n_jobs] = sum(job_demand(j.description)[0] for j in jobs)
     out = []
     for target in targets:
         # as many concurrent jobs as fit (one iteration may overshoot by half)
@@ -246,24 +249,14 @@ def scale_points(profile: Profile) -> list[tuple[int, Point]]:
         iters = max(1, round(target / per_iter[n_jobs]))
         for pol in ("echelon", "fair", "varys"):
             net_json = json.dumps(net_spec)
-            out.append((target, Point("mixed", pol, None, None, 0, n_jobs, iters, net_json)))
+            out.append(Point("mixed", pol, None, None, 0, n_jobs, iters, net_json))
     return out
 
 
 def run_scale(profile: Profile, progress: Progress | None = None) -> list[dict[str, Any]]:
     """Serial (one process) so wall-clock times are comparable. ``progress`` is called
     after each run (a :class:`sim.points.Done`)."""
-    rows = []
-    points = scale_points(profile)
-    for i, (target, p) in enumerate(points):
-        t = time.perf_counter()
-        r = run_sweep([p], 1)[0]
-        if progress is not None:
-            progress(Done(i + 1, len(points), i, p, r, "local"))
-        r["target"] = target
-        r["total_s"] = time.perf_counter() - t
-        rows.append(r)
-    return rows
+    return run_sweep(scale_points(profile), 1, progress=progress)
 
 
 def job_draw(rows: Sequence[Mapping[str, Any]], mix: str, seed: int) -> str:

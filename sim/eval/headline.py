@@ -27,7 +27,16 @@ from echelon.schedule import Policy
 from sim.coflow.workload import GroupJob
 from sim.core.config import JobRun, SimConfig
 from sim.core.engine import Simulator
-from sim.eval.report import VERSUS_HEAD, Row, echelon_vs_best, fmt, pct, table, versus_cells
+from sim.eval.report import (
+    VERSUS_HEAD,
+    Row,
+    echelon_vs_best,
+    fmt,
+    pct,
+    policy_table,
+    table,
+    versus_cells,
+)
 
 #: Policies measured against the exact one-link optimum, and the instance count.
 ORACLE_POLICIES = (
@@ -94,26 +103,10 @@ def targets(batch: Sequence[Row], mixes: Sequence[str]) -> str:
 
 def ablation_table(rows: Sequence[Row], mix: str, gbit: float, policies: Sequence[str]) -> str:
     """One mix at one bandwidth: every ablation against the full policy (8 queues)."""
-    sel = {r["policy"]: r for r in rows if r["mix"] == mix and float(r["gbit"]) == gbit}
-    full = sel.get("echelon")
-    if full is None:
+    sel = [r for r in rows if r["mix"] == mix and float(r["gbit"]) == gbit]
+    if not any(r["policy"] == "echelon" for r in sel):
         return ""
-    body = [
-        [
-            f"**{p}**" if p == "echelon" else p,
-            sel[p]["iter_mean"],
-            pct(sel[p]["iter_mean"], full["iter_mean"]),
-            sel[p]["iter_p99"],
-            pct(sel[p]["iter_p99"], full["iter_p99"]),
-            sel[p]["slowdown_mean"],
-        ]
-        for p in policies
-        if p in sel
-    ]
-    return table(
-        ["policy", "iter mean (s)", "vs echelon", "iter p99 (s)", "vs echelon", "slowdown mean"],
-        body,
-    )
+    return policy_table(sel, policies, ("slowdown_mean",))
 
 
 def policy_cost(inst: Instance, policy: Policy) -> float:
@@ -136,13 +129,13 @@ def ratios(policy: Policy, count: int, seed: int = 0) -> list[float]:
     return out
 
 
-def oracle_table(count: int = ORACLE_INSTANCES, seed: int = 0) -> str:
+def oracle_table() -> str:
     """Ratio to the exact optimum on random one-link instances (echelon.oracle), with the
     myopic optimum (exact on the present, blind to the future) as the online reference."""
     body = []
     named: list[tuple[str, Policy]] = [(n, get_policy(n)) for n in ORACLE_POLICIES]
     for name, policy in [*named, ("*myopic optimum (reference)*", MyopicOptimum())]:
-        r = ratios(policy, count, seed)
+        r = ratios(policy, ORACLE_INSTANCES)
         share = sum(x <= 1 + 1e-9 for x in r) / len(r)
         body.append([name, f"{sum(r) / len(r):.4f}", f"{max(r):.3f}", f"{share:.0%}"])
     return table(["policy", "mean ratio", "max ratio", "optimal on"], body)

@@ -26,14 +26,11 @@ from echelon.errors import SpecError
 from echelon.jobs import load_job
 from sim.core.engine import JobRun
 from sim.eval import steady
+from sim.eval.cases import CAP, HOSTS, MB
 from sim.eval.experiments import POLICIES, REPLAN_INTERVAL_S
 from sim.eval.report import fmt, table
 from sim.points import Point
 from sim.topology import big_switch
-
-MB = 1_000_000
-CAP = 1.0 * MB
-HOSTS = ["h0", "h1", "h2", "h3"]
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,13 @@ from typing import Any
 from sim.core.results import SimResult
 
 
-def fmt(x: Any, digits: int = 3) -> str:
+def fmt(x: Any) -> str:
     if isinstance(x, float):
         if math.isnan(x):
             return "–"
         if abs(x) >= 1000:
             return f"{x:,.0f}"
-        return f"{x:.{digits}g}" if abs(x) < 1 else f"{x:.{digits}f}".rstrip("0").rstrip(".")
+        return f"{x:.3g}" if abs(x) < 1 else f"{x:.3f}".rstrip("0").rstrip(".")
     return str(x)
 
 
@@ -36,41 +36,39 @@ def pct(a: float, b: float) -> str:
     return f"{(a / b - 1) * 100:+.1f}%"
 
 
-def policy_table(rows: Sequence[Mapping[str, Any]], policies: Sequence[str]) -> str:
+#: Headers of the metrics a policy table shows after its comparisons with echelon.
+EXTRA = {
+    "slowdown_mean": "slowdown mean",
+    "ecct_mean": "EF completion mean (s)",
+    "tardiness_total": "total tardiness (s)",
+    "jct_mean": "JCT mean (s)",
+}
+
+
+def policy_table(
+    rows: Sequence[Mapping[str, Any]], policies: Sequence[str], extra: Sequence[str] = tuple(EXTRA)
+) -> str:
+    """Every policy's mean and p99 iteration time against echelon's, then the ``extra``
+    metrics (keys of :data:`EXTRA`); a policy's last row counts."""
     by = {r["policy"]: r for r in rows}
     base = by.get("echelon")
-    body = []
-    for p in policies:
-        r = by.get(p)
-        if r is None:
-            continue
-        body.append(
-            [
-                f"**{p}**" if p == "echelon" else p,
-                r["iter_mean"],
-                pct(r["iter_mean"], base["iter_mean"]) if base else "–",
-                r["iter_p99"],
-                pct(r["iter_p99"], base["iter_p99"]) if base else "–",
-                r["slowdown_mean"],
-                r["ecct_mean"],
-                r["tardiness_total"],
-                r["jct_mean"],
-            ]
-        )
-    return table(
+    body = [
         [
-            "policy",
-            "iter mean (s)",
-            "vs echelon",
-            "iter p99 (s)",
-            "vs echelon",
-            "slowdown mean",
-            "EF completion mean (s)",
-            "total tardiness (s)",
-            "JCT mean (s)",
-        ],
+            f"**{p}**" if p == "echelon" else p,
+            r["iter_mean"],
+            pct(r["iter_mean"], base["iter_mean"]) if base else "–",
+            r["iter_p99"],
+            pct(r["iter_p99"], base["iter_p99"]) if base else "–",
+            *(r[m] for m in extra),
+        ]
+        for p in policies
+        if (r := by.get(p)) is not None
+    ]
+    return table(
+        ["policy", "iter mean (s)", "vs echelon", "iter p99 (s)", "vs echelon",
+         *(EXTRA[m] for m in extra)],
         body,
-    )
+    )  # fmt: skip
 
 
 def verdict(rows: Sequence[Mapping[str, Any]], baselines: Sequence[str], what: str) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.eval.report import Row, fmt, table
+from sim.eval.report import Row, echelon_vs_best, fmt, table
 
 #: Bootstrap resamples per interval and the generator's seed (the report is reproducible).
 DRAWS = 4000
@@ -39,15 +39,13 @@ class Paired:
     seeds: int
 
 
-def paired_ratio(
-    ours: Sequence[float], theirs: Sequence[float], draws: int = DRAWS, seed: int = DRAW_SEED
-) -> Paired:
+def paired_ratio(ours: Sequence[float], theirs: Sequence[float]) -> Paired:
     """Ratio of the means and its 95 % paired bootstrap interval over seeds."""
     a = np.asarray(ours, dtype=np.float64)
     b = np.asarray(theirs, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1 or not len(a):
         raise ValueError(f"need two equal, non-empty series, got {a.shape} and {b.shape}")
-    pick = np.random.default_rng(seed).integers(0, len(a), size=(draws, len(a)))
+    pick = np.random.default_rng(DRAW_SEED).integers(0, len(a), size=(DRAWS, len(a)))
     boot = a[pick].mean(axis=1) / b[pick].mean(axis=1) - 1.0
     low, high = np.percentile(boot, [2.5, 97.5])
     return Paired(
@@ -80,27 +78,12 @@ def mean_of(runs: Mapping[int, Row], metric: str) -> float:
     return float(np.mean(series(runs, metric)))
 
 
-@dataclass(frozen=True)
-class Best:
-    """The baselines with the lowest seed-averaged mean and p99, and those averages."""
-
-    mean_policy: str
-    mean: float
-    p99_policy: str
-    p99: float
-
-
-def best_baselines(per: Mapping[str, Mapping[int, Row]]) -> Best:
-    """The baselines with the lowest seed-averaged mean and p99 (echelon excluded),
-    returned with the averages so that tables need not recompute them."""
-    base = [p for p in per if p != "echelon"]
-    if not base:
-        raise ValueError("no baseline rows")
-    means = {p: mean_of(per[p], "iter_mean") for p in base}
-    p99s = {p: mean_of(per[p], "iter_p99") for p in base}
-    bm = min(base, key=means.__getitem__)
-    bp = min(base, key=p99s.__getitem__)
-    return Best(bm, means[bm], bp, p99s[bp])
+def seed_means(per: Mapping[str, Mapping[int, Row]]) -> list[Row]:
+    """One row per policy with its mean and p99 iteration time averaged over seeds
+    (:func:`mean_of`): what :func:`sim.eval.report.echelon_vs_best` picks the best
+    baselines from."""
+    metrics = ("iter_mean", "iter_p99")
+    return [{"policy": p, **{m: mean_of(runs, m) for m in metrics}} for p, runs in per.items()]
 
 
 def interval(p: Paired) -> str:
@@ -114,20 +97,21 @@ def seed_table(rows: Sequence[Row], mixes: Sequence[str]) -> str:
     body = []
     for mix in mixes:
         per = by_seed(rows, mix)
-        if "echelon" not in per or len(per) < 2:
+        found = echelon_vs_best(seed_means(per))
+        if found is None:
             continue
-        best = best_baselines(per)
+        _, bm, bp = found
         e = per["echelon"]
-        m = paired_ratio(series(e, "iter_mean"), series(per[best.mean_policy], "iter_mean"))
-        q = paired_ratio(series(e, "iter_p99"), series(per[best.p99_policy], "iter_p99"))
+        m = paired_ratio(series(e, "iter_mean"), series(per[bm["policy"]], "iter_mean"))
+        q = paired_ratio(series(e, "iter_p99"), series(per[bp["policy"]], "iter_p99"))
         body.append(
             [
                 mix,
                 m.seeds,
-                f"{best.mean_policy} {fmt(best.mean)}",
+                f"{bm['policy']} {fmt(bm['iter_mean'])}",
                 interval(m),
                 f"{m.ahead}/{m.seeds}",
-                f"{best.p99_policy} {fmt(best.p99)}",
+                f"{bp['policy']} {fmt(bp['iter_p99'])}",
                 interval(q),
                 f"{q.ahead}/{q.seeds}",
             ]
@@ -146,9 +130,10 @@ def largest_gaps(
     that baseline's name and ``(seed, mean gap, p99 gap)`` against it: where the
     average loss comes from, and what the baseline's order cost there in tail."""
     per = by_seed(rows, mix)
-    if "echelon" not in per or len(per) < 2:
+    found = echelon_vs_best(seed_means(per))
+    if found is None:
         return "", []
-    bm = best_baselines(per).mean_policy
+    bm = str(found[1]["policy"])
     gaps = [
         (
             s,

@@ -38,8 +38,8 @@ import numpy as np
 
 from echelon.model import IterationPlan
 from sim.core.engine import JobRun, SimConfig, Simulator
-from sim.core.results import IterationRecord, SimResult
-from sim.eval.experiments import NETWORK, POLICIES, REPLAN_INTERVAL_S, STEADY_HORIZON
+from sim.core.results import IterationRecord
+from sim.eval.experiments import REPLAN_INTERVAL_S, STEADY_HORIZON, network_at
 from sim.points import Inputs, Point, load_inputs, point_jobs
 from sim.topology import hosts_of
 
@@ -49,23 +49,21 @@ HORIZON = STEADY_HORIZON
 WARMUP = 2
 #: Iterations of a job run alone to measure its contention-free time.
 ALONE_ITERATIONS = 4
-#: Host-link Gbit/s of the steady-state grid and its mixes.
-GBITS = (100.0, 25.0, 10.0)
-MIXES = ("hybrid", "dp", "mixed")
 #: "Long-running": a job never runs out of iterations before the horizon.
 FOREVER = 10**9
 
 
 def points(
     seeds: Sequence[int],
-    policies: Sequence[str] = POLICIES,
-    mixes: Sequence[str] = MIXES,
-    gbits: Sequence[float] = GBITS,
+    policies: Sequence[str],
+    mixes: Sequence[str],
+    gbits: Sequence[float],
     n_jobs: int = 8,
 ) -> list[Point]:
-    """Every (mix, bandwidth, seed, policy) on 8 queues, a draw's policies together."""
+    """Every (mix, host-link Gbit/s, seed, policy) on 8 queues, a draw's policies together
+    (the grid is the profile's: :class:`sim.eval.experiments.Profile`)."""
     return [
-        Point(mix, pol, 8, None, seed, n_jobs, FOREVER, json.dumps({**NETWORK, "gbit": g}),
+        Point(mix, pol, 8, None, seed, n_jobs, FOREVER, json.dumps(network_at(g)),
               replan_interval=REPLAN_INTERVAL_S)
         for mix in mixes
         for g in gbits
@@ -104,11 +102,6 @@ def per_job_time(ends: Sequence[float], t_w: float, horizon: float) -> tuple[flo
     if len(inside) >= 2:
         return max((inside[-1] - inside[0]) / (len(inside) - 1), open_s), len(inside)
     return max(open_s, horizon - t_w), len(inside)
-
-
-def measure(res: SimResult, alone: Mapping[str, float], horizon: float) -> dict[str, Any]:
-    """The steady-state numbers of one simulated run stopped at ``horizon``."""
-    return measure_iterations(res.iterations, alone, horizon)
 
 
 def measure_iterations(
@@ -239,4 +232,5 @@ def run_jobs(
     )
     forever = [cached(r, FOREVER) for r in runs]
     res = Simulator(net, forever, cfg).run()
-    return {**point.label(), "wall_s": res.wall_s, **measure(res, alone, horizon)}
+    measured = measure_iterations(res.iterations, alone, horizon)
+    return {**point.label(), "wall_s": res.wall_s, **measured}

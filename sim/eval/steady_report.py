@@ -23,11 +23,13 @@ METRICS = ("steady_mean", "steady_p99", "worst_slowdown", "jain")
 
 
 def cells(rows: Sequence[Row]) -> dict[tuple[str, float], dict[str, dict[int, Row]]]:
-    """``{(mix, gbit): {policy: {seed: row}}}``, keeping the seeds every policy has."""
+    """``{(mix, gbit): {policy: {seed: row}}}``, keeping the seeds every policy has, in
+    the report's order (by mix, the fastest links first)."""
     groups: dict[tuple[str, float], list[Row]] = {}
     for r in rows:
         groups.setdefault((str(r["mix"]), gbit_of(r)), []).append(r)
-    return {key: per_policy(runs) for key, runs in groups.items()}
+    order = sorted(groups, key=lambda key: (key[0], -key[1]))
+    return {key: per_policy(groups[key]) for key in order}
 
 
 def versus(per: Mapping[str, Mapping[int, Row]], ours: str, theirs: str, metric: str) -> Paired:
@@ -51,7 +53,7 @@ def headline(rows: Sequence[Row], ours: str = "echelon") -> str:
     """One line per (mix, Gbit/s): ours against fair sharing and echelon-v1, its worst
     job against fair's worst job, and the baselines that dominate it."""
     body = []
-    for (mix, gbit), per in sorted(cells(rows).items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+    for (mix, gbit), per in cells(rows).items():
         if ours not in per or "fair" not in per:
             continue
         e, f = per[ours], per["fair"]
@@ -182,7 +184,7 @@ def section(w: Any, rows: Sequence[Row], profile: Any, wall_s: float) -> None:
         "its starvation guard (the shipped policy until 2026-12-01).\n"
     )
     w("**Stability of the window estimate.** " + stability(rows) + "\n")
-    for (mix, gbit), per in sorted(cells(rows).items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+    for (mix, gbit), per in cells(rows).items():
         w(f"### `{mix}` at {fmt(gbit)} Gbit/s\n")
         w(cell_table(per, list(profile.steady_policies)) + "\n")
 
@@ -234,7 +236,7 @@ def targets(rows: Sequence[Row], ours: str = "echelon") -> str:
     echelon-v1's where the network is the bottleneck; the worst job's slowdown within
     5 % of fair's worst job's; no baseline dominating."""
     lines = []
-    for (mix, gbit), per in sorted(cells(rows).items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+    for (mix, gbit), per in cells(rows).items():
         if ours not in per or "fair" not in per:
             continue
         missed = []

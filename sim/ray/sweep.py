@@ -27,20 +27,19 @@ import importlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from echelon.errors import EchelonError, SpecError
 from sim.points import (
-    Done,
     InputKey,
     Inputs,
     Point,
     PointFn,
     Progress,
     SweepError,
-    complete,
+    collect,
     input_key,
     load_inputs,
 )
@@ -154,22 +153,21 @@ def _run(
         for i, p in enumerate(points)
     ]
     index = {ref: i for i, ref in enumerate(refs)}
-    rows: list[dict[str, Any] | None] = [None] * len(points)
     pending = list(refs)
-    try:
+
+    def finished() -> Iterator[tuple[int, dict[str, Any], str]]:
+        nonlocal pending
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             for ref in ready:
-                i = index[ref]
-                row, node = _get(ray, ref, points[i])
-                rows[i] = row
-                if progress:
-                    finished = len(points) - len(pending)
-                    progress(Done(finished, len(points), i, points[i], row, f"node {node[:8]}"))
+                row, node = _get(ray, ref, points[index[ref]])
+                yield index[ref], row, f"node {node[:8]}"
+
+    try:
+        return collect(points, finished(), progress)
     finally:
         for ref in pending:  # only left on an error: stop the rest of the sweep
             ray.cancel(ref)
-    return complete(rows, points)
 
 
 def _get(ray: Any, ref: Any, point: Point) -> tuple[dict[str, Any], str]:

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from sim.eval import bandwidth
-from sim.eval.experiments import NETWORK, POLICIES, PROFILES, SWEEP_GBIT
+from sim.eval.experiments import NETWORK, POLICIES, PROFILES, SWEEP_GBIT, network_at
 from sim.points import run_point
 
 
@@ -31,7 +31,7 @@ def test_sweep_points_cover_requested_bandwidths_once() -> None:
 def test_slower_links_do_not_speed_up_a_run() -> None:
     """Tagging reads the bandwidth back, and a 10x slower network is not faster."""
     slow_pt = next(p for p in bandwidth.points(PROFILES["tiny"]) if p.policy == "fair")
-    fast_pt = replace(slow_pt, network=json.dumps(bandwidth.network_at(100)))
+    fast_pt = replace(slow_pt, network=json.dumps(network_at(100)))
     slow, fast = bandwidth.tag([run_point(slow_pt), run_point(fast_pt)])
     assert (slow["gbit"], fast["gbit"]) == (10.0, 100.0)
     assert slow["iter_mean"] >= fast["iter_mean"] * (1 - 1e-9)

@@ -33,9 +33,13 @@ def _rates(
     counter = np.array([f[3] for f in flows])  # one reducer per flow here: red_of = index
     red_of = np.arange(len(flows), dtype=np.int64)
     bps = np.zeros(len(flows))
+    deadline = np.zeros(len(coflows))
+    deadline[edf] = np.arange(len(edf))  # work conservation in ``edf`` order at now = 0
     madd(
         np.array(order, dtype=np.int64),
-        np.array(edf, dtype=np.int64),
+        np.zeros(len(coflows)),
+        deadline,
+        0.0,
         first,
         count,
         src,

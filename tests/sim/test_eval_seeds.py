@@ -7,6 +7,7 @@ import json
 import pytest
 
 from sim.eval import seeds
+from sim.eval.report import echelon_vs_best
 
 
 def _row(policy: str, seed: int, mean: float, p99: float, mix: str = "dp") -> dict[str, object]:
@@ -52,9 +53,9 @@ def test_by_seed_keeps_common_seeds_and_best_excludes_echelon() -> None:
     per = seeds.by_seed(rows, "dp")
     assert sorted(per) == ["echelon", "fifo", "v1"]
     assert all(sorted(v) == [1, 2] for v in per.values())
-    best = seeds.best_baselines(per)
-    assert (best.mean_policy, best.p99_policy) == ("v1", "fifo")
-    assert best.mean == pytest.approx(0.6) and best.p99 == pytest.approx(0.8)
+    _, bm, bp = echelon_vs_best(seeds.seed_means(per)) or pytest.fail("no comparison")
+    assert (bm["policy"], bp["policy"]) == ("v1", "fifo")
+    assert bm["iter_mean"] == pytest.approx(0.6) and bp["iter_p99"] == pytest.approx(0.8)
 
 
 def test_largest_gaps_and_table() -> None:

@@ -12,8 +12,8 @@ from sim.points import (
     Done,
     Point,
     SweepError,
+    collect,
     comparable,
-    complete,
     input_key,
     load_inputs,
     run_point,
@@ -74,7 +74,7 @@ def test_comparable_ignores_wall_time_only() -> None:
 def test_a_lost_point_is_an_error() -> None:
     pts = [Point("pipeline", "fair"), Point("pipeline", "edf")]
     with pytest.raises(SweepError, match="1 point"):
-        complete([{"policy": "fair"}, None], pts)
+        collect(pts, [(0, {"policy": "fair"}, "local")])
 
 
 def test_spec_error_crosses_processes_as_itself() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from echelon.jobs import load_job
 from sim.core.engine import JobRun, SimConfig, Simulator
-from sim.core.results import IterationRecord, SimResult
+from sim.core.results import IterationRecord
 from sim.eval import interleave, steady
 from sim.eval.experiments import NETWORK, REPLAN_INTERVAL_S
 from sim.points import Point, load_inputs, point_jobs
@@ -34,12 +34,9 @@ def test_window_opens_at_a_quarter_unless_a_job_is_still_warming_up() -> None:
 
 
 def test_measure_reports_the_worst_job_and_jain() -> None:
-    res = SimResult("x", "K=8")
-    for k in range(40):  # a: 1 s iterations; b: 4 s
-        res.iterations.append(IterationRecord("a", k, float(k), float(k + 1)))
-    for k in range(10):
-        res.iterations.append(IterationRecord("b", k, 4.0 * k, 4.0 * (k + 1)))
-    m = steady.measure(res, {"a": 1.0, "b": 2.0}, 40.0)
+    iterations = [IterationRecord("a", k, float(k), float(k + 1)) for k in range(40)]  # 1 s
+    iterations += [IterationRecord("b", k, 4.0 * k, 4.0 * (k + 1)) for k in range(10)]  # 4 s
+    m = steady.measure_iterations(iterations, {"a": 1.0, "b": 2.0}, 40.0)
     assert m["jobs"]["a"]["steady_s"] == pytest.approx(1.0)
     assert m["jobs"]["b"]["steady_s"] == pytest.approx(4.0)
     assert m["worst_slowdown"] == pytest.approx(2.0)
