@@ -30,7 +30,7 @@ from sim.core.results import IterationRecord
 from sim.eval import interleave, steady
 from sim.packet import PacketConfig, PacketModel
 from sim.predict import DEFAULT_HEADER_BYTES
-from sim.topology import UNLIMITED_BYTES_PER_S
+from sim.topology import file_network
 from topo.agents import PACKET_BYTES
 from topo.crosscheck import registration_levels
 from topo.demo import host_pacing, scale_description
@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     scenario = interleave.by_key(args.scenario)
     specs = [load_job(scale_description(d, args.scale)) for d in interleave.descriptions(scenario)]
-    net = TopologyNetwork(load(args.topo), UNLIMITED_BYTES_PER_S)
+    net = file_network(args.topo)
     if args.mode == "static":
         print("static plan (job, group, flow): level")
         for slot, level in sorted(registration_levels(specs, net).items()):

@@ -206,7 +206,7 @@ def make_network(spec: Mapping[str, Any]) -> Network:
     raise SpecError("network.kind", f"unknown network kind {kind!r}")
 
 
-def file_network(topology: Topology | str | Path) -> Network:
+def file_network(topology: Topology | str | Path) -> TopologyNetwork:
     """An emulation topology (its YAML file, or the file read) as a network, the links it
     leaves unlimited at :data:`UNLIMITED_BYTES_PER_S`: ``make_network``'s ``file`` kind."""
     if not isinstance(topology, Topology):

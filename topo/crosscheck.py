@@ -49,7 +49,7 @@ from echelon.specs import read_file
 from echelon.topology import Topology, TopologyNetwork, load, parse
 from hostagent.plan import release_times
 from sim.packet import PacketConfig, PacketModel
-from sim.topology import UNLIMITED_BYTES_PER_S
+from sim.topology import file_network
 from topo.demo import host_pacing, paced_description, specs_from_results
 from topo.report import iteration_records
 
@@ -213,7 +213,7 @@ def predict(
         topo = scaled_links(load(results["topo_path"]), rate_scale)
         pm = PacketModel(
             list(specs),
-            TopologyNetwork(topo, UNLIMITED_BYTES_PER_S),
+            file_network(topo),
             PacketConfig(
                 "echelon",
                 online=online,
