@@ -38,6 +38,7 @@ def p4c_version() -> str:
     return line.split()[1]  # e.g. 1.2.4.8
 
 
+@pytest.mark.slow  # runs the compiler: 2-8 s a program
 @pytest.mark.skipif(P4C is None, reason="p4c-bm2-ss is not installed: build outputs not checked")
 @pytest.mark.parametrize(("source", "json_path", "p4info_path"), PROGRAMS)
 def test_committed_outputs_are_what_p4c_makes(
