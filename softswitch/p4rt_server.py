@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import grpc
@@ -110,21 +111,26 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         )
 
     # ------------------------------------------------------------------ RPCs
-    def Capabilities(self, request: Any, context: grpc.ServicerContext) -> p4r.CapabilitiesResponse:
+    @contextmanager
+    def _serving(self, context: grpc.ServicerContext, rpc: str) -> Iterator[None]:
+        """One unary RPC: a request slot of its client for the ``with`` block
+        (:meth:`ClientBounds.request`); a SwitchError raised in it (or by the slot)
+        fails the RPC with the error's own code and message."""
         try:
-            with self.bounds.request(context.peer(), "Capabilities"):
-                return p4r.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
+            with self.bounds.request(context.peer(), rpc):
+                yield
         except SwitchError as err:
             _abort(context, err)
+
+    def Capabilities(self, request: Any, context: grpc.ServicerContext) -> p4r.CapabilitiesResponse:
+        with self._serving(context, "Capabilities"):
+            return p4r.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
 
     def SetForwardingPipelineConfig(
         self, request: p4r.SetForwardingPipelineConfigRequest, context: grpc.ServicerContext
     ) -> p4r.SetForwardingPipelineConfigResponse:
-        try:
-            with self.bounds.request(context.peer(), "SetForwardingPipelineConfig"), self._lock:
-                self._set_config(request)
-        except SwitchError as err:
-            _abort(context, err)
+        with self._serving(context, "SetForwardingPipelineConfig"), self._lock:
+            self._set_config(request)
         return p4r.SetForwardingPipelineConfigResponse()
 
     def _set_config(self, req: p4r.SetForwardingPipelineConfigRequest) -> None:
@@ -169,12 +175,9 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
     def GetForwardingPipelineConfig(
         self, request: p4r.GetForwardingPipelineConfigRequest, context: grpc.ServicerContext
     ) -> p4r.GetForwardingPipelineConfigResponse:
-        try:
-            with self.bounds.request(context.peer(), "GetForwardingPipelineConfig"):
-                self._check_device(request.device_id)
-                pl = self._need_pipeline()
-        except SwitchError as err:
-            _abort(context, err)
+        with self._serving(context, "GetForwardingPipelineConfig"):
+            self._check_device(request.device_id)
+            pl = self._need_pipeline()
         resp = p4r.GetForwardingPipelineConfigResponse()
         if pl.cookie:
             resp.config.cookie.cookie = pl.cookie
@@ -194,32 +197,22 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         by :meth:`_answer`."""
         if isinstance(request, InvalidArgument):
             _abort(context, request)
-        try:
-            with self.bounds.request(context.peer(), "Write"):
-                self._check_write(
-                    request.device_id,
-                    request.role,
-                    request.election_id if request.HasField("election_id") else None,
-                    request.atomicity,
-                    len(request.updates),
-                )
-                with self._lock:
-                    pl = self._need_pipeline()
-                    results = self._apply_all(pl, request.updates)
-        except SwitchError as err:
-            _abort(context, err)
+        with self._serving(context, "Write"):
+            self._check_write(request)
+            with self._lock:
+                pl = self._need_pipeline()
+                results = self._apply_all(pl, request.updates)
         self._answer(results, context)
         return p4r.WriteResponse()
 
-    def _check_write(
-        self, device_id: int, role: str, election: p4r.Uint128 | None, atomicity: int, n: int
-    ) -> None:
+    def _check_write(self, request: p4r.WriteRequest) -> None:
         """The request-level checks, in the order the spec's errors are reported."""
-        self._check_device(device_id)
-        self.arbiter.check_primary(role, election)
-        if atomicity != p4r.WriteRequest.CONTINUE_ON_ERROR:
+        self._check_device(request.device_id)
+        election = request.election_id if request.HasField("election_id") else None
+        self.arbiter.check_primary(request.role, election)
+        if request.atomicity != p4r.WriteRequest.CONTINUE_ON_ERROR:
             raise Unimplemented("atomicity", "only CONTINUE_ON_ERROR is supported")
-        limit = self.limits.max_write_updates
+        limit, n = self.limits.max_write_updates, len(request.updates)
         if n > limit:
             # checked before the lock: a huge batch must not stall every client
             raise ResourceExhausted(
@@ -323,37 +316,34 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         ``max_read_entities``; under the service lock only references are taken
         (stored table entries are replaced, never mutated; counter cells as
         ranges), and the entities are built and sent chunk by chunk outside it."""
-        try:
-            with self.bounds.request(context.peer(), "Read"):
-                self._check_device(request.device_id)
-                n = len(request.entities)
-                if n > self.limits.max_read_request_entities:
+        with self._serving(context, "Read"):
+            self._check_device(request.device_id)
+            n = len(request.entities)
+            if n > self.limits.max_read_request_entities:
+                raise ResourceExhausted(
+                    "entities",
+                    f"{n} entities exceed the limit of "
+                    f"{self.limits.max_read_request_entities} per ReadRequest",
+                )
+            with self._lock:
+                pl = self._need_pipeline()
+                total = sum(self._count(pl, ent) for ent in request.entities)
+                if total > self.limits.max_read_entities:
                     raise ResourceExhausted(
                         "entities",
-                        f"{n} entities exceed the limit of "
-                        f"{self.limits.max_read_request_entities} per ReadRequest",
+                        f"the Read would answer {total} entities, over the limit of "
+                        f"{self.limits.max_read_entities} per Read: read tables or "
+                        "counters one at a time",
                     )
-                with self._lock:
-                    pl = self._need_pipeline()
-                    total = sum(self._count(pl, ent) for ent in request.entities)
-                    if total > self.limits.max_read_entities:
-                        raise ResourceExhausted(
-                            "entities",
-                            f"the Read would answer {total} entities, over the limit of "
-                            f"{self.limits.max_read_entities} per Read: read tables or "
-                            "counters one at a time",
-                        )
-                    # a repeated entity (1,000 identical wildcards) is walked once
-                    seen: dict[bytes, Part] = {}
-                    parts = []
-                    for ent in request.entities:
-                        key = ent.SerializeToString(deterministic=True)
-                        if key not in seen:
-                            seen[key] = self._snapshot(pl, ent)
-                        parts.append(seen[key])
-                yield from chunks(parts)
-        except SwitchError as err:
-            _abort(context, err)
+                # a repeated entity (1,000 identical wildcards) is walked once
+                seen: dict[bytes, Part] = {}
+                parts = []
+                for ent in request.entities:
+                    key = ent.SerializeToString(deterministic=True)
+                    if key not in seen:
+                        seen[key] = self._snapshot(pl, ent)
+                    parts.append(seen[key])
+            yield from chunks(parts)
 
     def _count(self, pl: Pipeline, ent: p4r.Entity) -> int:
         """An upper bound of what ``ent`` reads, without building anything."""
