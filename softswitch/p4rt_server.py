@@ -31,7 +31,6 @@ from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError
 
 from softswitch import p4rt_codec as codec
-from softswitch import p4rt_registers as registers
 from softswitch.arbitration import Arbiter, Stream
 from softswitch.bm.pipeline import Pipeline, TableInfo
 from softswitch.errors import (
@@ -43,7 +42,7 @@ from softswitch.errors import (
     Unimplemented,
 )
 from softswitch.grpc_limits import WORKERS, ClientBounds, Limits
-from softswitch.p4rt_entities import write_counter, write_meter, write_pre
+from softswitch.p4rt_entities import write_counter, write_meter, write_pre, write_register
 from softswitch.p4rt_read import CounterCells, Part, RegisterCells, chunks
 from softswitch.tables import Table
 
@@ -270,7 +269,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             elif which == "counter_entry":
                 write_counter(dec.pipeline, kind, entity.counter_entry)
             elif which == "register_entry":
-                registers.write_register(dec.pipeline, kind, entity.register_entry)
+                write_register(dec.pipeline, kind, entity.register_entry)
             elif which == "digest_entry":
                 dec.pipeline.digests.configure(kind, entity.digest_entry)
             elif which in ("meter_entry", "direct_meter_entry"):
@@ -356,11 +355,9 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             if te.table_id and len(te.match):
                 return 1
             return sum(len(info.table) for info in infos)
-        if which == "counter_entry":
-            # ranges, one per counter: nothing built per cell
-            return sum(len(cells) for _, cells in codec.counter_cells(pl, ent.counter_entry))
-        if which == "register_entry":
-            return sum(len(c) for _, c in registers.register_cells(pl, ent.register_entry))
+        if which in ("counter_entry", "register_entry"):
+            # ranges, one per counter or register: nothing built per cell
+            return sum(len(cells) for _, cells in self._cells(pl, ent))
         return 0  # refused by _snapshot with its reason
 
     def _snapshot(self, pl: Pipeline, ent: p4r.Entity) -> Part:
@@ -368,13 +365,19 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         which = ent.WhichOneof("entity")
         if which == "table_entry":
             return self._read_tables(pl, ent.table_entry)
-        if which == "counter_entry":
-            return CounterCells(codec.counter_cells(pl, ent.counter_entry))
-        if which == "register_entry":
-            return RegisterCells(registers.register_cells(pl, ent.register_entry))
+        if which in ("counter_entry", "register_entry"):
+            return self._cells(pl, ent)
         if which is None:
             raise InvalidArgument("entity", "empty entity")
         raise InvalidArgument(f"entity.{which}", "the program has no such object")
+
+    @staticmethod
+    def _cells(pl: Pipeline, ent: p4r.Entity) -> CounterCells | RegisterCells:
+        """The counter or register cells ``ent`` reads, as ranges."""
+        if ent.WhichOneof("entity") == "counter_entry":
+            return CounterCells(codec.entry_cells(pl.counters, "counter_id", ent.counter_entry))
+        re = ent.register_entry
+        return RegisterCells(codec.entry_cells(pl.register_infos, "register_id", re))
 
     def _read(self, pl: Pipeline, ent: p4r.Entity) -> list[p4r.Entity]:
         """Every entity ``ent`` reads, built (the Thrift runtime's small reads)."""

@@ -85,6 +85,10 @@ class CounterInfo:
     name: str
     counter: Counter
 
+    @property
+    def size(self) -> int:
+        return self.counter.size
+
 
 @dataclass(frozen=True)
 class RegisterInfo:
@@ -95,6 +99,10 @@ class RegisterInfo:
     alias: str
     bitwidth: int
     register: Register
+
+    @property
+    def size(self) -> int:
+        return self.register.size
 
 
 def load_json(device_config: bytes) -> dict[str, Any]:
