@@ -83,7 +83,7 @@ class RuntimeHandler:
         self,
         queues: PriorityRateQueues[Any],
         lock: threading.Lock,
-        service: P4RuntimeService | None,
+        service: P4RuntimeService,
         ports: dict[int, str] | None = None,
         device_id: int = 0,
     ) -> None:
@@ -156,7 +156,7 @@ class RuntimeHandler:
     # ------------------------------------------------------------ simple_switch: mirroring
     def _sessions(self) -> dict[int, int]:
         """The committed pipeline's clone sessions (one dict item operation per call)."""
-        pl = self.service.pipeline if self.service is not None else None
+        pl = self.service.pipeline
         if pl is None:
             raise ssw.InvalidMirroringOperation(ssw.MirroringOperationErrorCode.SESSION_NOT_FOUND)
         return pl.mirroring
@@ -190,13 +190,13 @@ class RuntimeHandler:
     # ------------------------------------------------------------ standard: config
     def _names(self) -> P4Info:
         """The committed pipeline's P4Info index (P4InfoError without a pipeline)."""
-        pl = self.service.pipeline if self.service is not None else None
+        pl = self.service.pipeline
         if pl is None:
             raise P4InfoError("pipeline", "no pipeline")
         return pl.names
 
     def bm_get_config(self) -> str:
-        pl = self.service.pipeline if self.service is not None else None
+        pl = self.service.pipeline
         if pl is None or not pl.device_config:
             return EMPTY_CONFIG
         return bytes(pl.device_config).decode("utf-8", "replace")
@@ -214,7 +214,6 @@ class RuntimeHandler:
             ) from None
 
     def _read(self, entity: p4r.Entity) -> list[p4r.Entity]:
-        assert self.service is not None  # _table/_counter found a pipeline
         try:
             return self.service.read_entities(entity)
         except SwitchError as err:
@@ -302,7 +301,6 @@ class RuntimeHandler:
 
     def bm_counter_read(self, cxt_id: int, counter_name: str, index: int) -> std.BmCounterValue:
         ent = p4r.Entity(counter_entry=self._counter(counter_name, index))
-        assert self.service is not None
         try:
             cell = self.service.read_entities(ent)[0].counter_entry.data
         except SwitchError:
@@ -311,7 +309,6 @@ class RuntimeHandler:
 
     def _counter_write(self, ce: p4r.CounterEntry, packets: int, nbytes: int) -> None:
         ce.data.packet_count, ce.data.byte_count = packets, nbytes
-        assert self.service is not None
         try:
             self.service.write_counter(ce)
         except SwitchError:
@@ -328,7 +325,7 @@ class RuntimeHandler:
     # ------------------------------------------------------------ standard: registers
     def _register(self, name: str, index: int | None = None) -> RegisterInfo:
         """Register ``name`` (full name or alias), its ``index`` checked as BMv2 does."""
-        pl = self.service.pipeline if self.service is not None else None
+        pl = self.service.pipeline
         infos = pl.register_infos.values() if pl is not None else ()
         info = next((i for i in infos if name in (i.name, i.alias)), None)
         if info is None:
@@ -367,7 +364,7 @@ class RuntimeHandler:
 
     # ------------------------------------------------------------ standard: meters
     def _meter(self, name: str, index: int | None) -> MeterArray:
-        pl = self.service.pipeline if self.service is not None else None
+        pl = self.service.pipeline
         array = next((m for m in pl.meters.values() if m.name == name), None) if pl else None
         if array is None:
             raise std.InvalidMeterOperation(std.MeterOperationErrorCode.INVALID_METER_NAME)
@@ -489,8 +486,7 @@ class RuntimeServer:
         port: int,
         queues: PriorityRateQueues[Any],
         lock: threading.Lock,
-        service: P4RuntimeService | None = None,
-        host: str = "127.0.0.1",
+        service: P4RuntimeService,
         max_connections: int = MAX_CONNECTIONS,
         idle_timeout: float = IDLE_TIMEOUT_S,
         ports: dict[int, str] | None = None,
@@ -542,9 +538,9 @@ class RuntimeServer:
                     slots.release()
 
         try:
-            self._server = Server((host, port), Handler)
+            self._server = Server(("127.0.0.1", port), Handler)
         except OSError as exc:
-            raise UsageError("thrift-port", f"cannot listen on {host}:{port}: {exc}") from None
+            raise UsageError("thrift-port", f"cannot listen on 127.0.0.1:{port}: {exc}") from None
         self.port = int(self._server.server_address[1])
         self.handler.thrift_port = self.port
         # serve_forever notices shutdown() only between polls: a short poll makes stop()
