@@ -258,7 +258,7 @@ class Pipeline:
                         f"{name}.{mf.name}",
                         f"P4Info {mf.name}/{mf.bitwidth} bits, JSON {kf.name}/{kf.bitwidth}",
                     )
-                fields[mf.id] = (pos, KeyField(mf.name, mf.bitwidth, kf.kind, kf.attr))
+                fields[mf.id] = (pos, kf)  # names and widths agree: the JSON table's field
             refs: dict[int, int] = {}
             for ref in t.action_refs:
                 ai = self.actions.get(ref.id)
