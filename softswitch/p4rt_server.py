@@ -44,7 +44,7 @@ from softswitch.errors import (
 from softswitch.grpc_limits import WORKERS, ClientBounds, Limits
 from softswitch.p4rt_entities import write_counter, write_meter, write_pre, write_register
 from softswitch.p4rt_read import CounterCells, Part, RegisterCells, chunks
-from softswitch.tables import Table
+from softswitch.tables import Entry, Table
 
 log = logging.getLogger("softswitch.p4rt")
 
@@ -379,10 +379,6 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         re = ent.register_entry
         return RegisterCells(codec.entry_cells(pl.register_infos, "register_id", re))
 
-    def _read(self, pl: Pipeline, ent: p4r.Entity) -> list[p4r.Entity]:
-        """Every entity ``ent`` reads, built (the Thrift runtime's small reads)."""
-        return [e for chunk in chunks([self._snapshot(pl, ent)]) for e in chunk.entities]
-
     def _read_tables(self, pl: Pipeline, te: p4r.TableEntry) -> list[p4r.TableEntry]:
         """The matching entries as stored (the canonical entries reads return)."""
         infos = _tables(pl, te)
@@ -401,10 +397,11 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         return out
 
     # ------------------------------------------------------------------ Thrift runtime
-    def read_entities(self, entity: p4r.Entity) -> list[p4r.Entity]:
-        """What a Read of ``entity`` returns (for :mod:`softswitch.runtime`, no arbitration)."""
+    def table_entries(self, info: TableInfo) -> list[Entry]:
+        """A table's entries in the order a Read returns them (for :mod:`softswitch.runtime`'s
+        dumps: taken under the lock writers hold)."""
         with self._lock:
-            return self._read(self._need_pipeline(), entity)
+            return list(info.table)
 
     def write_counter(self, ce: p4r.CounterEntry) -> None:
         """Set counter cells like a MODIFY (for :mod:`softswitch.runtime`'s counter calls)."""
