@@ -193,7 +193,7 @@ class Pipeline:
                     t.preamble.name, "action profiles, direct counters, idle timeout unsupported"
                 )
             visible[t.preamble.name] = Visible(t.size, kinds)
-        parser, checksums = CompiledParser(lay, ext, j), Checksums(lay, j)
+        parser, checksums = CompiledParser(lay, ext, j), Checksums(lay, ext.calculations, j)
         self._controls = Controls(lay, ext, j, visible)
         #: mirroring (clone) sessions: session id -> egress port
         self.mirroring: dict[int, int] = {}
