@@ -98,7 +98,8 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             raise FailedPrecondition("pipeline", "no forwarding pipeline config has been set")
         return self.pipeline
 
-    def _commit(self, pl: Pipeline) -> None:
+    def commit(self, pl: Pipeline) -> None:
+        """Make ``pl`` the running pipeline (also ``python -m softswitch --p4info``'s)."""
         self.pipeline = pl
         pl.digests.sink = self.arbiter.send_primary
         self._on_commit(pl)
@@ -141,7 +142,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         if action == _CFG.COMMIT:
             if self._saved is None:
                 raise FailedPrecondition("action", "COMMIT without a saved config")
-            self._commit(self._saved)
+            self.commit(self._saved)
             self._saved = None
             return
         if action not in (
@@ -169,7 +170,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             self._saved = pl
         elif action in (_CFG.VERIFY_AND_COMMIT, _CFG.RECONCILE_AND_COMMIT):
             self._saved = None
-            self._commit(pl)
+            self.commit(pl)
 
     def GetForwardingPipelineConfig(
         self, request: p4r.GetForwardingPipelineConfigRequest, context: grpc.ServicerContext
