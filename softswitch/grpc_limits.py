@@ -175,12 +175,9 @@ class ClientBounds:
         try:
             yield
         finally:
-            self._release(self._requests, peer)
-
-    def _release(self, counts: dict[str, int], peer: str) -> None:
-        with self._lock:
-            left = counts.get(peer, 1) - 1
-            if left > 0:
-                counts[peer] = left
-            else:
-                counts.pop(peer, None)
+            with self._lock:
+                left = self._requests.get(peer, 1) - 1
+                if left > 0:
+                    self._requests[peer] = left
+                else:
+                    self._requests.pop(peer, None)
