@@ -31,7 +31,7 @@ from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError
 
 from softswitch import p4rt_codec as codec
-from softswitch.arbitration import Arbiter, Stream
+from softswitch.arbitration import Arbiter, Stream, election_of
 from softswitch.bm.pipeline import Pipeline, TableInfo
 from softswitch.errors import (
     FailedPrecondition,
@@ -135,9 +135,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
 
     def _set_config(self, req: p4r.SetForwardingPipelineConfigRequest) -> None:
         self._check_device(req.device_id)
-        self.arbiter.check_primary(
-            req.role, req.election_id if req.HasField("election_id") else None
-        )
+        self.arbiter.check_primary(req.role, election_of(req))
         action = req.action
         if action == _CFG.COMMIT:
             if self._saved is None:
@@ -208,8 +206,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
     def _check_write(self, request: p4r.WriteRequest) -> None:
         """The request-level checks, in the order the spec's errors are reported."""
         self._check_device(request.device_id)
-        election = request.election_id if request.HasField("election_id") else None
-        self.arbiter.check_primary(request.role, election)
+        self.arbiter.check_primary(request.role, election_of(request))
         if request.atomicity != p4r.WriteRequest.CONTINUE_ON_ERROR:
             raise Unimplemented("atomicity", "only CONTINUE_ON_ERROR is supported")
         limit, n = self.limits.max_write_updates, len(request.updates)
