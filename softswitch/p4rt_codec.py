@@ -34,10 +34,7 @@ from softswitch.bm.pipeline import ActionInfo, CounterInfo, Pipeline, RegisterIn
 from softswitch.errors import InvalidArgument
 from softswitch.tables import (
     EXACT,
-    LPM,
-    OPTIONAL,
     RANGE,
-    TERNARY,
     ActionCall,
     ActionFn,
     FieldMatch,
@@ -46,7 +43,6 @@ from softswitch.tables import (
 
 T = TypeVar("T")
 
-_ONEOF = {EXACT: "exact", LPM: "lpm", RANGE: "range", TERNARY: "ternary", OPTIONAL: "optional"}
 _MAX_PRIORITY = (1 << 31) - 1
 
 
@@ -118,7 +114,7 @@ def _table(pl: Pipeline, info: TableInfo) -> _Table:
     for pos, fid in enumerate(info.field_ids):
         kf = info.fields[fid][1]
         w = kf.bitwidth
-        fields[fid] = (pos, _ONEOF[kf.kind], w, (w + 7) // 8, f"{info.name}.{kf.name}")
+        fields[fid] = (pos, kf.kind, w, (w + 7) // 8, f"{info.name}.{kf.name}")
         if kf.kind == EXACT:
             template.append(None)
         elif kf.kind == RANGE:
