@@ -111,8 +111,7 @@ def bytes_error(field: str, data: bytes, bitwidth: int) -> InvalidArgument:
 def _table(pl: Pipeline, info: TableInfo) -> _Table:
     fields: dict[int, _Field] = {}
     template: list[FieldMatch | None] = []
-    for pos, fid in enumerate(info.field_ids):
-        kf = info.fields[fid][1]
+    for pos, (fid, kf) in enumerate(zip(info.field_ids, info.table.fields, strict=True)):
         w = kf.bitwidth
         fields[fid] = (pos, kf.kind, w, (w + 7) // 8, f"{info.name}.{kf.name}")
         if kf.kind == EXACT:
