@@ -37,8 +37,13 @@ class Stream:
     provisional: bool = False
 
 
-def election_int(eid: p4r.Uint128) -> int:
-    return int((eid.high << 64) | eid.low)
+def election_of(
+    msg: p4r.MasterArbitrationUpdate | p4r.WriteRequest | p4r.SetForwardingPipelineConfigRequest,
+) -> int | None:
+    """The election ID a message carries, as an int; None when it has none."""
+    if not msg.HasField("election_id"):
+        return None
+    return int((msg.election_id.high << 64) | msg.election_id.low)
 
 
 class Arbiter:
@@ -66,7 +71,7 @@ class Arbiter:
     def update(self, stream: Stream, msg: p4r.MasterArbitrationUpdate) -> None:
         """Apply a stream's arbitration message; raises InvalidArgument for a clash."""
         role = msg.role.name
-        eid = election_int(msg.election_id) if msg.HasField("election_id") else None
+        eid = election_of(msg)
         with self._lock:
             if stream.role is not None and stream.role != role:
                 raise InvalidArgument("role", "a stream cannot change its role")
@@ -132,9 +137,8 @@ class Arbiter:
             arb.status.message = "is backup: a client with a higher election id is primary"
         return resp
 
-    def check_primary(self, role: str, election_id: p4r.Uint128 | None) -> None:
-        """Raise PermissionDenied unless ``election_id`` is the role's primary's."""
-        eid = election_int(election_id) if election_id is not None else None
+    def check_primary(self, role: str, eid: int | None) -> None:
+        """Raise PermissionDenied unless election ID ``eid`` is the role's primary's."""
         with self._lock:
             primary = self._primary(role)
             if primary is None:

@@ -61,14 +61,14 @@ Queued = tuple[Pipeline, PacketState]
 
 @dataclass
 class DataPlaneStats:
-    """Counts of what happened to frames, beside the program's own counters."""
+    """Counts of what happened to frames, beside the program's own counters (the queues
+    count their own drops: :class:`softswitch.queueing.QueueStats`)."""
 
     rx: int = 0
     tx: int = 0
     no_pipeline: int = 0
     pipeline_drop: int = 0
     no_such_port: int = 0
-    queue_drop: int = 0
     errors: int = 0
 
 
@@ -270,7 +270,6 @@ class DataPlane:
                 log.debug("port %d: egress port %d does not exist, dropped", port, egress)
             return
         if not queues.push(egress, prio, (pipeline, state), now):
-            stats.queue_drop += 1
             if prio >= queues.nb_queues:
                 n = queues.stats.dropped_priority
                 if n & (n - 1) == 0:  # 1, 2, 4, 8, ...: counted without flooding the log

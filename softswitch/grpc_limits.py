@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from finsy.proto import p4r
 
-from softswitch.arbitration import Arbiter, Stream, election_int
+from softswitch.arbitration import Arbiter, Stream, election_of
 from softswitch.errors import ResourceExhausted
 
 #: StreamChannels open at once, over all clients.
@@ -134,7 +134,7 @@ class ClientBounds:
         in the slot of the oldest stream that never arbitrated or is a backup; else
         raise RESOURCE_EXHAUSTED."""
         lim = self.limits
-        eid = election_int(msg.election_id) if msg.HasField("election_id") else None
+        eid = election_of(msg)
         with self._lock:
             regular = [s for s in self._open if not s.provisional]
             if len(regular) < lim.max_streams:
@@ -175,12 +175,9 @@ class ClientBounds:
         try:
             yield
         finally:
-            self._release(self._requests, peer)
-
-    def _release(self, counts: dict[str, int], peer: str) -> None:
-        with self._lock:
-            left = counts.get(peer, 1) - 1
-            if left > 0:
-                counts[peer] = left
-            else:
-                counts.pop(peer, None)
+            with self._lock:
+                left = self._requests.get(peer, 1) - 1
+                if left > 0:
+                    self._requests[peer] = left
+                else:
+                    self._requests.pop(peer, None)

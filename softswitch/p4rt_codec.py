@@ -1,4 +1,4 @@
-"""Translate P4Runtime table and counter entities to the pipeline's terms, validating them.
+"""Translate P4Runtime table, counter and register entities to pipeline terms, validating them.
 
 Every check the P4Runtime spec puts on a write lives here, each raising a
 :class:`~softswitch.errors.SwitchError` whose gRPC code is the one the spec
@@ -22,21 +22,19 @@ otherwise is a canonical copy built.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
 from finsy.proto import p4i as p4info_pb2
 from finsy.proto import p4r
 
-from softswitch.bm.pipeline import ActionInfo, CounterInfo, Pipeline, TableInfo
+from p4client.p4info import encode
+from softswitch.bm.pipeline import ActionInfo, CounterInfo, Pipeline, RegisterInfo, TableInfo
 from softswitch.errors import InvalidArgument
 from softswitch.tables import (
     EXACT,
-    LPM,
-    OPTIONAL,
     RANGE,
-    TERNARY,
     ActionCall,
     ActionFn,
     FieldMatch,
@@ -45,7 +43,6 @@ from softswitch.tables import (
 
 T = TypeVar("T")
 
-_ONEOF = {EXACT: "exact", LPM: "lpm", RANGE: "range", TERNARY: "ternary", OPTIONAL: "optional"}
 _MAX_PRIORITY = (1 << 31) - 1
 
 
@@ -114,10 +111,9 @@ def bytes_error(field: str, data: bytes, bitwidth: int) -> InvalidArgument:
 def _table(pl: Pipeline, info: TableInfo) -> _Table:
     fields: dict[int, _Field] = {}
     template: list[FieldMatch | None] = []
-    for pos, fid in enumerate(info.field_ids):
-        kf = info.fields[fid][1]
+    for pos, (fid, kf) in enumerate(zip(info.field_ids, info.table.fields, strict=True)):
         w = kf.bitwidth
-        fields[fid] = (pos, _ONEOF[kf.kind], w, (w + 7) // 8, f"{info.name}.{kf.name}")
+        fields[fid] = (pos, kf.kind, w, (w + 7) // 8, f"{info.name}.{kf.name}")
         if kf.kind == EXACT:
             template.append(None)
         elif kf.kind == RANGE:
@@ -396,20 +392,28 @@ def by_id(infos: Mapping[int, T], field: str, object_id: int) -> T:
     return info
 
 
-def cell_ranges(
-    infos: Iterable[T], name: Callable[[T], str], size: Callable[[T], int], index: int | None
-) -> list[tuple[T, range]]:
-    """Per counter or register, the cells an entry names as a range: ``index``, checked
-    against the size, or (None, an unset index) all of them: a wildcard builds nothing."""
-    cells: list[tuple[T, range]] = []
-    for info in infos:
-        n = size(info)
+#: A counter or register: what :func:`entry_cells` walks.
+C = TypeVar("C", CounterInfo, RegisterInfo)
+
+
+def entry_cells(
+    infos: Mapping[int, C], field: str, entry: p4r.CounterEntry | p4r.RegisterEntry
+) -> list[tuple[C, range]]:
+    """The cells a counter or register entry names (``field``: its id field), as an
+    index range per object: id 0 is every object, an unset index every cell (a
+    wildcard builds nothing); a set index is checked against each object's size."""
+    object_id = getattr(entry, field)
+    chosen = list(infos.values()) if object_id == 0 else [by_id(infos, field, object_id)]
+    index = entry.index.index if entry.HasField("index") else None
+    cells: list[tuple[C, range]] = []
+    for info in chosen:
+        n = info.size
         if index is None:
             cells.append((info, range(n)))
         elif 0 <= index < n:
             cells.append((info, range(index, index + 1)))
         else:
-            raise InvalidArgument(f"{name(info)}.index", f"{index} not in 0..{n - 1}")
+            raise InvalidArgument(f"{info.name}.index", f"{index} not in 0..{n - 1}")
     return cells
 
 
@@ -424,21 +428,16 @@ def default_entry(pl: Pipeline, info: TableInfo) -> p4r.TableEntry:
     return te
 
 
-def counter_cells(pl: Pipeline, ce: p4r.CounterEntry) -> list[tuple[CounterInfo, range]]:
-    """The cells a counter entry names, as an index range per counter; id 0 and a
-    missing index are wildcards."""
-    infos = (
-        list(pl.counters.values())
-        if ce.counter_id == 0
-        else [by_id(pl.counters, "counter_id", ce.counter_id)]
-    )
-    index = ce.index.index if ce.HasField("index") else None
-    return cell_ranges(infos, lambda ci: ci.name, lambda ci: ci.counter.size, index)
-
-
 def counter_entry(ci: CounterInfo, index: int) -> p4r.CounterEntry:
     ce = p4r.CounterEntry(counter_id=ci.id)
     ce.index.index = index
     ce.data.packet_count = ci.counter.packets[index]
     ce.data.byte_count = ci.counter.bytes[index]
     return ce
+
+
+def register_entry(info: RegisterInfo, index: int) -> p4r.RegisterEntry:
+    re = p4r.RegisterEntry(register_id=info.id)
+    re.index.index = index
+    re.data.bitstring = encode(info.register.cells[index], info.bitwidth, info.name)
+    return re

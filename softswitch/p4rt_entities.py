@@ -1,6 +1,18 @@
-"""P4Runtime writes of entities other than table entries: counters, meters, clone sessions.
+"""P4Runtime writes of entities other than table entries: counters, registers, meters,
+clone sessions.
 
-Counter entries are MODIFY only (no index = every cell, no data = reset). Meter
+Counter entries are MODIFY only (no index = every cell, no data = reset). Register
+entries too (INSERT/DELETE are INVALID_ARGUMENT, there is nothing to create; no index
+= every cell, no ``data`` = 0). Registers are the program's data-plane state
+(``register.read``/``write`` in actions, :class:`softswitch.bm.actions.Register`):
+P4Runtime 1.4.1's rules, ``register_id`` 0 reads every register, an unset ``index``
+every cell, cells read back as canonical ``P4Data.bitstring``s
+(:func:`softswitch.p4rt_codec.register_entry`). BMv2 1.15.1's P4Runtime server
+answers register Reads and Writes with UNIMPLEMENTED; its Thrift ``bm_register_*``
+calls (simple_switch_CLI's ``register_read``/``register_write``/``register_reset``)
+are served by :mod:`softswitch.runtime` from the same cells. Cells are plain ints in
+a list that the packet thread updates without a lock; a read takes each cell's value
+as it is at that instant, as BMv2's does. Meter
 entries too (no index = every cell, no config = unconfigured, all GREEN), and direct
 meter entries (the cell of an existing table entry); a config's
 ``cir``/``pir`` are units per second and become BMv2's units per µs as
@@ -26,17 +38,37 @@ from softswitch.errors import AlreadyExists, InvalidArgument, NotFound, Unimplem
 MAX_SESSION = (1 << 15) - 1
 
 
+def _modify_only(kind: int, what: str, object_id: int) -> None:
+    """A counter or register write: a MODIFY (there is nothing to create or delete) of
+    one named object."""
+    if kind != p4r.Update.MODIFY:
+        raise InvalidArgument(f"{what}_entry", f"{what}s only support MODIFY")
+    if object_id == 0:
+        raise InvalidArgument(f"{what}_entry.{what}_id", f"a write needs a {what} id")
+
+
 def write_counter(pl: Pipeline, kind: int, ce: p4r.CounterEntry) -> None:
     """Set the counter cells ``ce`` names (a MODIFY; the Thrift counter calls use it too)."""
-    if kind != p4r.Update.MODIFY:
-        raise InvalidArgument("counter_entry", "counters only support MODIFY")
-    if ce.counter_id == 0:
-        raise InvalidArgument("counter_entry.counter_id", "a write needs a counter id")
+    _modify_only(kind, "counter", ce.counter_id)
     packets = ce.data.packet_count if ce.HasField("data") else 0
     nbytes = ce.data.byte_count if ce.HasField("data") else 0
-    for ci, cells in codec.counter_cells(pl, ce):
+    for ci, cells in codec.entry_cells(pl.counters, "counter_id", ce):
         for idx in cells:
             ci.counter.set(idx, packets, nbytes)
+
+
+def write_register(pl: Pipeline, kind: int, re: p4r.RegisterEntry) -> None:
+    """Set the register cells ``re`` names (see the module docstring for the rules)."""
+    _modify_only(kind, "register", re.register_id)
+    info = codec.by_id(pl.register_infos, "register_id", re.register_id)
+    value = 0
+    if re.HasField("data"):
+        if re.data.WhichOneof("data") != "bitstring":
+            raise InvalidArgument(f"{info.name}.data", "a register cell is a bitstring")
+        value = codec.decode_bytes(f"{info.name}.data", re.data.bitstring, info.bitwidth)
+    for _info, cells in codec.entry_cells(pl.register_infos, "register_id", re):
+        for i in cells:
+            info.register.cells[i] = value
 
 
 def write_meter(dec: codec.Decoder, kind: int, entity: p4r.Entity) -> None:

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from finsy.proto import p4r
 
 from softswitch import p4rt_codec as codec
-from softswitch import p4rt_registers as registers
 from softswitch.bm.pipeline import CounterInfo, RegisterInfo
 from softswitch.grpc_limits import READ_CHUNK_BYTES
 
@@ -42,7 +41,7 @@ def entities(part: Part) -> Iterator[p4r.Entity]:
     elif isinstance(part, RegisterCells):
         for ri, rcells in part:
             for i in rcells:
-                yield p4r.Entity(register_entry=registers.register_entry(ri, i))
+                yield p4r.Entity(register_entry=codec.register_entry(ri, i))
     else:
         for te in part:
             yield p4r.Entity(table_entry=te)

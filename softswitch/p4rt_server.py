@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import grpc
@@ -30,8 +31,7 @@ from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError
 
 from softswitch import p4rt_codec as codec
-from softswitch import p4rt_registers as registers
-from softswitch.arbitration import Arbiter, Stream
+from softswitch.arbitration import Arbiter, Stream, election_of
 from softswitch.bm.pipeline import Pipeline, TableInfo
 from softswitch.errors import (
     FailedPrecondition,
@@ -42,9 +42,9 @@ from softswitch.errors import (
     Unimplemented,
 )
 from softswitch.grpc_limits import WORKERS, ClientBounds, Limits
-from softswitch.p4rt_entities import write_counter, write_meter, write_pre
+from softswitch.p4rt_entities import write_counter, write_meter, write_pre, write_register
 from softswitch.p4rt_read import CounterCells, Part, RegisterCells, chunks
-from softswitch.tables import Table
+from softswitch.tables import Entry, Table
 
 log = logging.getLogger("softswitch.p4rt")
 
@@ -99,6 +99,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         return self.pipeline
 
     def _commit(self, pl: Pipeline) -> None:
+        """Make ``pl`` the running pipeline (also ``python -m softswitch --p4info``'s)."""
         self.pipeline = pl
         pl.digests.sink = self.arbiter.send_primary
         self._on_commit(pl)
@@ -110,28 +111,31 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         )
 
     # ------------------------------------------------------------------ RPCs
-    def Capabilities(self, request: Any, context: grpc.ServicerContext) -> p4r.CapabilitiesResponse:
+    @contextmanager
+    def _serving(self, context: grpc.ServicerContext, rpc: str) -> Iterator[None]:
+        """One unary RPC: a request slot of its client for the ``with`` block
+        (:meth:`ClientBounds.request`); a SwitchError raised in it (or by the slot)
+        fails the RPC with the error's own code and message."""
         try:
-            with self.bounds.request(context.peer(), "Capabilities"):
-                return p4r.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
+            with self.bounds.request(context.peer(), rpc):
+                yield
         except SwitchError as err:
             _abort(context, err)
+
+    def Capabilities(self, request: Any, context: grpc.ServicerContext) -> p4r.CapabilitiesResponse:
+        with self._serving(context, "Capabilities"):
+            return p4r.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
 
     def SetForwardingPipelineConfig(
         self, request: p4r.SetForwardingPipelineConfigRequest, context: grpc.ServicerContext
     ) -> p4r.SetForwardingPipelineConfigResponse:
-        try:
-            with self.bounds.request(context.peer(), "SetForwardingPipelineConfig"), self._lock:
-                self._set_config(request)
-        except SwitchError as err:
-            _abort(context, err)
+        with self._serving(context, "SetForwardingPipelineConfig"), self._lock:
+            self._set_config(request)
         return p4r.SetForwardingPipelineConfigResponse()
 
     def _set_config(self, req: p4r.SetForwardingPipelineConfigRequest) -> None:
         self._check_device(req.device_id)
-        self.arbiter.check_primary(
-            req.role, req.election_id if req.HasField("election_id") else None
-        )
+        self.arbiter.check_primary(req.role, election_of(req))
         action = req.action
         if action == _CFG.COMMIT:
             if self._saved is None:
@@ -169,12 +173,9 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
     def GetForwardingPipelineConfig(
         self, request: p4r.GetForwardingPipelineConfigRequest, context: grpc.ServicerContext
     ) -> p4r.GetForwardingPipelineConfigResponse:
-        try:
-            with self.bounds.request(context.peer(), "GetForwardingPipelineConfig"):
-                self._check_device(request.device_id)
-                pl = self._need_pipeline()
-        except SwitchError as err:
-            _abort(context, err)
+        with self._serving(context, "GetForwardingPipelineConfig"):
+            self._check_device(request.device_id)
+            pl = self._need_pipeline()
         resp = p4r.GetForwardingPipelineConfigResponse()
         if pl.cookie:
             resp.config.cookie.cookie = pl.cookie
@@ -194,32 +195,21 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         by :meth:`_answer`."""
         if isinstance(request, InvalidArgument):
             _abort(context, request)
-        try:
-            with self.bounds.request(context.peer(), "Write"):
-                self._check_write(
-                    request.device_id,
-                    request.role,
-                    request.election_id if request.HasField("election_id") else None,
-                    request.atomicity,
-                    len(request.updates),
-                )
-                with self._lock:
-                    pl = self._need_pipeline()
-                    results = self._apply_all(pl, request.updates)
-        except SwitchError as err:
-            _abort(context, err)
+        with self._serving(context, "Write"):
+            self._check_write(request)
+            with self._lock:
+                pl = self._need_pipeline()
+                results = self._apply_all(pl, request.updates)
         self._answer(results, context)
         return p4r.WriteResponse()
 
-    def _check_write(
-        self, device_id: int, role: str, election: p4r.Uint128 | None, atomicity: int, n: int
-    ) -> None:
+    def _check_write(self, request: p4r.WriteRequest) -> None:
         """The request-level checks, in the order the spec's errors are reported."""
-        self._check_device(device_id)
-        self.arbiter.check_primary(role, election)
-        if atomicity != p4r.WriteRequest.CONTINUE_ON_ERROR:
+        self._check_device(request.device_id)
+        self.arbiter.check_primary(request.role, election_of(request))
+        if request.atomicity != p4r.WriteRequest.CONTINUE_ON_ERROR:
             raise Unimplemented("atomicity", "only CONTINUE_ON_ERROR is supported")
-        limit = self.limits.max_write_updates
+        limit, n = self.limits.max_write_updates, len(request.updates)
         if n > limit:
             # checked before the lock: a huge batch must not stall every client
             raise ResourceExhausted(
@@ -277,7 +267,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             elif which == "counter_entry":
                 write_counter(dec.pipeline, kind, entity.counter_entry)
             elif which == "register_entry":
-                registers.write_register(dec.pipeline, kind, entity.register_entry)
+                write_register(dec.pipeline, kind, entity.register_entry)
             elif which == "digest_entry":
                 dec.pipeline.digests.configure(kind, entity.digest_entry)
             elif which in ("meter_entry", "direct_meter_entry"):
@@ -323,37 +313,34 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         ``max_read_entities``; under the service lock only references are taken
         (stored table entries are replaced, never mutated; counter cells as
         ranges), and the entities are built and sent chunk by chunk outside it."""
-        try:
-            with self.bounds.request(context.peer(), "Read"):
-                self._check_device(request.device_id)
-                n = len(request.entities)
-                if n > self.limits.max_read_request_entities:
+        with self._serving(context, "Read"):
+            self._check_device(request.device_id)
+            n = len(request.entities)
+            if n > self.limits.max_read_request_entities:
+                raise ResourceExhausted(
+                    "entities",
+                    f"{n} entities exceed the limit of "
+                    f"{self.limits.max_read_request_entities} per ReadRequest",
+                )
+            with self._lock:
+                pl = self._need_pipeline()
+                total = sum(self._count(pl, ent) for ent in request.entities)
+                if total > self.limits.max_read_entities:
                     raise ResourceExhausted(
                         "entities",
-                        f"{n} entities exceed the limit of "
-                        f"{self.limits.max_read_request_entities} per ReadRequest",
+                        f"the Read would answer {total} entities, over the limit of "
+                        f"{self.limits.max_read_entities} per Read: read tables or "
+                        "counters one at a time",
                     )
-                with self._lock:
-                    pl = self._need_pipeline()
-                    total = sum(self._count(pl, ent) for ent in request.entities)
-                    if total > self.limits.max_read_entities:
-                        raise ResourceExhausted(
-                            "entities",
-                            f"the Read would answer {total} entities, over the limit of "
-                            f"{self.limits.max_read_entities} per Read: read tables or "
-                            "counters one at a time",
-                        )
-                    # a repeated entity (1,000 identical wildcards) is walked once
-                    seen: dict[bytes, Part] = {}
-                    parts = []
-                    for ent in request.entities:
-                        key = ent.SerializeToString(deterministic=True)
-                        if key not in seen:
-                            seen[key] = self._snapshot(pl, ent)
-                        parts.append(seen[key])
-                yield from chunks(parts)
-        except SwitchError as err:
-            _abort(context, err)
+                # a repeated entity (1,000 identical wildcards) is walked once
+                seen: dict[bytes, Part] = {}
+                parts = []
+                for ent in request.entities:
+                    key = ent.SerializeToString(deterministic=True)
+                    if key not in seen:
+                        seen[key] = self._snapshot(pl, ent)
+                    parts.append(seen[key])
+            yield from chunks(parts)
 
     def _count(self, pl: Pipeline, ent: p4r.Entity) -> int:
         """An upper bound of what ``ent`` reads, without building anything."""
@@ -366,11 +353,9 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             if te.table_id and len(te.match):
                 return 1
             return sum(len(info.table) for info in infos)
-        if which == "counter_entry":
-            # ranges, one per counter: nothing built per cell
-            return sum(len(cells) for _, cells in codec.counter_cells(pl, ent.counter_entry))
-        if which == "register_entry":
-            return sum(len(c) for _, c in registers.register_cells(pl, ent.register_entry))
+        if which in ("counter_entry", "register_entry"):
+            # ranges, one per counter or register: nothing built per cell
+            return sum(len(cells) for _, cells in self._cells(pl, ent))
         return 0  # refused by _snapshot with its reason
 
     def _snapshot(self, pl: Pipeline, ent: p4r.Entity) -> Part:
@@ -378,17 +363,19 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         which = ent.WhichOneof("entity")
         if which == "table_entry":
             return self._read_tables(pl, ent.table_entry)
-        if which == "counter_entry":
-            return CounterCells(codec.counter_cells(pl, ent.counter_entry))
-        if which == "register_entry":
-            return RegisterCells(registers.register_cells(pl, ent.register_entry))
+        if which in ("counter_entry", "register_entry"):
+            return self._cells(pl, ent)
         if which is None:
             raise InvalidArgument("entity", "empty entity")
         raise InvalidArgument(f"entity.{which}", "the program has no such object")
 
-    def _read(self, pl: Pipeline, ent: p4r.Entity) -> list[p4r.Entity]:
-        """Every entity ``ent`` reads, built (the Thrift runtime's small reads)."""
-        return [e for chunk in chunks([self._snapshot(pl, ent)]) for e in chunk.entities]
+    @staticmethod
+    def _cells(pl: Pipeline, ent: p4r.Entity) -> CounterCells | RegisterCells:
+        """The counter or register cells ``ent`` reads, as ranges."""
+        if ent.WhichOneof("entity") == "counter_entry":
+            return CounterCells(codec.entry_cells(pl.counters, "counter_id", ent.counter_entry))
+        re = ent.register_entry
+        return RegisterCells(codec.entry_cells(pl.register_infos, "register_id", re))
 
     def _read_tables(self, pl: Pipeline, te: p4r.TableEntry) -> list[p4r.TableEntry]:
         """The matching entries as stored (the canonical entries reads return)."""
@@ -409,9 +396,17 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
 
     # ------------------------------------------------------------------ Thrift runtime
     def read_entities(self, entity: p4r.Entity) -> list[p4r.Entity]:
-        """What a Read of ``entity`` returns (for :mod:`softswitch.runtime`, no arbitration)."""
+        """What a Read of ``entity`` returns, built (no arbitration; tests/controlplane
+        copy a switch's entries with it)."""
         with self._lock:
-            return self._read(self._need_pipeline(), entity)
+            snapshot = self._snapshot(self._need_pipeline(), entity)
+        return [e for chunk in chunks([snapshot]) for e in chunk.entities]
+
+    def table_entries(self, info: TableInfo) -> list[Entry]:
+        """A table's entries in the order a Read returns them (for :mod:`softswitch.runtime`'s
+        dumps: taken under the lock writers hold)."""
+        with self._lock:
+            return list(info.table)
 
     def write_counter(self, ce: p4r.CounterEntry) -> None:
         """Set counter cells like a MODIFY (for :mod:`softswitch.runtime`'s counter calls)."""

@@ -21,9 +21,11 @@ Served calls:
   ``InvalidTableOperation``/``InvalidCounterOperation`` codes.
 
 Tables are *written* over P4Runtime only; the table-writing Thrift calls answer
-with Thrift's "internal error" (the handler has no such method). Reads go
-through the P4Runtime service (:meth:`P4RuntimeService.read_entities`), so both
-APIs see one state under one lock.
+with Thrift's "internal error" (the handler has no such method). A table dump
+takes the P4Runtime service's lock (:meth:`P4RuntimeService.table_entries`), so both
+APIs see one state, and converts the pipeline's entries (keys as the lookups hold
+them, actions from the canonical entries P4Runtime stores) to BMv2's types; counter
+and register cells are read as the packet thread leaves them, as P4Runtime reads them.
 """
 
 from __future__ import annotations
@@ -46,14 +48,15 @@ from thrift.Thrift import TApplicationException, TMessageType
 from thrift.TMultiplexedProcessor import TMultiplexedProcessor
 from thrift.transport import TSocket, TTransport
 
-from p4client.codec import entry_from_proto
-from p4client.p4info import MatchField, P4Info, P4InfoError, TableEntry, TableInfo, encode
+from p4client.p4info import P4InfoError
 from p4client.thrift_decl import PRIORITY_CALLS, I32Result
 from softswitch.bm.meters import MeterArray
-from softswitch.bm.pipeline import RegisterInfo
+from softswitch.bm.pipeline import CounterInfo, Pipeline, RegisterInfo, TableInfo
 from softswitch.errors import SwitchError, UsageError
+from softswitch.p4rt_codec import default_entry
 from softswitch.p4rt_server import P4RuntimeService
 from softswitch.queueing import PriorityRateQueues
+from softswitch.tables import LPM, RANGE, FieldMatch, KeyField
 
 log = logging.getLogger("softswitch.runtime")
 
@@ -83,7 +86,7 @@ class RuntimeHandler:
         self,
         queues: PriorityRateQueues[Any],
         lock: threading.Lock,
-        service: P4RuntimeService | None,
+        service: P4RuntimeService,
         ports: dict[int, str] | None = None,
         device_id: int = 0,
     ) -> None:
@@ -156,7 +159,7 @@ class RuntimeHandler:
     # ------------------------------------------------------------ simple_switch: mirroring
     def _sessions(self) -> dict[int, int]:
         """The committed pipeline's clone sessions (one dict item operation per call)."""
-        pl = self.service.pipeline if self.service is not None else None
+        pl = self.service.pipeline
         if pl is None:
             raise ssw.InvalidMirroringOperation(ssw.MirroringOperationErrorCode.SESSION_NOT_FOUND)
         return pl.mirroring
@@ -188,15 +191,8 @@ class RuntimeHandler:
         return self._sessions().get(mirror_id, -1)
 
     # ------------------------------------------------------------ standard: config
-    def _names(self) -> P4Info:
-        """The committed pipeline's P4Info index (P4InfoError without a pipeline)."""
-        pl = self.service.pipeline if self.service is not None else None
-        if pl is None:
-            raise P4InfoError("pipeline", "no pipeline")
-        return pl.names
-
     def bm_get_config(self) -> str:
-        pl = self.service.pipeline if self.service is not None else None
+        pl = self.service.pipeline
         if pl is None or not pl.device_config:
             return EMPTY_CONFIG
         return bytes(pl.device_config).decode("utf-8", "replace")
@@ -205,130 +201,93 @@ class RuntimeHandler:
         return hashlib.md5(self.bm_get_config().encode()).digest()
 
     # ------------------------------------------------------------ standard: tables
-    def _table(self, name: str) -> TableInfo:
+    def _table(self, name: str) -> tuple[Pipeline, TableInfo]:
+        """The committed pipeline and its table ``name`` (full name or alias)."""
+        pl = self.service.pipeline
         try:
-            return self._names().table(name)
+            if pl is not None:
+                return pl, pl.tables[pl.names.table(name).id]
         except P4InfoError:
-            raise std.InvalidTableOperation(
-                std.TableOperationErrorCode.INVALID_TABLE_NAME
-            ) from None
-
-    def _read(self, entity: p4r.Entity) -> list[p4r.Entity]:
-        assert self.service is not None  # _table/_counter found a pipeline
-        try:
-            return self.service.read_entities(entity)
-        except SwitchError as err:
-            log.info("runtime: read refused: %s", err)
-            raise std.InvalidTableOperation(std.TableOperationErrorCode.ERROR) from None
-
-    def _action(self, entry: TableEntry) -> std.BmActionEntry:
-        """The entry's action as BMv2 dumps it: the data in its shortest form (what
-        P4Runtime stores: canonical bytes), unlike match keys (full width)."""
-        a = self._names().action(str(entry.action))
-        values = entry.params_dict()
-        data = [encode(values.get(p.name, 0), p.bitwidth, p.name) for p in a.params.values()]
-        return std.BmActionEntry(
-            action_type=std.BmActionEntryType.ACTION_DATA, action_name=a.name, action_data=data
-        )
-
-    def _entries(self, t: TableInfo, default: bool = False) -> list[TableEntry]:
-        """The table's entries (or its default entry), read through the P4Runtime service
-        and decoded by names (:func:`p4client.codec.entry_from_proto`)."""
-        ent = p4r.Entity()
-        ent.table_entry.table_id = t.id
-        ent.table_entry.is_default_action = default
-        return [entry_from_proto(self._names(), e.table_entry) for e in self._read(ent)]
-
-    def bm_mt_get_num_entries(self, cxt_id: int, table_name: str) -> int:
-        return len(self._entries(self._table(table_name)))
-
-    def bm_mt_get_entries(self, cxt_id: int, table_name: str) -> list[std.BmMtEntry]:
-        t = self._table(table_name)
-        out = []
-        for handle, e in enumerate(self._entries(t)):
-            given = e.match_dict()
-            key = [self._match_param(mf, given.get(mf.name)) for mf in t.fields.values()]
-            out.append(
-                std.BmMtEntry(
-                    match_key=key,
-                    options=std.BmAddEntryOptions(priority=bmv2_priority(e.priority)),
-                    entry_handle=handle,
-                    action_entry=self._action(e),
-                )
-            )
-        return out
+            pass
+        raise std.InvalidTableOperation(std.TableOperationErrorCode.INVALID_TABLE_NAME)
 
     @staticmethod
-    def _match_param(mf: MatchField, value: Any) -> std.BmMatchParam:
-        """One key field as BMv2 dumps it, at full width; an omitted field (None) is
-        P4Runtime's wildcard."""
-        bw, full = mf.bitwidth, (1 << mf.bitwidth) - 1
+    def _action(pl: Pipeline, te: p4r.TableEntry) -> std.BmActionEntry:
+        """An entry's action as BMv2 dumps it, from the canonical entry P4Runtime stores:
+        the data in its shortest form (canonical bytes), unlike match keys (full width)."""
+        if not te.action.HasField("action"):
+            return std.BmActionEntry(action_type=std.BmActionEntryType.NONE)
+        act = te.action.action
+        ai = pl.actions[act.action_id]
+        given = {p.param_id: p.value for p in act.params}
+        return std.BmActionEntry(
+            action_type=std.BmActionEntryType.ACTION_DATA,
+            action_name=ai.name,
+            action_data=[given[pid] for pid in ai.params],
+        )
 
-        def b(x: int) -> bytes:
-            return int(x).to_bytes((bw + 7) // 8, "big")
+    def bm_mt_get_num_entries(self, cxt_id: int, table_name: str) -> int:
+        return len(self._table(table_name)[1].table)
 
-        if mf.kind == "EXACT":
-            return std.BmMatchParam(type=_MT.EXACT, exact=std.BmMatchParamExact(b(value or 0)))
-        if mf.kind == "LPM":
-            v, plen = value or (0, 0)
-            return std.BmMatchParam(type=_MT.LPM, lpm=std.BmMatchParamLPM(b(v), plen))
-        if mf.kind == "RANGE":
-            lo, hi = value or (0, full)
-            return std.BmMatchParam(type=_MT.RANGE, range=std.BmMatchParamRange(b(lo), b(hi)))
-        if mf.kind == "OPTIONAL" and value is not None:
-            value = (value, full)  # BMv2 matches optional as ternary, all ones
-        v, m = value or (0, 0)
-        return std.BmMatchParam(type=_MT.TERNARY, ternary=std.BmMatchParamTernary(b(v), b(m)))
+    def bm_mt_get_entries(self, cxt_id: int, table_name: str) -> list[std.BmMtEntry]:
+        pl, t = self._table(table_name)
+        return [
+            std.BmMtEntry(
+                match_key=[_match_param(f, v) for f, v in zip(t.table.fields, e.key, strict=True)],
+                options=std.BmAddEntryOptions(priority=bmv2_priority(e.priority)),
+                entry_handle=handle,
+                action_entry=self._action(pl, e.payload),
+            )
+            for handle, e in enumerate(self.service.table_entries(t))
+        ]
 
     def bm_mt_get_default_entry(self, cxt_id: int, table_name: str) -> std.BmActionEntry:
-        got = self._entries(self._table(table_name), default=True)
-        if not got or got[0].action is None:
-            return std.BmActionEntry(action_type=std.BmActionEntryType.NONE)
-        return self._action(got[0])
+        pl, t = self._table(table_name)
+        return self._action(pl, default_entry(pl, t))
 
     # ------------------------------------------------------------ standard: counters
-    def _counter(self, name: str, index: int | None) -> p4r.CounterEntry:
+    def _counter(self, name: str, index: int | None) -> CounterInfo:
+        """Counter ``name`` (full name or alias), its ``index`` checked as BMv2 does."""
+        pl = self.service.pipeline
         try:
-            c = self._names().counter(name)
+            c = pl.counters[pl.names.counter(name).id] if pl is not None else None
         except P4InfoError:
+            c = None
+        if c is None:
             code = std.CounterOperationErrorCode.INVALID_COUNTER_NAME
-            raise std.InvalidCounterOperation(code) from None
+            raise std.InvalidCounterOperation(code)
         if index is not None and not 0 <= index < c.size:
             raise std.InvalidCounterOperation(std.CounterOperationErrorCode.INVALID_INDEX)
+        return c
+
+    def bm_counter_read(self, cxt_id: int, counter_name: str, index: int) -> std.BmCounterValue:
+        counter = self._counter(counter_name, index).counter
+        return std.BmCounterValue(bytes=counter.bytes[index], packets=counter.packets[index])
+
+    def _counter_write(self, c: CounterInfo, index: int | None, packets: int, nbytes: int) -> None:
+        """Cell ``index`` (None: every cell) set as a P4Runtime counter MODIFY sets it."""
         ce = p4r.CounterEntry(counter_id=c.id)
         if index is not None:
             ce.index.index = index
-        return ce
-
-    def bm_counter_read(self, cxt_id: int, counter_name: str, index: int) -> std.BmCounterValue:
-        ent = p4r.Entity(counter_entry=self._counter(counter_name, index))
-        assert self.service is not None
-        try:
-            cell = self.service.read_entities(ent)[0].counter_entry.data
-        except SwitchError:
-            raise std.InvalidCounterOperation(std.CounterOperationErrorCode.ERROR) from None
-        return std.BmCounterValue(bytes=cell.byte_count, packets=cell.packet_count)
-
-    def _counter_write(self, ce: p4r.CounterEntry, packets: int, nbytes: int) -> None:
         ce.data.packet_count, ce.data.byte_count = packets, nbytes
-        assert self.service is not None
         try:
             self.service.write_counter(ce)
         except SwitchError:
             raise std.InvalidCounterOperation(std.CounterOperationErrorCode.ERROR) from None
 
     def bm_counter_reset_all(self, cxt_id: int, counter_name: str) -> None:
-        self._counter_write(self._counter(counter_name, None), 0, 0)
+        self._counter_write(self._counter(counter_name, None), None, 0, 0)
 
     def bm_counter_write(
         self, cxt_id: int, counter_name: str, index: int, value: std.BmCounterValue
     ) -> None:
-        self._counter_write(self._counter(counter_name, index), value.packets, value.bytes)
+        c = self._counter(counter_name, index)
+        self._counter_write(c, index, value.packets, value.bytes)
 
     # ------------------------------------------------------------ standard: registers
     def _register(self, name: str, index: int | None = None) -> RegisterInfo:
         """Register ``name`` (full name or alias), its ``index`` checked as BMv2 does."""
-        pl = self.service.pipeline if self.service is not None else None
+        pl = self.service.pipeline
         infos = pl.register_infos.values() if pl is not None else ()
         info = next((i for i in infos if name in (i.name, i.alias)), None)
         if info is None:
@@ -367,7 +326,7 @@ class RuntimeHandler:
 
     # ------------------------------------------------------------ standard: meters
     def _meter(self, name: str, index: int | None) -> MeterArray:
-        pl = self.service.pipeline if self.service is not None else None
+        pl = self.service.pipeline
         array = next((m for m in pl.meters.values() if m.name == name), None) if pl else None
         if array is None:
             raise std.InvalidMeterOperation(std.MeterOperationErrorCode.INVALID_METER_NAME)
@@ -403,6 +362,23 @@ class RuntimeHandler:
     ) -> list[std.BmMeterRateConfig]:
         rates = self._meter(meter_array_name, index).rates(index) or []
         return [std.BmMeterRateConfig(units_per_micros=r, burst_size=b) for r, b in rates]
+
+
+def _match_param(f: KeyField, value: FieldMatch) -> std.BmMatchParam:
+    """One key field as BMv2 dumps it, at full width; a wildcard as the pipeline stores
+    it (LPM /0, the full range, a zero mask); optional as ternary, BMv2's match for it."""
+
+    def b(x: int) -> bytes:
+        return x.to_bytes((f.bitwidth + 7) // 8, "big")
+
+    if isinstance(value, int):  # exact
+        return std.BmMatchParam(type=_MT.EXACT, exact=std.BmMatchParamExact(b(value)))
+    v, w = value
+    if f.kind == LPM:
+        return std.BmMatchParam(type=_MT.LPM, lpm=std.BmMatchParamLPM(b(v), w))
+    if f.kind == RANGE:
+        return std.BmMatchParam(type=_MT.RANGE, range=std.BmMatchParamRange(b(v), b(w)))
+    return std.BmMatchParam(type=_MT.TERNARY, ternary=std.BmMatchParamTernary(b(v), b(w)))
 
 
 def _i64(cell: int) -> int:
@@ -489,8 +465,7 @@ class RuntimeServer:
         port: int,
         queues: PriorityRateQueues[Any],
         lock: threading.Lock,
-        service: P4RuntimeService | None = None,
-        host: str = "127.0.0.1",
+        service: P4RuntimeService,
         max_connections: int = MAX_CONNECTIONS,
         idle_timeout: float = IDLE_TIMEOUT_S,
         ports: dict[int, str] | None = None,
@@ -542,9 +517,9 @@ class RuntimeServer:
                     slots.release()
 
         try:
-            self._server = Server((host, port), Handler)
+            self._server = Server(("127.0.0.1", port), Handler)
         except OSError as exc:
-            raise UsageError("thrift-port", f"cannot listen on {host}:{port}: {exc}") from None
+            raise UsageError("thrift-port", f"cannot listen on 127.0.0.1:{port}: {exc}") from None
         self.port = int(self._server.server_address[1])
         self.handler.thrift_port = self.port
         # serve_forever notices shutdown() only between polls: a short poll makes stop()

@@ -28,6 +28,7 @@ from softswitch.errors import (
     ResourceExhausted,
 )
 
+#: Match kinds, named as P4Runtime's ``FieldMatch`` oneof (the Write decoder compares them).
 EXACT = "exact"
 LPM = "lpm"
 RANGE = "range"

@@ -146,7 +146,7 @@ def _compile_op(lay: Layout, e: dict[str, Any], where: str) -> Expr:
         raise InvalidArgument(where, f"expression operator {op!r} is not supported")
     left = compile_expr(lay, e["left"], where)
     right = compile_expr(lay, e["right"], where)
-    return _binary(fn, left, right, e["left"], e["right"], lay)
+    return _binary(fn, left, right, e["left"], lay)
 
 
 _BOOLEAN_OPS = frozenset({"==", "!=", "<", "<=", ">", ">=", "and", "or", "not", "d2b", "b2d"})
@@ -164,9 +164,7 @@ def _is_boolean(node: Any) -> bool:
     return False
 
 
-def _binary(
-    fn: Callable[[int, int], Any], left: Expr, right: Expr, ln: Any, rn: Any, lay: Layout
-) -> Expr:
+def _binary(fn: Callable[[int, int], Any], left: Expr, right: Expr, ln: Any, lay: Layout) -> Expr:
     lc, rc = constant_of(left), constant_of(right)
     if lc is not None and rc is not None:
         return _const(int(fn(lc, rc)))

@@ -163,29 +163,43 @@ class Calculation:
     def __init__(self, lay: Layout, calc: dict[str, Any]) -> None:
         where = f"calculation {calc.get('name')!r}"
         self.name = str(calc.get("name"))
+        self.spec = calc
         self.hash = algorithm(str(calc.get("algo")), where)
-        parts: list[tuple[int | None, int | None, int, int]] = []  # valid, slot, width, const
+        # The inputs as runs under one validity check (a header's fields cost one check,
+        # on the checksum path of every packet): (valid slot or None, (slot, width) per
+        # field, constant, bits); a constant is a run of its own, without fields.
+        runs: list[tuple[int | None, tuple[tuple[int, int], ...], int, int]] = []
         for item in calc.get("input", []):
             kind = item.get("type")
             if kind == "field":
                 slot, width = lay.field(item["value"])
                 h = lay.header(item["value"][0])
-                parts.append((None if h.metadata else h.valid, slot, width, 0))
+                valid = None if h.metadata else h.valid
+                fields: tuple[tuple[int, int], ...] = ()
+                bits = 0
+                if runs and runs[-1][0] == valid and runs[-1][1]:
+                    _v, fields, _c, bits = runs.pop()
+                runs.append((valid, (*fields, (slot, width)), 0, bits + width))
             elif kind == "hexstr" and "bitwidth" in item:
                 width = int(item["bitwidth"])
-                parts.append((None, None, width, hexstr(item["value"]) & ((1 << width) - 1)))
+                runs.append((None, (), hexstr(item["value"]) & ((1 << width) - 1), width))
             else:
                 raise InvalidArgument(where, f"hash input of type {kind!r} is not supported")
-        self._parts = tuple(parts)
+        self._runs = tuple(runs)
 
     def data(self, v: list[int]) -> bytes:
-        """The bytes BMv2's BufBuilder hashes for packet state ``v``."""
+        """The bytes BMv2's BufBuilder hashes for packet state ``v`` (fields of invalid
+        headers left out)."""
         x = bits = 0
-        for valid, slot, width, const in self._parts:
+        for valid, fields, const, nbits in self._runs:
             if valid is not None and not v[valid]:
                 continue
-            x = (x << width) | (const if slot is None else v[slot])
-            bits += width
+            if fields:
+                for slot, width in fields:
+                    x = (x << width) | v[slot]
+            else:
+                x = (x << nbits) | const
+            bits += nbits
         nbytes = (bits + 7) // 8
         return (x << (8 * nbytes - bits)).to_bytes(nbytes, "big")
 
@@ -194,8 +208,8 @@ class Calculation:
 
 
 class Calculations:
-    """The program's calculations, each compiled when a primitive first uses it (checksum
-    calculations are the parser module's; one a hash never uses is never compiled here)."""
+    """The program's calculations, each compiled when a hash primitive or a checksum
+    (:class:`softswitch.bm.parser.Checksums`) first uses it."""
 
     def __init__(self, lay: Layout, j: dict[str, Any]) -> None:
         self._lay = lay

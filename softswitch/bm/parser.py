@@ -22,7 +22,7 @@ from typing import Any
 
 from softswitch.bm.actions import Externs, compile_primitive
 from softswitch.bm.expr import Expr, StackOutOfBounds, compile_expr, hexstr
-from softswitch.bm.hashing import csum16, fold
+from softswitch.bm.hashing import Calculations, csum16, fold
 from softswitch.bm.layout import HeaderSlots, Layout
 from softswitch.bm.stacks import lookahead_set
 from softswitch.errors import InvalidArgument
@@ -255,29 +255,6 @@ class CompiledParser:
         return pos
 
 
-def _csum16(lay: Layout, calc: dict[str, Any]) -> Callable[[list[int]], int]:
-    if calc.get("algo") != "csum16":
-        raise InvalidArgument(f"calculation {calc['name']!r}", f"algorithm {calc.get('algo')!r}")
-    fields: list[tuple[int, int]] = []
-    for item in calc["input"]:
-        if item.get("type") != "field":
-            raise InvalidArgument(f"calculation {calc['name']!r}", f"input {item.get('type')!r}")
-        fields.append(lay.field(item["value"]))
-    bits = sum(w for _s, w in fields)
-    if bits % 8:
-        raise InvalidArgument(f"calculation {calc['name']!r}", f"{bits} bits is not whole bytes")
-    nbytes = bits // 8
-    parts = tuple(fields)
-
-    def csum(v: list[int]) -> int:
-        x = 0
-        for slot, width in parts:
-            x = (x << width) | v[slot]
-        return csum16(x.to_bytes(nbytes, "big"))
-
-    return csum
-
-
 def _whole_header(lay: Layout, calc: dict[str, Any], target: Any) -> tuple[int, int, Any] | None:
     """For the usual IPv4 shape (every field of one header but the 16-bit aligned
     checksum field, in order): (raw slot, word index of the checksum, words struct),
@@ -299,23 +276,26 @@ def _whole_header(lay: Layout, calc: dict[str, Any], target: Any) -> tuple[int, 
 
 
 class Checksums:
-    """v1model verify_checksum / update_checksum blocks (csum16 only)."""
+    """v1model verify_checksum / update_checksum blocks (csum16 only); each computes a JSON
+    calculation compiled as hashes compile theirs (:class:`softswitch.bm.hashing.Calculation`:
+    the bytes BMv2's BufBuilder builds, fields of invalid headers left out)."""
 
-    def __init__(self, lay: Layout, j: dict[str, Any]) -> None:
-        calcs = {c["name"]: c for c in j.get("calculations", [])}
-        Item = tuple[Expr | None, Callable[[list[int]], int], int, Any]
+    def __init__(self, lay: Layout, calcs: Calculations, j: dict[str, Any]) -> None:
+        Item = tuple[Expr | None, Callable[[list[int]], bytes], int, Any]
         self.verify: list[Item] = []
         self.update: list[Item] = []
         for c in j.get("checksums", []):
             where = f"checksum {c['name']!r}"
             if c.get("type") != "generic":
                 raise InvalidArgument(where, f"checksum type {c.get('type')!r} is not supported")
-            calc = calcs.get(c["calculation"])
-            if calc is None:
-                raise InvalidArgument(where, f"unknown calculation {c['calculation']!r}")
+            calc = calcs.get(c["calculation"], where)
+            if calc.spec.get("algo") != "csum16":
+                raise InvalidArgument(
+                    f"calculation {calc.name!r}", f"algorithm {calc.spec['algo']!r}"
+                )
             cond = compile_expr(lay, c["if_cond"], where) if c.get("if_cond") else None
             target, _w = lay.field(c["target"], write=True)
-            item = (cond, _csum16(lay, calc), target, _whole_header(lay, calc, c["target"]))
+            item = (cond, calc.data, target, _whole_header(lay, calc.spec, c["target"]))
             if c.get("verify"):
                 self.verify.append(item)
             if c.get("update"):
@@ -323,19 +303,19 @@ class Checksums:
         self.checksum_error = lay.std("checksum_error")
 
     def run_verify(self, v: list[int], data: bytes) -> None:
-        for cond, calc, target, fast in self.verify:
+        for cond, built, target, fast in self.verify:
             if cond is not None and not cond(v, ()):
                 continue
             if fast is not None and v[fast[0]] >= 0:
                 words = fast[2].unpack_from(data, v[fast[0]])
                 value = fold(sum(words) - words[fast[1]])
             else:
-                value = calc(v)
+                value = csum16(built(v))
             if value != v[target]:
                 v[self.checksum_error] = 1
 
     def run_update(self, v: list[int], data: bytes) -> None:
-        for cond, calc, target, fast in self.update:
+        for cond, built, target, fast in self.update:
             if cond is not None and not cond(v, ()):
                 continue
             if fast is not None and v[fast[0]] >= 0:
@@ -345,7 +325,7 @@ class Checksums:
                     v[target] = value
                     v[fast[0]] = -1
             else:
-                v[target] = calc(v)
+                v[target] = csum16(built(v))
 
 
 class Deparser:

@@ -34,7 +34,7 @@ from softswitch.bm.meters import DirectMeter, MeterArray
 from softswitch.bm.packet import PacketPath
 from softswitch.bm.parser import Checksums, CompiledParser, Deparser
 from softswitch.errors import InvalidArgument
-from softswitch.tables import EXACT, LPM, OPTIONAL, RANGE, TERNARY, Counter, KeyField, Table
+from softswitch.tables import EXACT, LPM, OPTIONAL, RANGE, TERNARY, Counter, Table
 
 _KINDS = {
     p4info_pb2.MatchField.EXACT: EXACT,
@@ -65,12 +65,12 @@ class ActionInfo:
 
 @dataclass(frozen=True)
 class TableInfo:
-    """A P4Info table bound to its compiled JSON table."""
+    """A P4Info table bound to its compiled JSON table: ``field_ids[pos]`` is the P4Info id
+    of the key field ``table.fields[pos]``."""
 
     id: int
     name: str
     table: Table
-    fields: dict[int, tuple[int, KeyField]]
     field_ids: tuple[int, ...]
     actions: dict[int, int]  # action id -> ActionRef scope
     const_default: bool
@@ -85,6 +85,10 @@ class CounterInfo:
     name: str
     counter: Counter
 
+    @property
+    def size(self) -> int:
+        return self.counter.size
+
 
 @dataclass(frozen=True)
 class RegisterInfo:
@@ -95,6 +99,10 @@ class RegisterInfo:
     alias: str
     bitwidth: int
     register: Register
+
+    @property
+    def size(self) -> int:
+        return self.register.size
 
 
 def load_json(device_config: bytes) -> dict[str, Any]:
@@ -185,7 +193,7 @@ class Pipeline:
                     t.preamble.name, "action profiles, direct counters, idle timeout unsupported"
                 )
             visible[t.preamble.name] = Visible(t.size, kinds)
-        parser, checksums = CompiledParser(lay, ext, j), Checksums(lay, j)
+        parser, checksums = CompiledParser(lay, ext, j), Checksums(lay, ext.calculations, j)
         self._controls = Controls(lay, ext, j, visible)
         #: mirroring (clone) sessions: session id -> egress port
         self.mirroring: dict[int, int] = {}
@@ -243,14 +251,12 @@ class Pipeline:
         for t in p4info.tables:
             name = t.preamble.name
             rt = self._controls.tables[name]
-            fields: dict[int, tuple[int, KeyField]] = {}
-            for pos, (mf, kf) in enumerate(zip(t.match_fields, rt.table.fields, strict=True)):
+            for mf, kf in zip(t.match_fields, rt.table.fields, strict=True):
                 if mf.bitwidth != kf.bitwidth or mf.name != kf.name:
                     raise InvalidArgument(
                         f"{name}.{mf.name}",
                         f"P4Info {mf.name}/{mf.bitwidth} bits, JSON {kf.name}/{kf.bitwidth}",
                     )
-                fields[mf.id] = (pos, KeyField(mf.name, mf.bitwidth, kf.kind, kf.attr))
             refs: dict[int, int] = {}
             for ref in t.action_refs:
                 ai = self.actions.get(ref.id)
@@ -269,7 +275,6 @@ class Pipeline:
                 t.preamble.id,
                 name,
                 rt.table,
-                fields,
                 tuple(mf.id for mf in t.match_fields),
                 refs,
                 bool(t.const_default_action_id) or rt.const_default,
@@ -301,9 +306,8 @@ class Pipeline:
         parameters in id order, canonical byte strings). For const entries, entries
         written in another form, default entries."""
         match = []
-        for pos, fid in enumerate(info.field_ids):
+        for pos, kf in enumerate(info.table.fields):
             if present >> pos & 1:
-                kf = info.fields[fid][1]
                 match.append((kf.name, key[pos][0] if kf.kind == OPTIONAL else key[pos]))
         ai = self.actions.get(action_id) if action_id is not None else None
         params = (

@@ -70,8 +70,9 @@ def table_info(pl: Pipeline, table_id: int) -> TableInfo:
 
 def _decode_match(info: TableInfo, te: p4r.TableEntry, out: p4r.TableEntry) -> MatchKey:
     values: dict[int, FieldMatch] = {}
+    fields = dict(zip(info.field_ids, enumerate(info.table.fields), strict=True))
     for fm in te.match:
-        located = info.fields.get(fm.field_id)
+        located = fields.get(fm.field_id)
         if located is None:
             raise InvalidArgument(f"{info.name}.match", f"unknown field id {fm.field_id}")
         pos, kf = located
@@ -122,7 +123,7 @@ def _decode_match(info: TableInfo, te: p4r.TableEntry, out: p4r.TableEntry) -> M
             values[pos] = (value, mask)
             o.ternary.value, o.ternary.mask = encode_bytes(value), encode_bytes(mask)
     key: list[FieldMatch] = []
-    for pos, (_id, kf) in enumerate(info.fields[i] for i in info.field_ids):
+    for pos, kf in enumerate(info.table.fields):
         if pos in values:
             key.append(values[pos])
         elif kf.kind == EXACT:

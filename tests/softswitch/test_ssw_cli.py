@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
 
+from p4client.p4info import P4Info
+from p4client.p4rt import SwitchConnection
 from softswitch.errors import UsageError
 from softswitch.main import main, parse_args
+from targets.process import free_port, wait_until
+from tests.softswitch.helpers import JSON_PATH, P4INFO_PATH, PYTHON, ROOT
 
 
 def test_parse_simple_switch_grpc_command_line() -> None:
@@ -65,3 +73,23 @@ def test_main_prints_error_and_exits_2(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["-i", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: interface:") and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_p4info_at_start_is_committed_as_p4runtime_commits(tmp_path: Path) -> None:
+    """``--p4info FILE JSON`` loads the program through the service's one commit path
+    (its log line, digests wired to the primary), and P4Runtime reads it back."""
+    grpc_addr = f"127.0.0.1:{free_port()}"
+    log = tmp_path / "sw.log"
+    argv = [PYTHON, "-m", "softswitch", "--thrift-port", "0", "--log-file", str(log)]
+    argv += ["--p4info", str(P4INFO_PATH), str(JSON_PATH), "--", "--grpc-server-addr", grpc_addr]
+    proc = subprocess.Popen(argv, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        wait_until(lambda: log.exists() and "ready grpc=" in log.read_text(), 30.0, "ready")
+        assert "pipeline committed" in log.read_text()
+        with SwitchConnection(grpc_addr) as sw:
+            got = sw.get_pipeline_p4info()
+        assert got is not None and got.proto == P4Info.load(P4INFO_PATH).proto
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from p4client.bmruntime import RuntimeClient
+from softswitch.p4rt_server import P4RuntimeService
 from softswitch.queueing import PriorityRateQueues
 from softswitch.runtime import RuntimeServer
 from targets.process import wait_until
@@ -24,7 +25,14 @@ from targets.process import wait_until
 def server() -> Iterator[RuntimeServer]:
     q: PriorityRateQueues[bytearray] = PriorityRateQueues(8)
     q.add_port(1)
-    rt = RuntimeServer(0, q, threading.Lock(), None, max_connections=4, idle_timeout=1.0)
+    rt = RuntimeServer(
+        0,
+        q,
+        threading.Lock(),
+        P4RuntimeService(0, lambda _pl: None),
+        max_connections=4,
+        idle_timeout=1.0,
+    )
     rt.start()
     try:
         yield rt
