@@ -173,7 +173,7 @@ def run(opts: Options, stop: threading.Event) -> None:
                 config = Path(opts.json).read_bytes()
             except OSError as exc:
                 raise UsageError("json", f"{opts.json}: {exc.strerror}") from None
-            service._commit(Pipeline(P4Info.load(opts.p4info).proto, config, 0))
+            service.commit(Pipeline(P4Info.load(opts.p4info).proto, config, 0))
         try:
             server, grpc_port = make_server(service, opts.grpc_addr)
         except RuntimeError as exc:

@@ -98,7 +98,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             raise FailedPrecondition("pipeline", "no forwarding pipeline config has been set")
         return self.pipeline
 
-    def _commit(self, pl: Pipeline) -> None:
+    def commit(self, pl: Pipeline) -> None:
         """Make ``pl`` the running pipeline (also ``python -m softswitch --p4info``'s)."""
         self.pipeline = pl
         pl.digests.sink = self.arbiter.send_primary
@@ -140,7 +140,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         if action == _CFG.COMMIT:
             if self._saved is None:
                 raise FailedPrecondition("action", "COMMIT without a saved config")
-            self._commit(self._saved)
+            self.commit(self._saved)
             self._saved = None
             return
         if action not in (
@@ -168,7 +168,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
             self._saved = pl
         elif action in (_CFG.VERIFY_AND_COMMIT, _CFG.RECONCILE_AND_COMMIT):
             self._saved = None
-            self._commit(pl)
+            self.commit(pl)
 
     def GetForwardingPipelineConfig(
         self, request: p4r.GetForwardingPipelineConfigRequest, context: grpc.ServicerContext
@@ -395,13 +395,6 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         return out
 
     # ------------------------------------------------------------------ Thrift runtime
-    def read_entities(self, entity: p4r.Entity) -> list[p4r.Entity]:
-        """What a Read of ``entity`` returns, built (no arbitration; tests/controlplane
-        copy a switch's entries with it)."""
-        with self._lock:
-            snapshot = self._snapshot(self._need_pipeline(), entity)
-        return [e for chunk in chunks([snapshot]) for e in chunk.entities]
-
     def table_entries(self, info: TableInfo) -> list[Entry]:
         """A table's entries in the order a Read returns them (for :mod:`softswitch.runtime`'s
         dumps: taken under the lock writers hold)."""

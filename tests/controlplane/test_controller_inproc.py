@@ -41,11 +41,12 @@ def shrink_table(server: InProcessSwitch, info: P4Info, table: str, size: int) -
     entry and the pipeline cookie (so the controller sees "its" program)."""
     svc = server.service
     assert svc.pipeline is not None
-    entries = svc.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
+    with SwitchConnection(server.addr, election_id=(0, 0), p4info=info) as sw:
+        entries = sw.read_entities(p4r.Entity(table_entry=p4r.TableEntry()))
     small = p4i.P4Info()
     small.CopyFrom(info.proto)
     next(t for t in small.tables if t.preamble.name == table).size = size
-    svc._commit(Pipeline(small, svc.pipeline.device_config, svc.pipeline.cookie))
+    svc.commit(Pipeline(small, svc.pipeline.device_config, svc.pipeline.cookie))
     for ent in entries:
         update = p4r.Update(type=p4r.Update.INSERT, entity=ent)
         assert svc._apply_all(svc.pipeline, [update]) == [None]
