@@ -37,15 +37,13 @@ from functools import partial
 from typing import Literal
 
 from echelon.errors import SpecError
-from echelon.paradigms.base import Paradigm
+from echelon.paradigms.base import ComputeTimes, Paradigm
 from echelon.paradigms.collectives import ring_allreduce
 from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import Bytes, Count, Records, Seconds, SpecModel, field_path
 
 
-class Stage(SpecModel):
-    fwd_s: Seconds
-    bwd_s: Seconds
+class Stage(ComputeTimes):
     activation_bytes: Bytes = 0
     param_bytes: Bytes = 0
     tp_allreduce_bytes: Bytes = 0
