@@ -37,7 +37,6 @@ from echelon.specs import (
     SpecModel,
     SpecWarning,
     Text,
-    dump,
     fail,
     read_file,
     unit_warnings,
@@ -123,7 +122,8 @@ def description_models() -> list[type[SpecModel]]:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """A validated job description. ``params`` is the paradigm's frozen dataclass."""
+    """A validated job description. ``params`` is the paradigm's parsed fields (an
+    instance of a typed model, frozen)."""
 
     job_id: str
     paradigm: str
@@ -167,7 +167,10 @@ class JobSpec:
         if self.description:
             out["description"] = self.description
         fields = get_paradigm(self.paradigm).fields
-        out.update((k, v) for k, v in dump(self.params).items() if k in fields)
+        # fields at their default left out: short descriptions, and never a field the
+        # paradigm does not accept
+        params = self.params.model_dump(mode="json", exclude_defaults=True)
+        out.update((k, v) for k, v in params.items() if k in fields)
         return out
 
 

@@ -341,28 +341,6 @@ def read_file(file: str | Path) -> Any:
         raise SpecError(where, f"not valid YAML/JSON: {exc}") from None
 
 
-def dump(value: Any) -> Any:
-    """Models/dataclasses/tuples -> plain dicts/lists; fields at their default left out
-    (short descriptions, and never a field a paradigm does not accept)."""
-    if isinstance(value, BaseModel):
-        return {
-            k: dump(getattr(value, k))
-            for k, f in type(value).model_fields.items()
-            if f.is_required() or getattr(value, k) != f.default
-        }
-    import dataclasses
-
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name: dump(getattr(value, f.name))
-            for f in dataclasses.fields(value)
-            if f.default is dataclasses.MISSING or getattr(value, f.name) != f.default
-        }
-    if isinstance(value, list | tuple):
-        return [dump(v) for v in value]
-    return value
-
-
 # ---------------------------------------------------------------- plausibility
 
 
