@@ -43,8 +43,6 @@ from echelon.specs import (
     validate,
 )
 
-COMMON_FIELDS = frozenset({"job", "paradigm", "hosts", "weight", "description"})
-
 
 def _job_name(value: str) -> str:
     if "/" in value or value.strip() != value:
