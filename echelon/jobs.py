@@ -141,9 +141,6 @@ class JobSpec:
         """The EchelonFlows of ``iteration`` (starting at ``t0``) and its compute tasks."""
         return self._builder(iteration, t0).build()
 
-    def echelonflows(self, iteration: int = 0, t0: float = 0.0) -> list[EchelonFlow]:
-        return list(self.plan(iteration, t0).echelons)
-
     @cached_property
     def ideal_iteration_s(self) -> float:
         """Contention-free iteration time: when iteration i+1 ideally starts after i.
