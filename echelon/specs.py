@@ -57,9 +57,10 @@ def fail(message: str, at: int | None = None) -> PydanticCustomError:
     return PydanticCustomError("spec", "{m}", ctx)
 
 
-def _number(value: Any) -> float:
+def _number(value: Any, what: str = "a number of seconds") -> float:
+    """A finite float; anything else is "must be ``what``" (its type) or "must be finite"."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise fail(f"must be a number of seconds, got {value!r}")
+        raise fail(f"must be {what}, got {value!r}")
     try:
         out = float(value)
     except OverflowError:
@@ -79,18 +80,14 @@ def _seconds(value: Any) -> float:
 
 
 def _non_negative(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise fail(f"must be a non-negative number, got {value!r}")
-    out = _number(value)
+    out = _number(value, "a non-negative number")
     if out < 0:
         raise fail(f"must be a non-negative number, got {value!r}")
     return out
 
 
 def _positive(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise fail(f"must be a positive number, got {value!r}")
-    out = _number(value)
+    out = _number(value, "a positive number")
     if not out > 0:
         raise fail(f"must be a positive number, got {value!r}")
     return out
