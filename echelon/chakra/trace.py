@@ -257,16 +257,12 @@ def check(trace: RankTrace) -> None:
 _RANK = re.compile(r"\.(\d+)\.et$")
 
 
-def read_file(path: str | Path, rank: int | None = None) -> RankTrace:
-    """One rank's file; its rank is ``rank``, else the ``.<N>.et`` suffix, else 0."""
-    p = Path(path)
+def read_file(path: str | Path, rank: int) -> RankTrace:
+    """One rank's file (:func:`read_trace` names its rank)."""
     try:
-        buf = p.read_bytes()
+        buf = Path(path).read_bytes()
     except OSError as exc:
         raise TraceError(str(path), f"cannot read: {exc.strerror or exc}") from None
-    if rank is None:
-        m = _RANK.search(p.name)
-        rank = int(m.group(1)) if m else 0
     return decode(buf, str(path), rank)
 
 
