@@ -141,26 +141,24 @@ def job_text(args: argparse.Namespace) -> str:
         raise SpecError("--model", "give either --model or --chakra")
     if args.chakra:
         data = job_from_path(args.chakra, hosts, args.name or "", args.group_by)
-        load_job(data)  # a converter bug must not reach a file
-        return f"# echelon job --chakra {args.chakra} (docs/chakra.md)\n" + yaml.safe_dump(
-            data, sort_keys=False, default_flow_style=None, width=100
+        header = f"# echelon job --chakra {args.chakra} (docs/chakra.md)\n"
+    else:
+        data = job_for_parallelism(
+            load_model(args.model),
+            hosts,
+            tp=args.tp,
+            pp=args.pp,
+            dp=args.dp,
+            paradigm=args.paradigm,
+            micro_batches=args.micro_batches,
+            batch=args.batch,
+            name=args.name,
         )
-    data = job_for_parallelism(
-        load_model(args.model),
-        hosts,
-        tp=args.tp,
-        pp=args.pp,
-        dp=args.dp,
-        paradigm=args.paradigm,
-        micro_batches=args.micro_batches,
-        batch=args.batch,
-        name=args.name,
-    )
-    load_job(data)  # a generator bug must not reach a file
-    header = (
-        f"# echelon job --model {args.model} --tp {args.tp} --pp {args.pp} --dp {args.dp}"
-        f" (compute times: echelon/models.py's GPU, sizes in bytes)\n"
-    )
+        header = (
+            f"# echelon job --model {args.model} --tp {args.tp} --pp {args.pp} --dp {args.dp}"
+            f" (compute times: echelon/models.py's GPU, sizes in bytes)\n"
+        )
+    load_job(data)  # a generator or converter bug must not reach a file
     return header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
 
 

@@ -26,8 +26,19 @@ from echelon.models import (
     transformer_layers,
 )
 
-#: The paradigms a model can be turned into (``1f1b`` is ``pipedream_1f1b``).
-PARADIGMS = ("gpipe", "1f1b", "hybrid", "dp_allreduce", "dp_ps", "fsdp", "tensor", "moe")
+#: The paradigms a model can be turned into (``1f1b`` is ``pipedream_1f1b``), and which
+#: parallelism degrees each uses: the others must be 1.
+_USES = {
+    "gpipe": ("pp",),
+    "1f1b": ("pp",),
+    "hybrid": ("tp", "pp", "dp"),
+    "dp_allreduce": ("dp",),
+    "dp_ps": ("dp",),
+    "fsdp": ("dp",),
+    "tensor": ("tp",),
+    "moe": ("dp",),
+}
+PARADIGMS = tuple(_USES)
 
 Model = Transformer | str
 """A :class:`Transformer`, or :data:`echelon.models.RESNET50`."""
@@ -167,19 +178,6 @@ def _per_layer(
 
 def _rename(layers: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
     return [{"fwd_s": ly["fwd_s"], "bwd_s": ly["bwd_s"], key: ly["bytes"]} for ly in layers]
-
-
-#: Which degrees each paradigm uses: the others must be 1.
-_USES = {
-    "gpipe": ("pp",),
-    "1f1b": ("pp",),
-    "hybrid": ("tp", "pp", "dp"),
-    "dp_allreduce": ("dp",),
-    "dp_ps": ("dp",),
-    "fsdp": ("dp",),
-    "moe": ("dp",),
-    "tensor": ("tp",),
-}
 
 
 def infer_paradigm(model: Model, tp: int, pp: int, dp: int) -> str:

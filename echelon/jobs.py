@@ -37,14 +37,11 @@ from echelon.specs import (
     SpecModel,
     SpecWarning,
     Text,
-    dump,
     fail,
     read_file,
     unit_warnings,
     validate,
 )
-
-COMMON_FIELDS = frozenset({"job", "paradigm", "hosts", "weight", "description"})
 
 
 def _job_name(value: str) -> str:
@@ -123,7 +120,8 @@ def description_models() -> list[type[SpecModel]]:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """A validated job description. ``params`` is the paradigm's frozen dataclass."""
+    """A validated job description. ``params`` is the paradigm's parsed fields (an
+    instance of a typed model, frozen)."""
 
     job_id: str
     paradigm: str
@@ -142,9 +140,6 @@ class JobSpec:
     def plan(self, iteration: int = 0, t0: float = 0.0) -> IterationPlan:
         """The EchelonFlows of ``iteration`` (starting at ``t0``) and its compute tasks."""
         return self._builder(iteration, t0).build()
-
-    def echelonflows(self, iteration: int = 0, t0: float = 0.0) -> list[EchelonFlow]:
-        return list(self.plan(iteration, t0).echelons)
 
     @cached_property
     def ideal_iteration_s(self) -> float:
@@ -167,7 +162,10 @@ class JobSpec:
         if self.description:
             out["description"] = self.description
         fields = get_paradigm(self.paradigm).fields
-        out.update((k, v) for k, v in dump(self.params).items() if k in fields)
+        # fields at their default left out: short descriptions, and never a field the
+        # paradigm does not accept
+        params = self.params.model_dump(mode="json", exclude_defaults=True)
+        out.update((k, v) for k, v in params.items() if k in fields)
         return out
 
 

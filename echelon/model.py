@@ -12,7 +12,7 @@ integer microseconds (:func:`offset_us`). Sizes are bytes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from echelon.errors import SpecError
 
@@ -63,7 +63,6 @@ class EchelonFlow:
     flows: tuple[Flow, ...]
     t_ref: float = 0.0
     weight: float = 1.0
-    meta: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         validate(self)
@@ -189,9 +188,3 @@ class IterationPlan:
     echelons: tuple[EchelonFlow, ...]
     tasks: tuple[ComputeTask, ...]
     producer: Mapping[FlowKey, str]
-
-    def flow(self, key: FlowKey) -> Flow:
-        for ef in self.echelons:
-            if ef.name == key[0]:
-                return ef.flows[key[1]]
-        raise KeyError(key)

@@ -9,7 +9,8 @@ packet thread appends a record per frame, and a 16-byte header plus the frame
 is all that takes; and :class:`PcapTail` lets the demo show per-port packet
 counts while the switch is still writing, which needs a reader that stops
 cleanly at a record the writer has not finished (and, from a fresh tail, reads a
-whole file: the tests' reader too).
+whole file -- none when it is missing or has no header yet: BMv2 writes the header
+with the first frame, so a port that captured nothing leaves an empty file).
 
 Format: a 24-byte global header (magic ``0xa1b2c3d4`` in the writer's byte
 order, version 2.4, snaplen, link type 1 = Ethernet), then per frame a 16-byte
@@ -51,7 +52,6 @@ class PcapWriter:
     def __init__(self, path: str | Path, snaplen: int = SNAPLEN) -> None:
         self.path = Path(path)
         self.snaplen = snaplen
-        self.count = 0
         self._f: BinaryIO = self.path.open("wb")
         self._f.write(_GLOBAL.pack(MAGIC, 2, 4, 0, 0, snaplen, LINKTYPE_ETHERNET))
         self._f.flush()
@@ -64,7 +64,6 @@ class PcapWriter:
         caplen = min(len(frame), self.snaplen)
         self._f.write(_RECORD.pack(sec, usec, caplen, len(frame)))
         self._f.write(frame[:caplen])
-        self.count += 1
 
     def flush(self) -> None:
         self._f.flush()
@@ -129,10 +128,3 @@ class PcapTail:
             off = end
         self._off += off
         return out
-
-
-def read_records(path: str | Path) -> list[PcapRecord]:
-    """Every complete record of a pcap file; none when it is missing or has no header yet
-    (BMv2 writes the header with the first frame, so a port that captured nothing leaves
-    an empty file)."""
-    return PcapTail(path).read_new()

@@ -57,9 +57,10 @@ def fail(message: str, at: int | None = None) -> PydanticCustomError:
     return PydanticCustomError("spec", "{m}", ctx)
 
 
-def _number(value: Any) -> float:
+def _number(value: Any, what: str = "a number of seconds") -> float:
+    """A finite float; anything else is "must be ``what``" (its type) or "must be finite"."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise fail(f"must be a number of seconds, got {value!r}")
+        raise fail(f"must be {what}, got {value!r}")
     try:
         out = float(value)
     except OverflowError:
@@ -79,18 +80,14 @@ def _seconds(value: Any) -> float:
 
 
 def _non_negative(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise fail(f"must be a non-negative number, got {value!r}")
-    out = _number(value)
+    out = _number(value, "a non-negative number")
     if out < 0:
         raise fail(f"must be a non-negative number, got {value!r}")
     return out
 
 
 def _positive(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise fail(f"must be a positive number, got {value!r}")
-    out = _number(value)
+    out = _number(value, "a positive number")
     if not out > 0:
         raise fail(f"must be a positive number, got {value!r}")
     return out
@@ -339,28 +336,6 @@ def read_file(file: str | Path) -> Any:
         return json.loads(raw) if where.endswith(".json") else yaml.safe_load(raw)
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         raise SpecError(where, f"not valid YAML/JSON: {exc}") from None
-
-
-def dump(value: Any) -> Any:
-    """Models/dataclasses/tuples -> plain dicts/lists; fields at their default left out
-    (short descriptions, and never a field a paradigm does not accept)."""
-    if isinstance(value, BaseModel):
-        return {
-            k: dump(getattr(value, k))
-            for k, f in type(value).model_fields.items()
-            if f.is_required() or getattr(value, k) != f.default
-        }
-    import dataclasses
-
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name: dump(getattr(value, f.name))
-            for f in dataclasses.fields(value)
-            if f.default is dataclasses.MISSING or getattr(value, f.name) != f.default
-        }
-    if isinstance(value, list | tuple):
-        return [dump(v) for v in value]
-    return value
 
 
 # ---------------------------------------------------------------- plausibility

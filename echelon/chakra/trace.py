@@ -18,6 +18,7 @@ keeps every attribute so that nothing is lost on the way.
 
 from __future__ import annotations
 
+import graphlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -239,50 +240,16 @@ def check(trace: RankTrace) -> None:
                 )
             if d == n.id:
                 raise TraceError(trace.where(n.id, "data_deps"), "depends on itself (a cycle)")
-    order = topological(trace)
-    if len(order) < len(trace.nodes):
-        done = set(order)
-        stuck = next(n for n in trace.nodes if n.id not in done)
-        cycle = _cycle_from(trace, stuck.id, done)
+    # the standard library's topological sorter finds a cycle; it lists each node
+    # before the nodes that depend on it, reversed: each node before its dependency
+    try:
+        graphlib.TopologicalSorter({n.id: n.data_deps for n in trace.nodes}).prepare()
+    except graphlib.CycleError as exc:
+        cycle = list(reversed(exc.args[1]))
         raise TraceError(
             trace.where(cycle[0], "data_deps"),
             "dependency cycle: " + " -> ".join(str(c) for c in cycle),
-        )
-
-
-def topological(trace: RankTrace) -> list[int]:
-    """Node ids in an order where every node follows its data dependencies (Kahn; file order
-    breaks ties). Shorter than the trace when there is a cycle."""
-    indeg = {n.id: len(set(n.data_deps)) for n in trace.nodes}
-    users: dict[int, list[int]] = {}
-    for n in trace.nodes:
-        for d in set(n.data_deps):
-            users.setdefault(d, []).append(n.id)
-    ready = [n.id for n in trace.nodes if indeg[n.id] == 0]
-    ready.reverse()
-    out: list[int] = []
-    while ready:
-        nid = ready.pop()
-        out.append(nid)
-        for u in reversed(users.get(nid, ())):
-            indeg[u] -= 1
-            if indeg[u] == 0:
-                ready.append(u)
-    return out
-
-
-def _cycle_from(trace: RankTrace, start: int, done: set[int]) -> list[int]:
-    """A dependency cycle among the nodes Kahn's walk could not order, through ``start``'s
-    ancestors: follow unresolved dependencies until a node repeats."""
-    by_id = {n.id: n for n in trace.nodes}
-    path: list[int] = []
-    seen: dict[int, int] = {}
-    nid = start
-    while nid not in seen:
-        seen[nid] = len(path)
-        path.append(nid)
-        nid = next(d for d in by_id[nid].data_deps if d not in done)
-    return [*path[seen[nid] :], nid]
+        ) from None
 
 
 # ----------------------------------------------------------------- files
@@ -290,16 +257,12 @@ def _cycle_from(trace: RankTrace, start: int, done: set[int]) -> list[int]:
 _RANK = re.compile(r"\.(\d+)\.et$")
 
 
-def read_file(path: str | Path, rank: int | None = None) -> RankTrace:
-    """One rank's file; its rank is ``rank``, else the ``.<N>.et`` suffix, else 0."""
-    p = Path(path)
+def read_file(path: str | Path, rank: int) -> RankTrace:
+    """One rank's file (:func:`read_trace` names its rank)."""
     try:
-        buf = p.read_bytes()
+        buf = Path(path).read_bytes()
     except OSError as exc:
         raise TraceError(str(path), f"cannot read: {exc.strerror or exc}") from None
-    if rank is None:
-        m = _RANK.search(p.name)
-        rank = int(m.group(1)) if m else 0
     return decode(buf, str(path), rank)
 
 

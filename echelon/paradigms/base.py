@@ -8,7 +8,7 @@ from typing import Any
 
 from echelon.errors import SpecError
 from echelon.paradigms.plan import PlanBuilder
-from echelon.specs import SpecModel
+from echelon.specs import Seconds, SpecModel
 
 Parser = Callable[[Any, tuple[str, ...]], Any]
 """``parse(fields, hosts) -> params``: ``fields`` is an instance of the paradigm's
@@ -16,6 +16,14 @@ Parser = Callable[[Any, tuple[str, ...]], Any]
 
 Builder = Callable[[PlanBuilder, tuple[str, ...], Any], None]
 """``build(builder, hosts, params)``: add the iteration's tasks and flows."""
+
+
+class ComputeTimes(SpecModel):
+    """Forward and backward seconds of one layer (or pipeline stage) on one host: what
+    every paradigm's layer record starts with; each adds the bytes it moves."""
+
+    fwd_s: Seconds
+    bwd_s: Seconds
 
 
 @dataclass(frozen=True)

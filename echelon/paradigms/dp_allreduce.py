@@ -10,15 +10,13 @@ one has none.
 
 from __future__ import annotations
 
-from echelon.paradigms.base import Paradigm, at_least_two_hosts
+from echelon.paradigms.base import ComputeTimes, Paradigm, at_least_two_hosts
 from echelon.paradigms.collectives import ring_allreduce
 from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import Bytes, Records, Seconds, SpecModel
 
 
-class AllreduceLayer(SpecModel):
-    fwd_s: Seconds
-    bwd_s: Seconds
+class AllreduceLayer(ComputeTimes):
     grad_bytes: Bytes
 
 

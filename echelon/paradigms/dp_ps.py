@@ -13,14 +13,12 @@ updates once it has all of them.
 from __future__ import annotations
 
 from echelon.errors import SpecError
-from echelon.paradigms.base import Paradigm
+from echelon.paradigms.base import ComputeTimes, Paradigm
 from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import Bytes, Name, Records, Seconds, SpecModel
 
 
-class PsLayer(SpecModel):
-    fwd_s: Seconds
-    bwd_s: Seconds
+class PsLayer(ComputeTimes):
     param_bytes: Bytes
 
 

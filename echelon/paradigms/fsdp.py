@@ -13,15 +13,13 @@ parameters are all-gathered; after backward, its gradients are reduce-scattered.
 
 from __future__ import annotations
 
-from echelon.paradigms.base import Paradigm, at_least_two_hosts
+from echelon.paradigms.base import ComputeTimes, Paradigm, at_least_two_hosts
 from echelon.paradigms.collectives import ring_allgather, ring_reducescatter
 from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import Bytes, Records, Seconds, SpecModel
 
 
-class FsdpLayer(SpecModel):
-    fwd_s: Seconds
-    bwd_s: Seconds
+class FsdpLayer(ComputeTimes):
     param_bytes: Bytes
 
 

@@ -10,15 +10,13 @@ all-to-alls of one pass form one EchelonFlow (``alltoall/fwd``,
 
 from __future__ import annotations
 
-from echelon.paradigms.base import Paradigm, at_least_two_hosts
+from echelon.paradigms.base import ComputeTimes, Paradigm, at_least_two_hosts
 from echelon.paradigms.collectives import all_to_all
 from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import Bytes, Records, Seconds, SpecModel
 
 
-class MoeLayer(SpecModel):
-    fwd_s: Seconds
-    bwd_s: Seconds
+class MoeLayer(ComputeTimes):
     expert_fwd_s: Seconds
     expert_bwd_s: Seconds
     a2a_bytes: Bytes

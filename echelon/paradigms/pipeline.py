@@ -32,20 +32,17 @@ the optimizer step consumes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from typing import Literal
 
 from echelon.errors import SpecError
-from echelon.paradigms.base import Paradigm
+from echelon.paradigms.base import ComputeTimes, Paradigm
 from echelon.paradigms.collectives import ring_allreduce
 from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import Bytes, Count, Records, Seconds, SpecModel, field_path
 
 
-class Stage(SpecModel):
-    fwd_s: Seconds
-    bwd_s: Seconds
+class Stage(ComputeTimes):
     activation_bytes: Bytes = 0
     param_bytes: Bytes = 0
     tp_allreduce_bytes: Bytes = 0
@@ -67,16 +64,6 @@ class HybridFields(PipelineFields):
     tp: Count = 1
 
 
-@dataclass(frozen=True)
-class PipelineParams:
-    stages: tuple[Stage, ...]
-    micro_batches: int
-    schedule: str = "gpipe"
-    dp: int = 1
-    tp: int = 1
-    optimizer_s: float = 0.0
-
-
 def task_order(schedule: str, stage: int, stages: int, micro: int) -> list[tuple[str, int]]:
     """Per-stage order of ("F"|"B", micro-batch).
 
@@ -96,9 +83,10 @@ def task_order(schedule: str, stage: int, stages: int, micro: int) -> list[tuple
 
 def parse_pipeline(
     f: PipelineFields, hosts: tuple[str, ...], *, schedule: str | None
-) -> PipelineParams:
+) -> HybridFields:
     """Checks across fields; ``schedule`` fixes the order (None: the hybrid
-    paradigm reads it from the ``schedule`` field)."""
+    paradigm reads it from the ``schedule`` field). What the builder reads is the
+    hybrid's fields: a plain pipeline is the hybrid with ``dp = tp = 1``."""
     hybrid = schedule is None
     dp = tp = 1
     if isinstance(f, HybridFields):
@@ -122,10 +110,14 @@ def parse_pipeline(
                     raise SpecError(
                         field_path(("stages", s, name)), "only the hybrid paradigm uses it"
                     )
-    return PipelineParams(stages, f.micro_batches, schedule, dp, tp, f.optimizer_s)
+    if isinstance(f, HybridFields):
+        return f
+    return HybridFields.model_construct(
+        stages=stages, micro_batches=f.micro_batches, optimizer_s=f.optimizer_s, schedule=schedule
+    )
 
 
-def build_pipeline(b: PlanBuilder, hosts: tuple[str, ...], p: PipelineParams) -> None:
+def build_pipeline(b: PlanBuilder, hosts: tuple[str, ...], p: HybridFields) -> None:
     n_st, tp = len(p.stages), p.tp
 
     def host(r: int, s: int, t: int) -> str:

@@ -47,7 +47,7 @@ def test_iterations_keep_offsets_and_move_t_ref() -> None:
         micro_batches=2,
         stages=[{"fwd_s": 1, "bwd_s": 2, "activation_bytes": 7}, {"fwd_s": 3, "bwd_s": 1}],
     )
-    a, b = spec.echelonflows(0, 0.0), spec.echelonflows(5, 100.0)
+    a, b = spec.plan(0, 0.0).echelons, spec.plan(5, 100.0).echelons
     assert [e.name for e in b] == [f"j/5/{e.group}" for e in a]
     for ea, eb in zip(a, b, strict=True):
         assert offsets(ea) == offsets(eb)
@@ -74,7 +74,7 @@ def test_1f1b_arrangement() -> None:
         micro_batches=3,
         stages=[{"fwd_s": 1, "bwd_s": 2, "activation_bytes": 10}, {"fwd_s": 1, "bwd_s": 2}],
     )
-    g = by_group(spec.echelonflows())
+    g = by_group(list(spec.plan().echelons))
     assert (g["fwd/s0-s1"].t_ref, offsets(g["fwd/s0-s1"])) == (1.0, [0.0, 3.0, 6.0])
     assert (g["bwd/s1-s0"].t_ref, offsets(g["bwd/s1-s0"])) == (4.0, [0.0, 3.0, 6.0])
     assert spec.ideal_iteration_s == 12.0
@@ -94,7 +94,7 @@ def test_dp_ps_pull_is_echelon_push_is_coflow() -> None:
             {"fwd_s": 3, "bwd_s": 2, "param_bytes": 30},
         ],
     )
-    g = by_group(spec.echelonflows())
+    g = by_group(list(spec.plan().echelons))
     pull, push = g["pull"], g["push"]
     assert pull.t_ref == 0.0 and offsets(pull) == [0.0, 0.0, 1.0, 1.0, 3.0, 3.0]
     assert [f.size for f in pull.flows] == [10, 10, 20, 20, 30, 30]
@@ -151,7 +151,7 @@ def test_tensor_per_layer_allreduce() -> None:
             {"fwd_s": 2, "bwd_s": 4, "allreduce_bytes": 10},
         ],
     )
-    g = by_group(spec.echelonflows())
+    g = by_group(list(spec.plan().echelons))
     assert (g["allreduce/fwd"].t_ref, offsets(g["allreduce/fwd"])) == (1.0, [0.0] * 4 + [2.0] * 4)
     assert (g["allreduce/bwd"].t_ref, offsets(g["allreduce/bwd"])) == (7.0, [0.0] * 4 + [2.0] * 4)
     assert {f.size for f in g["allreduce/fwd"].flows} == {5}
@@ -168,7 +168,7 @@ def test_fsdp_gathers_and_reduce_scatter() -> None:
             {"fwd_s": 2, "bwd_s": 4, "param_bytes": 8},
         ],
     )
-    g = by_group(spec.echelonflows())
+    g = by_group(list(spec.plan().echelons))
     assert (g["allgather/fwd"].t_ref, offsets(g["allgather/fwd"])) == (0.0, [0.0, 0.0, 1.0, 1.0])
     assert (g["allgather/bwd"].t_ref, offsets(g["allgather/bwd"])) == (3.0, [0.0, 0.0, 4.0, 4.0])
     assert g["reducescatter"].is_coflow and g["reducescatter"].t_ref == 11.0
@@ -183,7 +183,7 @@ def test_moe_all_to_all() -> None:
         loss_s=0.5,
         layers=[{"fwd_s": 1, "bwd_s": 2, "expert_fwd_s": 2, "expert_bwd_s": 4, "a2a_bytes": 9}],
     )
-    g = by_group(spec.echelonflows())
+    g = by_group(list(spec.plan().echelons))
     assert (g["alltoall/fwd"].t_ref, offsets(g["alltoall/fwd"])) == (1.0, [0.0, 0.0, 2.0, 2.0])
     assert (g["alltoall/bwd"].t_ref, offsets(g["alltoall/bwd"])) == (3.5, [0.0, 0.0, 4.0, 4.0])
     assert {(f.src, f.dst) for f in g["alltoall/fwd"].flows} == {("h1", "h2"), ("h2", "h1")}
@@ -202,7 +202,7 @@ def test_hybrid_tensor_split_pipeline() -> None:
             {"fwd_s": 4, "bwd_s": 8, "tp_allreduce_bytes": 10},
         ],
     )
-    g = by_group(spec.echelonflows())
+    g = by_group(list(spec.plan().echelons))
     assert (g["allreduce/tp/s0"].t_ref, offsets(g["allreduce/tp/s0"])) == (
         1.0,
         [0.0] * 4 + [15.0] * 4,
@@ -237,7 +237,7 @@ def test_hybrid_3d_data_parallel_sync() -> None:
             {"fwd_s": 1, "bwd_s": 2, "param_bytes": 40, "tp_allreduce_bytes": 4},
         ],
     )
-    g = by_group(spec.echelonflows())
+    g = by_group(list(spec.plan().echelons))
     assert {"allreduce/dp/s0", "allreduce/dp/s1", "fwd/s0-s1", "bwd/s1-s0"} <= set(g)
     # 2 replicas x 2 tensor ranks x 2 micro-batches, all in one group
     assert len(g["fwd/s0-s1"].flows) == 8

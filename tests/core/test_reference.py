@@ -103,6 +103,6 @@ def test_gpipe_spacing_is_the_slower_stage(fwd0: int, fwd1: int, micro: int) -> 
             {"fwd_s": fwd1, "bwd_s": 1},
         ],
     )
-    fwd = next(e for e in spec.echelonflows() if e.group == "fwd/s0-s1")
+    fwd = next(e for e in spec.plan().echelons if e.group == "fwd/s0-s1")
     assert fwd.t_ref == fwd0
     assert offsets(fwd) == [float(m * max(fwd0, fwd1)) for m in range(micro)]

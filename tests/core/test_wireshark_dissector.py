@@ -113,13 +113,13 @@ def test_tshark_flags_a_truncated_header_and_a_bad_version(tmp_path: Path) -> No
 def test_pcap_reader_sees_records_as_they_are_flushed(tmp_path: Path) -> None:
     """The per-port view reads captures a switch is still writing: only complete
     records count, each exactly once, a half-written one on the next read."""
-    from echelon.pcap import PcapTail, read_records
+    from echelon.pcap import PcapTail
 
     full, path = tmp_path / "full.pcap", tmp_path / "p.pcap"
     tail = PcapTail(path)
-    assert tail.read_new() == [] and len(read_records(path)) == 0  # not created yet
+    assert tail.read_new() == [] and len(PcapTail(path).read_new()) == 0  # not created yet
     path.write_bytes(b"")  # BMv2's file of a port that captured nothing
-    assert read_records(path) == []
+    assert PcapTail(path).read_new() == []
     w = PcapWriter(full)
     frames = [frame(bytes(Echelon(seq=i))) for i in range(5)]
     for f in frames:
@@ -130,8 +130,10 @@ def test_pcap_reader_sees_records_as_they_are_flushed(tmp_path: Path) -> None:
     path.write_bytes(data[: 24 + 2 * rec + 20])  # two records and part of the third
     got = tail.read_new()
     assert [r.data for r in got] == frames[:2] and got[0].ts == pytest.approx(1000.25)
-    assert len(read_records(path)) == 2 and tail.read_new() == []
+    assert len(PcapTail(path).read_new()) == 2 and tail.read_new() == []
     path.write_bytes(data)
     assert [r.data for r in tail.read_new()] == frames[2:]
-    assert [r.data for r in read_records(path)] == frames and len(read_records(path)) == 5
+    assert [r.data for r in PcapTail(path).read_new()] == frames and len(
+        PcapTail(path).read_new()
+    ) == 5
     assert tail.read_new() == []

@@ -14,7 +14,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from echelon.constants import ECHELON_UDP_PORT, dscp_for_priority
-from echelon.pcap import pcap_names, read_records
+from echelon.pcap import PcapTail, pcap_names
 from echelon.wire import Echelon, unpack_header
 from p4client.p4rt import SwitchConnection
 from targets.process import free_port, wait_until
@@ -101,8 +101,8 @@ def test_per_port_pcaps(kind: str, tmp_path: Path) -> None:
             # Readable while the switch runs: the per-port view of the demo relies on it.
             wait_until(
                 lambda: (
-                    len(read_records(pcaps / name_in)) >= n
-                    and len(read_records(pcaps / name_out)) >= n
+                    len(PcapTail(pcaps / name_in).read_new()) >= n
+                    and len(PcapTail(pcaps / name_out).read_new()) >= n
                 ),
                 15.0,
                 f"{n} frames in {name_in} and {name_out}",
@@ -110,9 +110,9 @@ def test_per_port_pcaps(kind: str, tmp_path: Path) -> None:
         finally:
             target.stop()
     assert sorted(p.name for p in pcaps.iterdir()) == sorted([*pcap_names(p1), *pcap_names(p2)])
-    received = [r.data for r in read_records(pcaps / name_in)]
+    received = [r.data for r in PcapTail(pcaps / name_in).read_new()]
     assert [f for f in received if f in sent] == sent  # the port's own traffic, as sent
-    out = [r for r in read_records(pcaps / name_out) if r.data[12:14] == b"\x08\x00"]
+    out = [r for r in PcapTail(pcaps / name_out).read_new() if r.data[12:14] == b"\x08\x00"]
     seqs = []
     for r in out:
         pkt = Ether(r.data)
@@ -123,5 +123,5 @@ def test_per_port_pcaps(kind: str, tmp_path: Path) -> None:
     if shutil.which("tshark"):  # the dissector on the switch's own capture
         rows = tshark_fields(pcaps / name_out, ("echelon.id", "echelon.seq"), "echelon")
         assert rows == [["9", str(i)] for i in range(n)]
-    back = [r.data for r in read_records(pcaps / pcap_names(p2)[0])]
+    back = [r.data for r in PcapTail(pcaps / pcap_names(p2)[0]).read_new()]
     assert not [f for f in back if f in sent]  # in and out are not mixed up

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from echelon.pcap import read_records
+from echelon.pcap import PcapTail
 from targets.process import free_port, stop_process
 from tests.core.test_wireshark_dissector import tshark_fields
 from topo.interactive import resolve_cli
@@ -77,7 +77,9 @@ def test_cli_before_traffic_pings_and_pcaps(tmp_path: Path) -> None:
     assert names == sorted(f"{PREFIX}s1-{p}_{d}.pcap" for p in (1, 2, 3, 4) for d in ("in", "out"))
     # The ICMP echo to h4 is in port 1's input capture (h1) and port 4's output (h4).
     icmp_in = [
-        r for r in read_records(pcap / "s1" / f"{PREFIX}s1-1_in.pcap") if r.data[23:24] == b"\x01"
+        r
+        for r in PcapTail(pcap / "s1" / f"{PREFIX}s1-1_in.pcap").read_new()
+        if r.data[23:24] == b"\x01"
     ]
     assert len(icmp_in) >= 2
     # Live per-port lines during the run, then the table per policy.
@@ -86,9 +88,9 @@ def test_cli_before_traffic_pings_and_pcaps(tmp_path: Path) -> None:
     ports = {p["port"]: p for p in results["policies"]["echelon"]["ports"]}
     assert set(ports) == {1, 2, 3, 4}
     out4 = pcap / "s1" / f"{PREFIX}s1-4_out.pcap"
-    assert ports[4]["out_pkts"] > 0 and ports[4]["out_pkts"] <= len(read_records(out4))
+    assert ports[4]["out_pkts"] > 0 and ports[4]["out_pkts"] <= len(PcapTail(out4).read_new())
     # The jobs' flows into h4 left on echelon priorities (>= 1), per the pcap and the table.
-    prios = {egress_priority(r.data) for r in read_records(out4)}
+    prios = {egress_priority(r.data) for r in PcapTail(out4).read_new()}
     assert any(p is not None and p >= 1 for p in prios)
     by_prio = ports[4]["out_pkts_by_priority"]
     assert sum(n for p, n in by_prio.items() if int(p) >= 1) > 0
