@@ -19,6 +19,7 @@ import struct
 from collections.abc import Callable
 from pathlib import Path
 
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from p4client.p4info import TableEntry
@@ -187,6 +188,20 @@ def _lb_sentinel(port: int, tag: bytes) -> bytes:
     return udp_sentinel(b"\x02" + bytes(5), "10.0.9.9", f"10.0.{port}.200", tag)
 
 
+def _hashed_without_tcp(frame: bytes) -> bool:
+    """An IPv4 frame to the ECMP prefix 10.0.0.0/24 that is not a whole TCP frame: the
+    hash would read the invalid TCP header's ports, which BMv2 keeps from an earlier
+    packet (the module docstring). A cut frame padded with zeros can land there: cut
+    inside 10.0.2.201, its destination reads 10.0.0.0."""
+    ip = frame[14:]
+    return (
+        frame[12:14] == b"\x08\x00"
+        and len(ip) >= 20
+        and ip[16:19] == bytes([10, 0, 0])
+        and (ip[9] != 6 or len(ip) < 40)
+    )
+
+
 @st.composite
 def lb_frames(draw: st.DrawFn) -> bytes:
     """Whole TCP frames to the ECMP prefix (many flows), other traffic elsewhere."""
@@ -211,7 +226,9 @@ def lb_frames(draw: st.DrawFn) -> bytes:
     dst = draw(st.sampled_from(["10.0.7.1", "10.9.9.9", "10.0.2.201"]))
     body = draw(st.binary(min_size=8, max_size=24))
     frame = eth + ipv4("10.0.1.1", dst, draw(st.sampled_from([6, 17, 1])), len(body)) + body
-    return _pad(draw(_finish(frame)))
+    padded = _pad(draw(_finish(frame)))
+    assume(not _hashed_without_tcp(padded))
+    return padded
 
 
 LOAD_BALANCE = _program("load_balance", (2, 3), _lb_entries, _lb_sentinel)
