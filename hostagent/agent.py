@@ -109,7 +109,7 @@ def play(
 
     sent: dict[str, Any] = {}
     try:
-        sent = sender.run(stop_at, rel, stalled).flows
+        sent = sender.run(stop_at, rel, stalled)
         while thread.is_alive() and time.time() < stop_at and not stalled():
             thread.join(0.2)
     except _Stop:  # SIGTERM: still write what was sent and received so far

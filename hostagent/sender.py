@@ -26,7 +26,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from echelon.constants import ECHELON_UDP_PORT
 from echelon.wire import pack_header
@@ -53,13 +53,6 @@ class _Active:
     released: float | None = None
     start: float | None = None
     end: float | None = None
-
-
-@dataclass
-class SendReport:
-    """Per flow instance: packets sent and the wall-clock span (relative to start_at)."""
-
-    flows: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
 
 
 class Sender:
@@ -98,10 +91,13 @@ class Sender:
         stop_at: float,
         releaser: Releaser | None = None,
         should_stop: Callable[[], bool] | None = None,
-    ) -> SendReport:
+    ) -> dict[str, dict[str, float | int | None]]:
         """Send every flow as ``releaser`` releases it (default: the scenario's mode),
         until it has nothing more to release and all is sent, wall-clock ``stop_at``, or
-        ``should_stop()`` (asked between bursts and while waiting for a release)."""
+        ``should_stop()`` (asked between bursts and while waiting for a release). Returns
+        per flow instance the packets sent and the span (relative to ``start_at``), the
+        record's ``sent`` (as :meth:`hostagent.receiver.Receiver.report` is its
+        ``received``)."""
         t0 = self.start_at
         rel = releaser if releaser is not None else make_releaser(self.sc, self.host)
         by_uid = {a.uid: a for a in self.flows}
@@ -148,10 +144,8 @@ class Sender:
         finally:
             for a in self.flows:
                 a.sock.close()
-        return SendReport(
-            {
-                a.uid: {"packets": a.sent, "expected": a.total, "released": a.released,
-                        "start": a.start, "end": a.end}
-                for a in self.flows
-            }
-        )  # fmt: skip
+        return {
+            a.uid: {"packets": a.sent, "expected": a.total, "released": a.released,
+                    "start": a.start, "end": a.end}
+            for a in self.flows
+        }  # fmt: skip
