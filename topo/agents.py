@@ -117,7 +117,6 @@ def play_scenario(
     data = [read_file(p) for p in records.values()]
     ideal = {spec.job_id: spec.ideal_iteration_s for spec in jobs}
     report = formation_report(sc, data, ideal)
-    report["estimate"] = {"link": est.link, "link_mbit": est.link_mbit, "busy_s": est.busy_s,
-                          "ideal_s": est.ideal_s, "idle_timeout_s": idle_timeout(est),
+    report["estimate"] = {**est.as_json(), "idle_timeout_s": idle_timeout(est),
                           "timeout_s": timeout_s}  # fmt: skip
     return report

@@ -83,6 +83,12 @@ class Estimate:
     def worst_s(self) -> float:
         return self.iterations * (self.busy_s + self.ideal_s)
 
+    def as_json(self) -> dict[str, Any]:
+        """The bottleneck and its times, as a run's results and each policy's report
+        store them (each adds what it derived: the run's length, the agents' timeouts)."""
+        return {"link": self.link, "link_mbit": self.link_mbit, "busy_s": self.busy_s,
+                "ideal_s": self.ideal_s}  # fmt: skip
+
 
 def estimate(
     specs: Sequence[JobSpec], network: Network, iterations: int, packet_bytes: int
