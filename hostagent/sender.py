@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from echelon.constants import ECHELON_UDP_PORT
+from echelon.model import offset_us
 from echelon.wire import pack_header
 from hostagent.closedloop import Releaser
 from hostagent.closedloop import releaser as make_releaser
@@ -80,7 +81,7 @@ class Sender:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind((self.ip, f.sport))
         dst = (self.sc.hosts[f.dst], ECHELON_UDP_PORT)
-        return _Active(e.uid(f), s, dst, e.echelon_id, round(f.offset * 1e6), f.index,
+        return _Active(e.uid(f), s, dst, e.echelon_id, offset_us(f.offset), f.index,
                        self.sc.packets(f), f.release)  # fmt: skip
 
     def packet(self, a: _Active) -> bytes:
