@@ -27,10 +27,11 @@ from types import FrameType
 from typing import Any
 
 from echelon.errors import EchelonError
+from echelon.specs import read_file
 from hostagent.closedloop import ClosedLoop, Releaser, releaser
 from hostagent.progress import HostProgress
 from hostagent.receiver import Receiver
-from hostagent.report import formation_report, load_records
+from hostagent.report import formation_report
 from hostagent.scenario import load
 from hostagent.sender import Sender
 
@@ -109,7 +110,7 @@ def play(
 
     sent: dict[str, Any] = {}
     try:
-        sent = sender.run(stop_at, rel, stalled).flows
+        sent = sender.run(stop_at, rel, stalled)
         while thread.is_alive() and time.time() < stop_at and not stalled():
             thread.join(0.2)
     except _Stop:  # SIGTERM: still write what was sent and received so far
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.out:
                 print(json.dumps(rec, indent=1))
             return 0 if rec["complete"] else 1
-        recs = load_records(args.records)
+        recs = [read_file(p) for p in args.records]
         report = formation_report(load(args.scenario), recs)
         text = json.dumps(report, indent=1)
         if args.out:

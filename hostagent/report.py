@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from echelon.model import completion_time, lateness
-from echelon.specs import read_file
 from hostagent.closedloop import ClosedLoop
 from hostagent.scenario import Scenario
 
@@ -158,10 +156,6 @@ def formation_report(
         "stalls": stalls(sc, records),
         "agent_delays": first_flow_delays(sc, records, ideal_iteration_s or {}),
     }  # fmt: skip
-
-
-def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    return [read_file(p) for p in paths]
 
 
 def lost_packets(records: Sequence[Mapping[str, Any]]) -> int:

@@ -33,7 +33,7 @@ from pydantic.functional_validators import PlainValidator
 
 from echelon.constants import ECHELON_HEADER_LEN, MAX_DEADLINE_US, MAX_ECHELON_ID
 from echelon.errors import SpecError, UnknownHostError
-from echelon.model import EchelonFlow, Flow
+from echelon.model import EchelonFlow, Flow, offset_us
 from echelon.specs import (
     Bytes,
     Index,
@@ -202,7 +202,7 @@ def parse(data: Any) -> Scenario:
                     f"{es.name}.flows[{fs.index}].sport", f"{fs.sport} used twice by {fs.src}"
                 )
             ports.add((fs.src, fs.sport))
-            if fs.offset * 1e6 > MAX_DEADLINE_US:
+            if offset_us(fs.offset) > MAX_DEADLINE_US:  # as the sender puts it on the wire
                 raise SpecError(f"{es.name}.flows[{fs.index}].offset", "does not fit 32 bits of µs")
     return sc
 

@@ -26,9 +26,10 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from echelon.constants import ECHELON_UDP_PORT
+from echelon.model import offset_us
 from echelon.wire import pack_header
 from hostagent.closedloop import Releaser
 from hostagent.closedloop import releaser as make_releaser
@@ -53,13 +54,6 @@ class _Active:
     released: float | None = None
     start: float | None = None
     end: float | None = None
-
-
-@dataclass
-class SendReport:
-    """Per flow instance: packets sent and the wall-clock span (relative to start_at)."""
-
-    flows: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
 
 
 class Sender:
@@ -87,7 +81,7 @@ class Sender:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind((self.ip, f.sport))
         dst = (self.sc.hosts[f.dst], ECHELON_UDP_PORT)
-        return _Active(e.uid(f), s, dst, e.echelon_id, round(f.offset * 1e6), f.index,
+        return _Active(e.uid(f), s, dst, e.echelon_id, offset_us(f.offset), f.index,
                        self.sc.packets(f), f.release)  # fmt: skip
 
     def packet(self, a: _Active) -> bytes:
@@ -98,10 +92,13 @@ class Sender:
         stop_at: float,
         releaser: Releaser | None = None,
         should_stop: Callable[[], bool] | None = None,
-    ) -> SendReport:
+    ) -> dict[str, dict[str, float | int | None]]:
         """Send every flow as ``releaser`` releases it (default: the scenario's mode),
         until it has nothing more to release and all is sent, wall-clock ``stop_at``, or
-        ``should_stop()`` (asked between bursts and while waiting for a release)."""
+        ``should_stop()`` (asked between bursts and while waiting for a release). Returns
+        per flow instance the packets sent and the span (relative to ``start_at``), the
+        record's ``sent`` (as :meth:`hostagent.receiver.Receiver.report` is its
+        ``received``)."""
         t0 = self.start_at
         rel = releaser if releaser is not None else make_releaser(self.sc, self.host)
         by_uid = {a.uid: a for a in self.flows}
@@ -148,10 +145,8 @@ class Sender:
         finally:
             for a in self.flows:
                 a.sock.close()
-        return SendReport(
-            {
-                a.uid: {"packets": a.sent, "expected": a.total, "released": a.released,
-                        "start": a.start, "end": a.end}
-                for a in self.flows
-            }
-        )  # fmt: skip
+        return {
+            a.uid: {"packets": a.sent, "expected": a.total, "released": a.released,
+                    "start": a.start, "end": a.end}
+            for a in self.flows
+        }  # fmt: skip

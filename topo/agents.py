@@ -11,8 +11,9 @@ from typing import Any
 
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
+from echelon.specs import read_file
 from hostagent.plan import build_scenario
-from hostagent.report import formation_report, load_records
+from hostagent.report import formation_report
 from targets.process import stop_process, wait_until
 from topo.demo import Estimate, host_pacing
 from topo.net import EchelonNet
@@ -113,10 +114,9 @@ def play_scenario(
     for h, rec in records.items():
         if not rec.exists():
             raise EchelonError(f"agent on {h} wrote no record; see {out_dir / (h + '.log')}")
-    data = load_records(records.values())
+    data = [read_file(p) for p in records.values()]
     ideal = {spec.job_id: spec.ideal_iteration_s for spec in jobs}
     report = formation_report(sc, data, ideal)
-    report["estimate"] = {"link": est.link, "link_mbit": est.link_mbit, "busy_s": est.busy_s,
-                          "ideal_s": est.ideal_s, "idle_timeout_s": idle_timeout(est),
+    report["estimate"] = {**est.as_json(), "idle_timeout_s": idle_timeout(est),
                           "timeout_s": timeout_s}  # fmt: skip
     return report

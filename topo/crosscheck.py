@@ -134,27 +134,25 @@ def registration_levels(
 ) -> dict[tuple[str, str, int], int]:
     """Per (job, group, flow index) the level of the controller's static ``echelon``
     plan: the core policy over every job's iteration 0 on ``net``, quantised, each flow
-    at the level of the deadline range holding its offset -- and, with ``anticipated``
+    at the level of the deadline range holding its offset
+    (:func:`echelon.quantize.flow_levels`) -- and, with ``anticipated``
     (the agents reported entering iteration 0 before the start,
     ``results["entered_reports"]``), every job's *opening* groups re-planned at t = 0 as
     the online controller does on those reports (:mod:`controlplane.inflight`)."""
     from echelon.jobs import opening_groups
     from echelon.policies import get_policy
-    from echelon.quantize import level_of, quantize
+    from echelon.quantize import flow_levels
 
     plans = [spec.plan(0, 0.0) for spec in specs]
     efs = [ef for plan in plans for ef in plan.echelons]
-    levels = dict(quantize(get_policy("echelon").schedule(efs, net), efs))
+    policy = get_policy("echelon")
+    levels = flow_levels(policy.schedule(efs, net), efs)
     if anticipated:
         opening = [ef for p in plans for ef in p.echelons if ef.group in opening_groups(p)]
         if opening:
-            at_start = get_policy("echelon").schedule(opening, net, None, 0.0)
-            levels.update(quantize(at_start, opening))
-    return {
-        (ef.job, ef.group, f.index): level_of(levels[ef.name], f.offset_us)
-        for ef in efs
-        for f in ef.flows
-    }
+            levels.update(flow_levels(policy.schedule(opening, net, None, 0.0), opening))
+    slot = {ef.name: (ef.job, ef.group) for ef in efs}
+    return {(*slot[name], index): level for (name, index), level in levels.items()}
 
 
 @dataclass(frozen=True)

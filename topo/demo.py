@@ -34,6 +34,7 @@ from echelon.jobs import JobSpec, load_job
 from echelon.schedule import Network
 from echelon.specs import read_file
 from echelon.topology import Topology
+from sim.predict import DEFAULT_HEADER_BYTES
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The demo's jobs (``make run``, and ``topo.run`` without ``--jobs``).
@@ -47,9 +48,12 @@ DEFAULT_BUDGET_S = 20.0
 
 
 def wire_factor(packet_bytes: int) -> float:
-    """Bytes on the wire per byte of a flow: Ethernet + IPv4 + UDP (42 bytes) and the
-    echelon header on every packet of ``packet_bytes`` (:mod:`topo.agents`)."""
-    return (packet_bytes + 42) / (packet_bytes - ECHELON_HEADER_LEN)
+    """Bytes on the wire per byte of a flow: a packet of ``packet_bytes``
+    (:mod:`topo.agents`) carries all but the echelon header of it as the flow's data,
+    and :data:`sim.predict.DEFAULT_HEADER_BYTES` of headers (Ethernet, IPv4, UDP,
+    echelon), the overhead the cross-check's models count too."""
+    payload = packet_bytes - ECHELON_HEADER_LEN
+    return (payload + DEFAULT_HEADER_BYTES) / payload
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,12 @@ class Estimate:
     @property
     def worst_s(self) -> float:
         return self.iterations * (self.busy_s + self.ideal_s)
+
+    def as_json(self) -> dict[str, Any]:
+        """The bottleneck and its times, as a run's results and each policy's report
+        store them (each adds what it derived: the run's length, the agents' timeouts)."""
+        return {"link": self.link, "link_mbit": self.link_mbit, "busy_s": self.busy_s,
+                "ideal_s": self.ideal_s}  # fmt: skip
 
 
 def estimate(

@@ -75,9 +75,7 @@ def test_sender_packets_carry_header_and_are_paced() -> None:
     finally:
         rx.close()
     assert (
-        report.flows["pipe/0/fwd#0"]["packets"]
-        == sc.packets(sc.echelons[0].flows[0])
-        == -(-20000 // 484)
+        report["pipe/0/fwd#0"]["packets"] == sc.packets(sc.echelons[0].flows[0]) == -(-20000 // 484)
     )
     by_port: dict[int, list[tuple[int, int, int, int, int]]] = {}
     for addr, data in got:
@@ -90,7 +88,7 @@ def test_sender_packets_carry_header_and_are_paced() -> None:
     assert {(h[1], h[2], h[3]) for h in second} == {(7, 100000, 1)}
     # 84 packets of 542 wire bytes at 8 Mbit/s take ~44 ms; the second flow is
     # released at 0.1 s. Pacing means the sender spent at least the wire time.
-    r0, r1 = report.flows["pipe/0/fwd#0"], report.flows["pipe/0/fwd#1"]
+    r0, r1 = report["pipe/0/fwd#0"], report["pipe/0/fwd#1"]
     assert r0["end"] is not None and r0["start"] is not None
     assert r0["end"] - r0["start"] >= 40 * 542 * 8 / 8e6 * 0.9
     assert r1["start"] is not None and r1["start"] >= 0.1
@@ -225,7 +223,7 @@ def test_flows_released_together_are_interleaved_packet_by_packet() -> None:
     # Strict alternation: neither flow ever sends two packets in a row.
     assert ports[:2] in ([20000, 20001], [20001, 20000])
     assert all(a != b for a, b in pairwise(ports))
-    r0, r1 = report.flows["pipe/0/fwd#0"], report.flows["pipe/0/fwd#1"]
+    r0, r1 = report["pipe/0/fwd#0"], report["pipe/0/fwd#1"]
     assert r0["end"] is not None and r1["end"] is not None
     assert abs(r0["end"] - r1["end"]) < 0.01  # same size, same share: end together
 
