@@ -3,7 +3,7 @@
 Every class implements the ``Network`` protocol of :mod:`echelon.schedule`
 (``links``: name -> capacity in bytes/s, ``path(src, dst)``: tuple of link names),
 so the same object is handed to the policies and to the engine. The big switch
-is the core's :class:`echelon.network.BigSwitch`; :func:`big_switch` only builds it.
+is the core's :class:`echelon.network.BigSwitch` (``BigSwitch.uniform(hosts, bytes_per_s)``).
 
 Multipath topologies pick one path per (src, dst) pair with a stable hash (ECMP
 without per-flow re-hashing), so a run is deterministic and reproducible.
@@ -12,12 +12,13 @@ without per-flow re-hashing), so a run is deterministic and reproducible.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from echelon.errors import SpecError, UnknownHostError
+from echelon.network import BigSwitch
 from echelon.schedule import Network
 from echelon.topology import Topology, TopologyNetwork, load
 
@@ -32,14 +33,6 @@ def gbit(x: float) -> float:
 
 def _ecmp(src: str, dst: str, n: int) -> int:
     return zlib.crc32(f"{src}>{dst}".encode()) % n
-
-
-def big_switch(hosts: Sequence[str], bytes_per_s: float) -> Network:
-    """The core's non-blocking big switch with one up and one down link per host."""
-    from echelon.network import BigSwitch
-
-    net: Network = BigSwitch.uniform(hosts, bytes_per_s)
-    return net
 
 
 @dataclass(frozen=True)
@@ -186,7 +179,7 @@ def make_network(spec: Mapping[str, Any]) -> Network:
             n = int(spec.get("hosts", 16))
             if n < 1:
                 raise SpecError("network.hosts", "must be at least 1")
-            return big_switch([f"h{i}" for i in range(n)], bw)
+            return BigSwitch.uniform([f"h{i}" for i in range(n)], bw)
         if kind == "leafspine":
             return LeafSpine(
                 int(spec.get("leaves", 4)),
