@@ -313,10 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         {"run": _cmd_run, "gen": _cmd_gen, "sweep": _cmd_sweep}[args.cmd](args)
-    except SpecError as exc:
-        print(f"error: {exc.field}: {exc.message}", file=sys.stderr)
-        return 2
-    except (EchelonError, ValueError, OSError) as exc:
+    except (EchelonError, ValueError, OSError) as exc:  # a SpecError reads "<field>: <message>"
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
