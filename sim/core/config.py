@@ -98,10 +98,6 @@ class SimConfig:
             return float(size)
         return float(size + math.ceil(size / self.payload_bytes) * self.header_bytes)
 
-    @property
-    def levels_label(self) -> str:
-        return levels_label(self.levels)
-
 
 def levels_label(levels: int | None) -> str:
     """``ideal`` or ``K=8``: how results, sweep rows and progress lines name the levels."""

@@ -43,7 +43,7 @@ from echelon.errors import SpecError
 from echelon.model import EchelonFlow, FlowKey, IterationPlan
 from echelon.schedule import Network
 from sim.core.alloc import allocate
-from sim.core.config import JobRun, Plannable, SimConfig, SimError, resolve_policy
+from sim.core.config import JobRun, Plannable, SimConfig, SimError, levels_label, resolve_policy
 from sim.core.ranking import UNRANKED, Ranker
 from sim.core.results import (
     EchelonRecord,
@@ -148,7 +148,7 @@ class Simulator:
                 raise SimError("keep_levels needs switch levels (levels=K)")
             for slot, level in (config.initial_levels or {}).items():
                 self._kept[slot] = -int(level)
-        self.result = SimResult(str(getattr(self.policy, "name", "?")), config.levels_label)
+        self.result = SimResult(str(getattr(self.policy, "name", "?")), levels_label(config.levels))
 
     # ------------------------------------------------------------------ loop
 
