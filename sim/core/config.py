@@ -121,11 +121,3 @@ def parse_levels(value: str | int | None, field: str = "levels") -> int | None:
     if k < 2:
         raise SpecError(field, f"need at least 2 queues, got {k}")
     return k
-
-
-def resolve_policy(policy: str | Policy) -> Policy:
-    if not isinstance(policy, str):
-        return policy
-    from echelon.policies import get_policy
-
-    return get_policy(policy)
