@@ -24,6 +24,10 @@ from echelon.topology import Topology, TopologyNetwork, load
 
 #: Capacity given to links a topology file leaves unlimited (bytes/s, ~8 Tbit/s).
 UNLIMITED_BYTES_PER_S = 1e12
+#: What :func:`make_network` takes for a key a description leaves out: the one copy of
+#: the defaults that the CLI's network options and :func:`sim.summary.describe_network` use.
+NETWORK_DEFAULTS: dict[str, Any] = dict(kind="bigswitch", gbit=100, oversubscription=1.0, hosts=16,
+                                        leaves=4, hosts_per_leaf=4, spines=2, k=4)  # fmt: skip
 
 
 def gbit(x: float) -> float:
@@ -171,25 +175,20 @@ def make_network(spec: Mapping[str, Any]) -> Network:
     "oversubscription": 2}``, ``{"kind": "fattree", "k": 4, "gbit": 100}`` or
     ``{"kind": "file", "path": "topo/star.yaml"}``.
     """
-    kind = spec.get("kind", "bigswitch")
-    bw = gbit(float(spec.get("gbit", 100)))
-    over = float(spec.get("oversubscription", 1.0))
+    s = {**NETWORK_DEFAULTS, **spec}
+    kind = s["kind"]
+    bw = gbit(float(s["gbit"]))
+    over = float(s["oversubscription"])
     try:
         if kind == "bigswitch":
-            n = int(spec.get("hosts", 16))
+            n = int(s["hosts"])
             if n < 1:
                 raise SpecError("network.hosts", "must be at least 1")
             return BigSwitch.uniform([f"h{i}" for i in range(n)], bw)
         if kind == "leafspine":
-            return LeafSpine(
-                int(spec.get("leaves", 4)),
-                int(spec.get("hosts_per_leaf", 4)),
-                int(spec.get("spines", 2)),
-                bw,
-                over,
-            )
+            return LeafSpine(int(s["leaves"]), int(s["hosts_per_leaf"]), int(s["spines"]), bw, over)
         if kind == "fattree":
-            return FatTree(int(spec.get("k", 4)), bw, over)
+            return FatTree(int(s["k"]), bw, over)
         if kind == "file":
             return file_network(str(spec["path"]))
     except (TypeError, ValueError, KeyError) as exc:
