@@ -31,6 +31,7 @@ from sim.core.config import parse_levels
 from sim.points import Point
 from sim.progressbar import Progress
 from sim.summary import describe_network, summary_table
+from sim.topology import NETWORK_DEFAULTS
 
 
 def _load(text: str) -> float | None:
@@ -52,14 +53,10 @@ def _network(args: argparse.Namespace) -> dict[str, Any]:
             raise SpecError("network", "must be a JSON object")
         return spec
     return {
+        **NETWORK_DEFAULTS,
         "kind": args.net,
         "gbit": args.gbit,
         "oversubscription": args.oversub,
-        "hosts": 16,
-        "leaves": 4,
-        "hosts_per_leaf": 4,
-        "spines": 2,
-        "k": 4,
     }
 
 
@@ -313,10 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         {"run": _cmd_run, "gen": _cmd_gen, "sweep": _cmd_sweep}[args.cmd](args)
-    except SpecError as exc:
-        print(f"error: {exc.field}: {exc.message}", file=sys.stderr)
-        return 2
-    except (EchelonError, ValueError, OSError) as exc:
+    except (EchelonError, ValueError, OSError) as exc:  # a SpecError reads "<field>: <message>"
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

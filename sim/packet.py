@@ -205,7 +205,6 @@ class PacketModel:
         self.lanes: dict[tuple[str, str], _Lane] = {}
         self._last_replan = -math.inf
         self._replan_pending = False
-        self.replans = 0
         for job in jobs:
             for it in range(cfg.iterations):
                 self._add(job.plan(it, 0.0), it)
@@ -434,4 +433,3 @@ class PacketModel:
                 lv = levels.get((ef.name, f.index))
                 if lv is not None:
                     self.level[(ef.job, ef.group, f.index)] = lv
-        self.replans += 1

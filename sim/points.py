@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from echelon.errors import EchelonError, SpecError
 from sim.core.config import levels_label
 from sim.core.engine import SimConfig, Simulator
-from sim.topology import file_network, hosts_of, make_network
+from sim.topology import NETWORK_DEFAULTS, file_network, gbit, hosts_of, make_network
 
 if TYPE_CHECKING:
     from echelon.schedule import Network
@@ -136,7 +136,7 @@ def point_jobs(point: Point, inputs: Inputs) -> tuple[Network, list[TraceJob]]:
     net = inputs.network()
     if inputs.jobs is not None:
         return net, list(inputs.jobs)
-    bw = float(inputs.net_spec.get("gbit", 100)) * 1e9 / 8
+    bw = gbit(float(inputs.net_spec.get("gbit", NETWORK_DEFAULTS["gbit"])))
     jobs = generate_mix(
         point.mix, hosts_of(net), bw, point.n_jobs, point.load, point.iterations, point.seed
     )

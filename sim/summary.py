@@ -13,6 +13,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sim.topology import NETWORK_DEFAULTS
+
 #: (label, keys, unit) rows: the keys' values joined with " / "; unit "s", "ms", "x", "/s" or "".
 ROWS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("policy", ("policy",), ""),
@@ -85,20 +87,18 @@ def describe_network(spec: Mapping[str, Any]) -> str:
     """``leafspine, 4 leaves x 4 hosts, 2 spines, 100 Gbit/s host links, 2:1 uplinks``:
     a :func:`sim.topology.make_network` description in words, with that function's
     defaults for the keys it leaves out (so it names what is simulated)."""
-    kind = str(spec.get("kind", "bigswitch"))
+    s = {**NETWORK_DEFAULTS, **spec}
+    kind = str(s["kind"])
     if kind == "file":
-        return f"topology file {spec.get('path', '?')} (links unlimited)"
+        return f"topology file {s.get('path', '?')} (links unlimited)"
     parts = [kind]
     if kind == "leafspine":
-        parts.append(
-            f"{spec.get('leaves', 4)} leaves x {spec.get('hosts_per_leaf', 4)} hosts, "
-            f"{spec.get('spines', 2)} spines"
-        )
+        parts.append(f"{s['leaves']} leaves x {s['hosts_per_leaf']} hosts, {s['spines']} spines")
     elif kind == "fattree":
-        parts.append(f"k={spec.get('k', 4)}")
+        parts.append(f"k={s['k']}")
     elif kind == "bigswitch":
-        parts.append(f"{spec.get('hosts', 16)} hosts")
-    parts.append(f"{_value(float(spec.get('gbit', 100)))} Gbit/s host links")
+        parts.append(f"{s['hosts']} hosts")
+    parts.append(f"{_value(float(s['gbit']))} Gbit/s host links")
     if kind in ("leafspine", "fattree"):
-        parts.append(f"{_value(float(spec.get('oversubscription', 1.0)))}:1 uplinks")
+        parts.append(f"{_value(float(s['oversubscription']))}:1 uplinks")
     return ", ".join(parts)

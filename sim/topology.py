@@ -3,7 +3,7 @@
 Every class implements the ``Network`` protocol of :mod:`echelon.schedule`
 (``links``: name -> capacity in bytes/s, ``path(src, dst)``: tuple of link names),
 so the same object is handed to the policies and to the engine. The big switch
-is the core's :class:`echelon.network.BigSwitch`; :func:`big_switch` only builds it.
+is the core's :class:`echelon.network.BigSwitch` (``BigSwitch.uniform(hosts, bytes_per_s)``).
 
 Multipath topologies pick one path per (src, dst) pair with a stable hash (ECMP
 without per-flow re-hashing), so a run is deterministic and reproducible.
@@ -12,17 +12,22 @@ without per-flow re-hashing), so a run is deterministic and reproducible.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from echelon.errors import SpecError, UnknownHostError
+from echelon.network import BigSwitch
 from echelon.schedule import Network
 from echelon.topology import Topology, TopologyNetwork, load
 
 #: Capacity given to links a topology file leaves unlimited (bytes/s, ~8 Tbit/s).
 UNLIMITED_BYTES_PER_S = 1e12
+#: What :func:`make_network` takes for a key a description leaves out: the one copy of
+#: the defaults that the CLI's network options and :func:`sim.summary.describe_network` use.
+NETWORK_DEFAULTS: dict[str, Any] = dict(kind="bigswitch", gbit=100, oversubscription=1.0, hosts=16,
+                                        leaves=4, hosts_per_leaf=4, spines=2, k=4)  # fmt: skip
 
 
 def gbit(x: float) -> float:
@@ -32,14 +37,6 @@ def gbit(x: float) -> float:
 
 def _ecmp(src: str, dst: str, n: int) -> int:
     return zlib.crc32(f"{src}>{dst}".encode()) % n
-
-
-def big_switch(hosts: Sequence[str], bytes_per_s: float) -> Network:
-    """The core's non-blocking big switch with one up and one down link per host."""
-    from echelon.network import BigSwitch
-
-    net: Network = BigSwitch.uniform(hosts, bytes_per_s)
-    return net
 
 
 @dataclass(frozen=True)
@@ -178,25 +175,20 @@ def make_network(spec: Mapping[str, Any]) -> Network:
     "oversubscription": 2}``, ``{"kind": "fattree", "k": 4, "gbit": 100}`` or
     ``{"kind": "file", "path": "topo/star.yaml"}``.
     """
-    kind = spec.get("kind", "bigswitch")
-    bw = gbit(float(spec.get("gbit", 100)))
-    over = float(spec.get("oversubscription", 1.0))
+    s = {**NETWORK_DEFAULTS, **spec}
+    kind = s["kind"]
+    bw = gbit(float(s["gbit"]))
+    over = float(s["oversubscription"])
     try:
         if kind == "bigswitch":
-            n = int(spec.get("hosts", 16))
+            n = int(s["hosts"])
             if n < 1:
                 raise SpecError("network.hosts", "must be at least 1")
-            return big_switch([f"h{i}" for i in range(n)], bw)
+            return BigSwitch.uniform([f"h{i}" for i in range(n)], bw)
         if kind == "leafspine":
-            return LeafSpine(
-                int(spec.get("leaves", 4)),
-                int(spec.get("hosts_per_leaf", 4)),
-                int(spec.get("spines", 2)),
-                bw,
-                over,
-            )
+            return LeafSpine(int(s["leaves"]), int(s["hosts_per_leaf"]), int(s["spines"]), bw, over)
         if kind == "fattree":
-            return FatTree(int(spec.get("k", 4)), bw, over)
+            return FatTree(int(s["k"]), bw, over)
         if kind == "file":
             return file_network(str(spec["path"]))
     except (TypeError, ValueError, KeyError) as exc:

@@ -26,23 +26,21 @@ from typing import Any
 import yaml
 
 from echelon.errors import SpecError
+from echelon.specs import read_file
 from sim.workloads import Template, TraceJob, describe
 
 
 def load_trace(path: str | Path) -> tuple[dict[str, Any] | None, list[TraceJob]]:
-    """Read a trace; returns (network description or None, jobs)."""
+    """Read a trace; returns (network description or None, jobs). A JSON/YAML trace is
+    read by the core's one file reader (:func:`echelon.specs.read_file`)."""
     p = Path(path)
+    if p.suffix != ".csv":
+        return parse_trace(read_file(p))
     try:
         text = p.read_text()
     except OSError as exc:
         raise SpecError("trace", f"cannot read {p}: {exc.strerror or exc}") from None
-    if p.suffix == ".csv":
-        return None, _csv_jobs(text)
-    try:
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise SpecError("trace", f"{p} is not valid JSON/YAML: {exc}") from None
-    return parse_trace(data)
+    return None, _csv_jobs(text)
 
 
 def parse_trace(data: Any) -> tuple[dict[str, Any] | None, list[TraceJob]]:

@@ -60,9 +60,6 @@ _CLASSES: dict[str, type[Policy]] = {
     "coflow": CoflowPolicy,
 }
 
-#: Policies that order groups (and can be installed as echelon bands).
-GROUP_POLICIES = frozenset({"echelon", "echelon-v1", "coflow", "varys", "sebf-edf", "sincronia"})
-
 #: The entry-point group a package lists its policies in (``name = "module:Class"``).
 ENTRY_POINT_GROUP = "echelon.policies"
 
@@ -141,7 +138,6 @@ def not_installable(policy: Policy) -> str | None:
 __all__ = [
     "ABLATIONS",
     "ENTRY_POINT_GROUP",
-    "GROUP_POLICIES",
     "POLICIES",
     "get_policy",
     "known_policies",

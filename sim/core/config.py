@@ -98,10 +98,6 @@ class SimConfig:
             return float(size)
         return float(size + math.ceil(size / self.payload_bytes) * self.header_bytes)
 
-    @property
-    def levels_label(self) -> str:
-        return levels_label(self.levels)
-
 
 def levels_label(levels: int | None) -> str:
     """``ideal`` or ``K=8``: how results, sweep rows and progress lines name the levels."""
@@ -125,11 +121,3 @@ def parse_levels(value: str | int | None, field: str = "levels") -> int | None:
     if k < 2:
         raise SpecError(field, f"need at least 2 queues, got {k}")
     return k
-
-
-def resolve_policy(policy: str | Policy) -> Policy:
-    if not isinstance(policy, str):
-        return policy
-    from echelon.policies import get_policy
-
-    return get_policy(policy)

@@ -41,9 +41,10 @@ import numpy.typing as npt
 
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, FlowKey, IterationPlan
+from echelon.policies import get_policy
 from echelon.schedule import Network
 from sim.core.alloc import allocate
-from sim.core.config import JobRun, Plannable, SimConfig, SimError, resolve_policy
+from sim.core.config import JobRun, Plannable, SimConfig, SimError, levels_label
 from sim.core.ranking import UNRANKED, Ranker
 from sim.core.results import (
     EchelonRecord,
@@ -104,7 +105,8 @@ class Simulator:
         self.net = network
         self.cfg = config
         self.progress = progress
-        self.policy = resolve_policy(config.policy)
+        policy = config.policy
+        self.policy = get_policy(policy) if isinstance(policy, str) else policy
         self.link_ix = {name: i for i, name in enumerate(network.links)}
         self.capacity = np.array([network.links[n] for n in network.links], dtype=np.float64)
         self.jobs = [_Job(i, r) for i, r in enumerate(jobs)]
@@ -148,7 +150,7 @@ class Simulator:
                 raise SimError("keep_levels needs switch levels (levels=K)")
             for slot, level in (config.initial_levels or {}).items():
                 self._kept[slot] = -int(level)
-        self.result = SimResult(str(getattr(self.policy, "name", "?")), config.levels_label)
+        self.result = SimResult(str(getattr(self.policy, "name", "?")), levels_label(config.levels))
 
     # ------------------------------------------------------------------ loop
 

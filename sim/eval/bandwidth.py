@@ -18,6 +18,7 @@ from typing import Any
 from sim.eval.experiments import NETWORK, POLICIES, Profile, batch_point, network_at
 from sim.eval.report import echelon_vs_best, fmt, pct, table, versus_cells
 from sim.points import Point
+from sim.topology import NETWORK_DEFAULTS
 
 #: Mixes swept (the ones made of pipeline-parallel jobs).
 MIXES = ("pipeline", "hybrid")
@@ -51,7 +52,7 @@ def points(profile: Profile) -> list[Point]:
 
 def gbit_of(row: Mapping[str, Any]) -> float:
     """A row's host-link bandwidth (Gbit/s), read back from its network JSON."""
-    return float(json.loads(str(row["network"])).get("gbit", 100))
+    return float(json.loads(str(row["network"])).get("gbit", NETWORK_DEFAULTS["gbit"]))
 
 
 def tag(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

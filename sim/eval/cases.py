@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from echelon.jobs import load_job
+from echelon.network import BigSwitch
 from sim.core.engine import JobRun, SimConfig, Simulator
 from sim.core.results import SimResult
-from sim.topology import big_switch
 
 MB = 1_000_000
 #: The big switch of the case studies and of the interleaving scenarios
@@ -83,7 +83,7 @@ CASES = (
 
 
 def run_case(case: Case, policy: str) -> SimResult:
-    net = big_switch(HOSTS, CAP)
+    net = BigSwitch.uniform(HOSTS, CAP)
     runs = [JobRun(load_job(j), 0.0, 1) for j in case.jobs]
     cfg = SimConfig(policy=policy, record_tasks=True)
     return Simulator(net, runs, cfg).run()

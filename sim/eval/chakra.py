@@ -27,10 +27,10 @@ import numpy as np
 
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec, load_job
+from echelon.network import BigSwitch
 from echelon.policies import POLICIES
 from sim.core.engine import JobRun, SimConfig, Simulator
 from sim.eval.report import pct, table
-from sim.topology import big_switch
 from sim.workloads import Template, chakra_job, describe
 
 
@@ -85,7 +85,7 @@ def run(
     """Per policy and job: iteration mean and p99 (s), and the ideal iteration."""
     specs = _specs(trace, group_by)
     runs = [JobRun(spec, 0.0, ITERATIONS) for spec in specs]
-    net = big_switch([f"h{i}" for i in range(8)], gbit * 1e9 / 8)
+    net = BigSwitch.uniform([f"h{i}" for i in range(8)], gbit * 1e9 / 8)
     out: Results = {}
     for pol in policies:
         res = Simulator(net, runs, SimConfig(policy=pol, levels=8)).run()

@@ -230,25 +230,23 @@ def average(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[dict
 
 
 def scale_points(profile: Profile) -> list[Point]:
-    """Runs of the ``mixed`` mix sized to about 1k, 10k (and 100k) flows."""
-    from sim.topology import hosts_of, make_network
-    from sim.workloads import generate_mix, job_demand
+    """Runs of the ``mixed`` mix sized to about 1k, 10k (and 100k) flows; the flows per
+    iteration of a draw are counted on the jobs :func:`sim.points.point_jobs` draws."""
+    from sim.workloads import job_demand
 
-    targets = profile.scale_targets
-    net_spec = dict(NETWORK)
-    net = make_network(net_spec)
+    net_json = json.dumps(NETWORK)
     per_iter = {}
     for n_jobs in (2, 4, 8):
-        jobs = generate_mix("mixed", hosts_of(net), 100e9 / 8, n_jobs, None, 1, 0)
+        probe = Point("mixed", "", None, None, 0, n_jobs, 1, net_json)
+        jobs = point_jobs(probe, load_inputs(probe))[1]
         per_iter[n_jobs] = sum(job_demand(j.description)[0] for j in jobs)
     out = []
-    for target in targets:
+    for target in profile.scale_targets:
         # as many concurrent jobs as fit (one iteration may overshoot by half)
         fits = [n for n, f in per_iter.items() if f <= 1.5 * target]
         n_jobs = max(fits) if fits else min(per_iter)
         iters = max(1, round(target / per_iter[n_jobs]))
         for pol in ("echelon", "fair", "varys"):
-            net_json = json.dumps(net_spec)
             out.append(Point("mixed", pol, None, None, 0, n_jobs, iters, net_json))
     return out
 

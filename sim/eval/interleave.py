@@ -24,13 +24,13 @@ from typing import Any
 
 from echelon.errors import SpecError
 from echelon.jobs import load_job
+from echelon.network import BigSwitch
 from sim.core.engine import JobRun
 from sim.eval import steady
 from sim.eval.cases import CAP, HOSTS, MB
 from sim.eval.experiments import POLICIES, REPLAN_INTERVAL_S
 from sim.eval.report import fmt, table
 from sim.points import Point
-from sim.topology import big_switch
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def by_key(key: str) -> Scenario:
 
 def run(scenario: Scenario, policy: str, horizon: float = steady.HORIZON) -> dict[str, Any]:
     """One scenario in steady state under ``policy`` on 8 queues."""
-    net = big_switch(HOSTS, CAP)
+    net = BigSwitch.uniform(HOSTS, CAP)
     runs = [JobRun(load_job(d), 0.0, 1) for d in descriptions(scenario)]
     point = Point(scenario.key, policy, 8, replan_interval=REPLAN_INTERVAL_S)
     return steady.run_jobs(point, net, runs, horizon)

@@ -56,6 +56,17 @@ def test_gen_then_run_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert json.loads(capsys.readouterr().out)["policy"] == "varys"
 
 
+def test_bad_trace_file_is_an_error_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A JSON/YAML trace is read by the core's file reader: an unparsable file is an
+    ``error: <file>: ...`` line and exit status 2, not a traceback."""
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert main(["run", "--trace", str(bad)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {bad}: not valid YAML/JSON")
+
+
 def test_csv_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace = tmp_path / "t.csv"
     trace.write_text(
@@ -77,7 +88,7 @@ def test_csv_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         (["run", "--levels", "x"], "levels"),
         (["run", "--mix", "nope"], "mix"),
         (["run", "--network", "{bad"], "network"),
-        (["run", "--trace", "/nonexistent.json"], "trace"),
+        (["run", "--trace", "/nonexistent.json"], "/nonexistent.json"),
         (["sweep", "--policy", "fair,nope", "--out", "/tmp/x.csv"], "policy"),
     ],
 )

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from echelon.model import EchelonFlow, Flow, IterationPlan
+from echelon.network import BigSwitch
 from sim.core.engine import JobRun, SimConfig
-from sim.topology import big_switch
 from tests.sim.conftest import PlanJob, simulate
 
 HOSTS = ["h0", "h1", "h2", "h3"]
@@ -54,7 +54,7 @@ def job_of(groups: list[list[tuple[str, str, int]]]) -> PlanJob:
 def ccts(
     policy: str, groups: list[list[tuple[str, str, int]]], levels: int | None
 ) -> dict[str, float]:
-    net = big_switch(HOSTS, 1e6)
+    net = BigSwitch.uniform(HOSTS, 1e6)
     res = simulate(net, [JobRun(job_of(groups))], SimConfig(policy=policy, levels=levels))
     return {e.name: e.completion for e in res.echelons}
 
@@ -100,7 +100,7 @@ def test_every_policy_is_work_conserving_on_one_bottleneck(
     """All flows into one host, all released at 0: whatever the order, the downlink
     never idles, so the last flow ends at total bytes / capacity."""
     into_h1 = [[(s if s != "h1" else "h0", "h1", size) for s, _, size in g] for g in groups]
-    net = big_switch(HOSTS, 1e6)
+    net = BigSwitch.uniform(HOSTS, 1e6)
     for levels in (None, 8):
         res = simulate(net, [JobRun(job_of(into_h1))], SimConfig(policy=policy, levels=levels))
         total = sum(size for g in into_h1 for _, _, size in g)

@@ -110,7 +110,7 @@ def test_real_paradigm_job_through_the_engine() -> None:
     """A core GPipe job: iteration time equals the core's contention-free timeline when
     the network is fast, and grows when it is slow."""
     from echelon.jobs import load_job
-    from sim.topology import big_switch
+    from echelon.network import BigSwitch
 
     desc = {
         "job": "g",
@@ -121,11 +121,11 @@ def test_real_paradigm_job_through_the_engine() -> None:
         + [{"fwd_s": 0.1, "bwd_s": 0.2}],
     }
     spec = load_job(desc)
-    fast = simulate(big_switch(spec.hosts, 1e12), [JobRun(spec, iterations=2)], SimConfig())
+    fast = simulate(BigSwitch.uniform(spec.hosts, 1e12), [JobRun(spec, iterations=2)], SimConfig())
     assert [r.duration for r in fast.iterations] == pytest.approx(
         [spec.ideal_iteration_s] * 2, rel=1e-6
     )
-    slow = simulate(big_switch(spec.hosts, 1e4), [JobRun(spec)], SimConfig())
+    slow = simulate(BigSwitch.uniform(spec.hosts, 1e4), [JobRun(spec)], SimConfig())
     assert slow.iterations[0].duration > spec.ideal_iteration_s + 0.1  # 0.1 s per 1000 B hop
 
 

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from echelon.jobs import load_job
+from echelon.network import BigSwitch
 from sim.core.engine import JobRun, SimConfig, Simulator
 from sim.core.results import IterationRecord
 from sim.eval import interleave, steady
@@ -48,7 +49,7 @@ def test_measure_reports_the_worst_job_and_jain() -> None:
 
 def test_until_stops_a_run_of_endless_jobs() -> None:
     run = load_job(interleave.job("a", "h1", 1.0, 0.5))
-    net = interleave.big_switch(interleave.HOSTS, interleave.CAP)
+    net = BigSwitch.uniform(interleave.HOSTS, interleave.CAP)
     res = Simulator(net, [JobRun(run, 0.0, steady.FOREVER)], SimConfig(until=10.0)).run()
     assert res.end_time == 10.0
     assert 5 <= len(res.iterations) <= 10
