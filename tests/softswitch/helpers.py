@@ -174,7 +174,12 @@ def _update(kind: int, entity: Any) -> p4r.Update:
 
 def write_errors(err: grpc.RpcError) -> list[tuple[int, str]]:
     """Per-update (canonical_code, message) from a failed Write's status details."""
-    for key, value in err.trailing_metadata() or ():
+    return trailer_errors(err.trailing_metadata() or ())
+
+
+def trailer_errors(trailers: Any) -> list[tuple[int, str]]:
+    """Per-update (canonical_code, message) in a failed Write's trailing metadata."""
+    for key, value in trailers:
         if key == "grpc-status-details-bin":
             status = status_pb2.Status.FromString(value)
             out = []
