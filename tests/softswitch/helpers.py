@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import os
 import queue
 import socket
 import subprocess
@@ -254,11 +253,3 @@ def veth_hosts(prefix: str, count: int) -> Iterator[list[tuple[str, str]]]:
         for sw, ns in made:
             subprocess.run(["ip", "link", "del", sw], capture_output=True)
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-
-
-def process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
