@@ -17,7 +17,6 @@ import grpc
 from finsy.proto import p4i as p4info_pb2
 from finsy.proto import p4r
 from finsy.proto import rpc_status as status_pb2
-from google.protobuf import text_format
 
 from p4client.p4info import P4Info
 from p4client.p4rt import SwitchConnection
@@ -29,7 +28,7 @@ PYTHON = sys.executable
 
 
 def load_p4info() -> p4info_pb2.P4Info:
-    return text_format.Parse(P4INFO_PATH.read_text(), p4info_pb2.P4Info())
+    return P4Info.load(P4INFO_PATH).proto
 
 
 def load_config() -> bytes:

@@ -27,10 +27,10 @@ import grpc
 import pytest
 from finsy.proto import p4i as p4info_pb2
 from finsy.proto import p4r
-from google.protobuf import text_format
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from p4client.p4info import P4Info
 from softswitch import p4rt_codec as codec
 from softswitch.arbitration import Stream
 from softswitch.bm.pipeline import Pipeline
@@ -55,7 +55,7 @@ PROGRAMS = {
 
 def _load(name: str) -> tuple[p4info_pb2.P4Info, Pipeline]:
     info_path, json_path = PROGRAMS[name]
-    info = text_format.Parse(info_path.read_text(), p4info_pb2.P4Info())
+    info = P4Info.load(info_path).proto
     pl = Pipeline(info, json_path.read_bytes(), 0)
     return info, pl
 
