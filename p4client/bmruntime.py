@@ -38,6 +38,7 @@ from thrift.Thrift import TApplicationException, TException, TMessageType
 from thrift.transport import TSocket, TTransport
 
 from echelon.errors import EchelonError
+from p4client.p4info import decode
 from p4client.thrift_decl import PRIORITY_CALLS, I32Result
 
 #: Thrift context id: simple_switch has one (0).
@@ -74,20 +75,16 @@ class RuntimeEntry:
     priority: int
 
 
-def _int(data: bytes) -> int:
-    return int.from_bytes(data, "big")
-
-
 def _match_param(p: Any) -> tuple[Any, ...]:
     t = std.BmMatchParamType
     if p.type == t.EXACT:
-        return ("exact", _int(p.exact.key))
+        return ("exact", decode(p.exact.key))
     if p.type == t.LPM:
-        return ("lpm", _int(p.lpm.key), int(p.lpm.prefix_length))
+        return ("lpm", decode(p.lpm.key), int(p.lpm.prefix_length))
     if p.type == t.RANGE:
-        return ("range", _int(p.range.start), _int(p.range.end_))
+        return ("range", decode(p.range.start), decode(p.range.end_))
     if p.type == t.TERNARY:
-        return ("ternary", _int(p.ternary.key), _int(p.ternary.mask))
+        return ("ternary", decode(p.ternary.key), decode(p.ternary.mask))
     return ("valid", bool(p.valid.key))
 
 
@@ -266,7 +263,7 @@ class RuntimeClient:
                     int(e.entry_handle),
                     tuple(_match_param(p) for p in e.match_key),
                     str(a.action_name),
-                    tuple(_int(d) for d in a.action_data or ()),
+                    tuple(decode(d) for d in a.action_data or ()),
                     int(e.options.priority) if e.options and e.options.priority is not None else 0,
                 )
             )
@@ -275,7 +272,7 @@ class RuntimeClient:
     def default_action(self, table: str) -> tuple[str, tuple[int, ...]]:
         """The table's default action and its data."""
         a = self._call("table_dump", self._std.bm_mt_get_default_entry, CXT, table)
-        return str(a.action_name), tuple(_int(d) for d in a.action_data or ())
+        return str(a.action_name), tuple(decode(d) for d in a.action_data or ())
 
 
 def run_command(thrift_port: int, line: str, timeout: float = 10.0) -> None:

@@ -21,7 +21,7 @@ class _Struct:
     thrift_spec: tuple[Any, ...] = ()
 
     def __init__(self, **fields: Any) -> None:
-        for spec in self.thrift_spec[1:]:
+        for spec in filter(None, self.thrift_spec):  # args structs have no field 0: None
             setattr(self, spec[2], fields.get(spec[2]))
 
     def read(self, iprot: Any) -> None:
@@ -60,9 +60,7 @@ class I32Result(_Struct):
     """The result of both priority calls: ``i32`` status (0 = done)."""
 
     thrift_spec = ((0, TType.I32, "success", None, None),)
-
-    def __init__(self, **fields: Any) -> None:
-        self.success = fields.get("success")
+    success: int | None
 
 
 #: method name -> (args struct, field order of the call)

@@ -1,21 +1,21 @@
-"""Errors of the soft switch, each carrying the gRPC status code the P4Runtime spec asks for."""
+"""Errors of the soft switch, each carrying the gRPC status code the P4Runtime spec asks for.
+
+Both kinds are :class:`~echelon.errors.SpecError` subclasses: ``field`` names what was wrong
+(a request's field, a command-line argument), ``message`` why, and ``str(err)`` is
+``"field: message"``, the text a gRPC status or the CLI's ``error:`` line carries.
+"""
 
 from __future__ import annotations
 
 import grpc
 
-from echelon.errors import EchelonError
+from echelon.errors import SpecError
 
 
-class SwitchError(EchelonError):
-    """Base class of soft-switch errors; ``field`` names what was wrong."""
+class SwitchError(SpecError):
+    """Base class of the errors a P4Runtime request gets; ``code`` is its gRPC status."""
 
     code: grpc.StatusCode = grpc.StatusCode.UNKNOWN
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 class InvalidArgument(SwitchError):
@@ -60,10 +60,5 @@ class Unimplemented(SwitchError):
     code = grpc.StatusCode.UNIMPLEMENTED
 
 
-class UsageError(EchelonError):
+class UsageError(SpecError):
     """Bad command-line or runtime-CLI input; ``field`` names the argument."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message

@@ -7,7 +7,7 @@ Served calls:
 
 * ``simple_switch``: ``set_egress_queue_depth/rate``, ``set_all_egress_queue_depths/rates``,
   ``set_egress_priority_queue_depth/rate`` (BMv2 1.15's per-priority calls, declared in
-  :mod:`p4client.bmruntime` since PyPI's bindings predate them), ``get_time_elapsed_us``,
+  :mod:`p4client.thrift_decl` since PyPI's bindings predate them), ``get_time_elapsed_us``,
   ``get_time_since_epoch_us``. Status 0 = done, 1 = a bad port/priority/value.
   ``mirroring_session_add/delete/get`` and the older ``mirroring_mapping_*`` calls
   (``simple_switch_CLI``'s ``mirroring_add``): the clone sessions P4Runtime writes too.

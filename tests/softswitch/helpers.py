@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import os
 import queue
 import socket
 import subprocess
@@ -18,7 +17,6 @@ import grpc
 from finsy.proto import p4i as p4info_pb2
 from finsy.proto import p4r
 from finsy.proto import rpc_status as status_pb2
-from google.protobuf import text_format
 
 from p4client.p4info import P4Info
 from p4client.p4rt import SwitchConnection
@@ -30,7 +28,7 @@ PYTHON = sys.executable
 
 
 def load_p4info() -> p4info_pb2.P4Info:
-    return text_format.Parse(P4INFO_PATH.read_text(), p4info_pb2.P4Info())
+    return P4Info.load(P4INFO_PATH).proto
 
 
 def load_config() -> bytes:
@@ -174,7 +172,12 @@ def _update(kind: int, entity: Any) -> p4r.Update:
 
 def write_errors(err: grpc.RpcError) -> list[tuple[int, str]]:
     """Per-update (canonical_code, message) from a failed Write's status details."""
-    for key, value in err.trailing_metadata() or ():
+    return trailer_errors(err.trailing_metadata() or ())
+
+
+def trailer_errors(trailers: Any) -> list[tuple[int, str]]:
+    """Per-update (canonical_code, message) in a failed Write's trailing metadata."""
+    for key, value in trailers:
         if key == "grpc-status-details-bin":
             status = status_pb2.Status.FromString(value)
             out = []
@@ -249,11 +252,3 @@ def veth_hosts(prefix: str, count: int) -> Iterator[list[tuple[str, str]]]:
         for sw, ns in made:
             subprocess.run(["ip", "link", "del", sw], capture_output=True)
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-
-
-def process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True

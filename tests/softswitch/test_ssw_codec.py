@@ -27,17 +27,18 @@ import grpc
 import pytest
 from finsy.proto import p4i as p4info_pb2
 from finsy.proto import p4r
-from finsy.proto import rpc_status as status_pb2
-from google.protobuf import text_format
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from p4client.p4info import P4Info
 from softswitch import p4rt_codec as codec
 from softswitch.arbitration import Stream
 from softswitch.bm.pipeline import Pipeline
 from softswitch.errors import SwitchError
 from softswitch.p4rt_server import P4RuntimeService, _parse_write
 from tests.softswitch import reference_codec as reference
+from tests.softswitch.helpers import trailer_errors
+from tests.softswitch.reference_codec import encode_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = {
@@ -54,17 +55,13 @@ PROGRAMS = {
 
 def _load(name: str) -> tuple[p4info_pb2.P4Info, Pipeline]:
     info_path, json_path = PROGRAMS[name]
-    info = text_format.Parse(info_path.read_text(), p4info_pb2.P4Info())
+    info = P4Info.load(info_path).proto
     pl = Pipeline(info, json_path.read_bytes(), 0)
     return info, pl
 
 
 LOADED = {name: _load(name) for name in PROGRAMS}
 SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
-
-
-def _canon(value: int) -> bytes:
-    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
 
 
 @st.composite
@@ -77,7 +74,7 @@ def entries(draw: st.DrawFn, program: str) -> p4r.TableEntry:
 
     def blob(width: int) -> bytes:
         value = draw(st.integers(0, (1 << width) - 1))
-        data = _canon(value)
+        data = encode_bytes(value)
         if bad and draw(st.integers(0, 5)) == 0:
             data = draw(st.sampled_from([b"\x00" + data, b"", data + b"\x01", b"\xff" * 9]))
         return data
@@ -112,20 +109,20 @@ def entries(draw: st.DrawFn, program: str) -> p4r.TableEntry:
                 value = draw(st.integers(0, (1 << w) - 1))
                 if not bad or draw(st.booleans()):
                     value &= ((1 << plen) - 1) << (w - plen) if plen <= w else 0
-                fm.lpm.value, fm.lpm.prefix_len = _canon(value), plen
+                fm.lpm.value, fm.lpm.prefix_len = encode_bytes(value), plen
             elif kind == "range":
                 lo, hi = sorted(draw(st.integers(0, (1 << w) - 1)) for _ in range(2))
                 if bad and draw(st.booleans()):
                     lo, hi = hi, lo
                 if bad and draw(st.integers(0, 3)) == 0:  # the full range: a wildcard
                     lo, hi = 0, (1 << w) - 1
-                fm.range.low, fm.range.high = _canon(lo), _canon(hi)
+                fm.range.low, fm.range.high = encode_bytes(lo), encode_bytes(hi)
             else:
                 mask = draw(st.integers(0 if bad else 1, (1 << w) - 1))
                 value = draw(st.integers(0, (1 << w) - 1))
                 if not bad or draw(st.booleans()):
                     value &= mask
-                fm.ternary.value, fm.ternary.mask = _canon(value), _canon(mask)
+                fm.ternary.value, fm.ternary.mask = encode_bytes(value), encode_bytes(mask)
     needs_priority = any(
         f.match_type
         in (
@@ -212,7 +209,7 @@ def plain_entries() -> list[tuple[str, p4r.TableEntry]]:
                 if mt == p4info_pb2.MatchField.EXACT:
                     fm.exact.value = b"\x01"
                 elif mt == p4info_pb2.MatchField.LPM:
-                    fm.lpm.value, fm.lpm.prefix_len = _canon(1 << (f.bitwidth - 1)), 1
+                    fm.lpm.value, fm.lpm.prefix_len = encode_bytes(1 << (f.bitwidth - 1)), 1
                 elif mt == p4info_pb2.MatchField.RANGE:
                     fm.range.low, fm.range.high = b"\x01", b"\x02"
                 elif mt == p4info_pb2.MatchField.TERNARY:
@@ -385,7 +382,7 @@ def _perturbations(te: p4r.TableEntry, widths: dict[int, int]) -> dict[str, p4r.
 class Aborted(Exception):
     def __init__(self, code: grpc.StatusCode, details: str, trailers: Any) -> None:
         super().__init__(code, details)
-        self.outcome = (code, details, _errors(trailers))
+        self.outcome = (code, details, trailer_errors(trailers))
 
 
 @dataclass
@@ -402,18 +399,6 @@ class Context:
 
     def abort(self, code: grpc.StatusCode, details: str) -> None:
         raise Aborted(code, details, self.trailers)
-
-
-def _errors(trailers: Any) -> list[tuple[int, str]]:
-    for key, value in trailers:
-        if key == "grpc-status-details-bin":
-            out = []
-            for d in status_pb2.Status.FromString(value).details:
-                e = p4r.Error()
-                d.Unpack(e)
-                out.append((e.canonical_code, e.message))
-            return out
-    return []
 
 
 def _service(program: str) -> P4RuntimeService:

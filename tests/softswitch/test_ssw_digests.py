@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from finsy.proto import p4i, p4r
-from google.protobuf import text_format
+from finsy.proto import p4r
 
+from p4client.p4info import P4Info
 from softswitch.bm.pipeline import Pipeline
 from softswitch.errors import AlreadyExists, InvalidArgument, NotFound
 
@@ -19,7 +19,7 @@ BUILD = Path(__file__).resolve().parents[1] / "p4" / "programs" / "build"
 
 
 def _setup(max_list_size: int = 1) -> tuple[Pipeline, list[p4r.StreamMessageResponse], int]:
-    info = text_format.Parse((BUILD / "digest.p4info.txtpb").read_text(), p4i.P4Info())
+    info = P4Info.load(BUILD / "digest.p4info.txtpb").proto
     pl = Pipeline(info, (BUILD / "digest.json").read_bytes(), 1)
     sent: list[p4r.StreamMessageResponse] = []
     pl.digests.sink = sent.append

@@ -12,9 +12,9 @@ import struct
 from pathlib import Path
 
 import pytest
-from finsy.proto import p4i, p4r
-from google.protobuf import text_format
+from finsy.proto import p4r
 
+from p4client.p4info import P4Info
 from softswitch import p4rt_codec as codec
 from softswitch.bm.packet import MAX_PASSES
 from softswitch.bm.pipeline import Pipeline
@@ -28,7 +28,7 @@ BUILD = Path(__file__).resolve().parents[1] / "p4" / "programs" / "build"
 
 
 def _pipeline() -> Pipeline:
-    info = text_format.Parse((BUILD / "clone.p4info.txtpb").read_text(), p4i.P4Info())
+    info = P4Info.load(BUILD / "clone.p4info.txtpb").proto
     return Pipeline(info, (BUILD / "clone.json").read_bytes(), 1)
 
 

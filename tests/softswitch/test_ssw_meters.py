@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from finsy.proto import p4i, p4r
-from google.protobuf import text_format
+from finsy.proto import p4r
 
+from p4client.p4info import P4Info
 from softswitch import p4rt_codec as codec
 from softswitch.bm.meters import GREEN, RED, YELLOW, MeterArray
 from softswitch.bm.pipeline import Pipeline
@@ -69,7 +69,7 @@ def test_committed_rate_above_peak_is_refused() -> None:
 
 
 def _pipeline() -> Pipeline:
-    info = text_format.Parse((BUILD / "meters.p4info.txtpb").read_text(), p4i.P4Info())
+    info = P4Info.load(BUILD / "meters.p4info.txtpb").proto
     return Pipeline(info, (BUILD / "meters.json").read_bytes(), 1)
 
 

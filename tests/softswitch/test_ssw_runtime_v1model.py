@@ -9,10 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 from bm_runtime.standard import ttypes as std
-from finsy.proto import p4i
-from google.protobuf import text_format
 from sswitch_runtime import ttypes as ssw
 
+from p4client.p4info import P4Info
 from softswitch.bm.pipeline import Pipeline
 from softswitch.queueing import PriorityRateQueues
 from softswitch.runtime import RuntimeHandler
@@ -21,7 +20,7 @@ BUILD = Path(__file__).resolve().parents[1] / "p4" / "programs" / "build"
 
 
 def _handler(program: str) -> tuple[RuntimeHandler, Pipeline]:
-    info = text_format.Parse((BUILD / f"{program}.p4info.txtpb").read_text(), p4i.P4Info())
+    info = P4Info.load(BUILD / f"{program}.p4info.txtpb").proto
     pl = Pipeline(info, (BUILD / f"{program}.json").read_bytes(), 1)
     service = SimpleNamespace(pipeline=pl)
     queues: PriorityRateQueues[bytearray] = PriorityRateQueues(1)
