@@ -20,10 +20,7 @@ entries). Numbers go to stdout; docs/controller.md records them with the command
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,11 +31,12 @@ from typing import Any, Literal
 import httpx
 import yaml
 
+from controlplane.daemon import DaemonProcess
 from controlplane.registry import SYNC_MODES
 from echelon.errors import EchelonError
 from p4client.p4info import P4Info
 from p4client.p4rt import SwitchConnection
-from targets.process import free_port, stop_process, wait_until
+from targets.process import free_port
 from targets.switch import Target, start_target
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,11 +52,13 @@ def job(name: str) -> dict[str, Any]:
 
 
 class Bench:
-    def __init__(self, tmp: Path, kind: Literal["soft", "bmv2"]) -> None:
+    """A switch and the daemon on a one-switch topology; ``daemon_args``: extra daemon
+    options (``bench.controller_online``: ``--replan``)."""
+
+    def __init__(self, tmp: Path, kind: Literal["soft", "bmv2"], *daemon_args: str) -> None:
         self.tmp = tmp
         self.kind = kind
         self.grpc = free_port()
-        self.api = f"http://127.0.0.1:{free_port()}"
         self.p4info = P4Info.load(P4INFO)
         self.topo = tmp / "topo.yaml"
         hosts = {f"h{i}": {"ip": f"10.0.0.{i}", "mac": f"00:00:0a:00:00:0{i}"} for i in range(1, 5)}
@@ -73,8 +73,10 @@ class Bench:
             )
         )
         self.switch: Target | None = None
-        self.daemon: subprocess.Popen[bytes] | None = None
-        self.daemon_args: list[str] = []  # extra daemon options (bench.controller_online: --replan)
+        self.daemon = DaemonProcess(
+            self.topo, tmp / "reg.db", tmp / "daemon.log", "--log-level", "warning", *daemon_args
+        )
+        self.api = self.daemon.url
         self.http = httpx.Client(base_url=self.api, timeout=60)
 
     def start_switch(self) -> None:
@@ -83,19 +85,11 @@ class Bench:
         self.switch = start_target(self.kind, {}, addr, free_port(), log_path=log)
 
     def start_daemon(self) -> float:
-        argv = [sys.executable, "-m", "controlplane.daemon", "--topo", str(self.topo)]
-        argv += ["--db", str(self.tmp / "reg.db"), "--port", self.api.rsplit(":", 1)[1]]
-        argv += ["--log-level", "warning", *self.daemon_args]
+        """Start the daemon; the seconds until it had the switch in sync."""
         t0 = time.monotonic()
-        with (self.tmp / "daemon.log").open("ab") as log:
-            self.daemon = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
-        wait_until(
-            lambda: self.status()["switches"]["s1"]["in_sync"],
-            300,
-            "controller in sync",
-            0.05,  # polling the API contends with the reconciliation being measured
-            (httpx.HTTPError, OSError),
-        )
+        self.daemon.start()
+        # polling the API contends with the reconciliation being measured: 50 ms
+        self.daemon.wait_in_sync(300, "s1", 0.05)
         return time.monotonic() - t0
 
     def status(self) -> dict[str, Any]:
@@ -128,8 +122,7 @@ class Bench:
             }
 
     def close(self) -> None:
-        if self.daemon is not None:
-            stop_process(self.daemon)
+        self.daemon.stop()
         if self.switch is not None:
             self.switch.stop()
 
@@ -143,8 +136,7 @@ def run(
     levels: list[int], probes: int, kind: Literal["soft", "bmv2"], sync: str = "normal"
 ) -> None:
     with tempfile.TemporaryDirectory(prefix="echelon-bench-") as d:
-        b = Bench(Path(d), kind)
-        b.daemon_args = ["--registry-sync", sync]
+        b = Bench(Path(d), kind, "--registry-sync", sync)
         try:
             b.start_switch()
             b.start_daemon()
@@ -179,9 +171,8 @@ def run(
                     flush=True,
                 )
             entries = sum(b.status()["switches"]["s1"]["entries"].values())
-            assert b.daemon is not None and b.switch is not None
-            os.kill(b.daemon.pid, signal.SIGKILL)
-            b.daemon.wait(10)
+            assert b.switch is not None
+            b.daemon.kill()
             b.switch.stop()
             b.start_switch()
             dt = b.start_daemon()

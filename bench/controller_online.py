@@ -113,12 +113,10 @@ def events(n_jobs: int, alive: int) -> list[tuple[str, str, int, list[str], list
 def run(kind: Literal["soft", "bmv2"], n_jobs: int, n_events: int, alive: int,
         interval_ms: float, burst_s: float, threads: int) -> None:  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="echelon-bench-online-") as d:
-        b = Bench(Path(d), kind)
-        b.daemon_args = ["--replan", "online", "--replan-interval-ms", str(interval_ms)]
+        b = Bench(Path(d), kind, "--replan", "online", "--replan-interval-ms", str(interval_ms))
         try:
             b.start_switch()
             b.start_daemon()
-            assert b.daemon is not None
             for k in range(n_jobs):
                 r = b.http.post("/jobs", json=job(f"j{k}", k))
                 if r.status_code != 201:

@@ -269,8 +269,7 @@ def kill(pid: int) -> None:
 
 def run(duration: float, restart_every: float, workers: int, seed: int, faults: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="echelon-soak-") as d:
-        bench = Bench(Path(d), "soft")
-        bench.daemon_args = ["--election-id", str(ELECTION_ID)]
+        bench = Bench(Path(d), "soft", "--election-id", str(ELECTION_ID))
         addr = f"127.0.0.1:{bench.grpc}"
         reg = bench.tmp / "reg.db"
         ledger = Ledger()
@@ -297,7 +296,7 @@ def run(duration: float, restart_every: float, workers: int, seed: int, faults: 
                 time.sleep(restart_every)  # churn runs meanwhile (the soak's pacing)
                 kind = faults[k % len(faults)]
                 k += 1
-                assert bench.daemon is not None and bench.switch is not None
+                assert bench.switch is not None
                 squat = Squatters(addr) if kind == "slots" else None
                 if squat is not None:
                     squat.start()
@@ -308,18 +307,17 @@ def run(duration: float, restart_every: float, workers: int, seed: int, faults: 
                 if kind in ("switch", "both"):
                     kill(bench.switch.pid)
                 if kind in ("daemon", "both", "slots"):
-                    kill(bench.daemon.pid)
+                    bench.daemon.kill()
                 time.sleep(1.0)  # churn against the damaged system
                 churn.pause()
                 if kind == "registry":
-                    kill(bench.daemon.pid)
+                    bench.daemon.kill()
                     reg.with_suffix(".moved").rename(reg)
                 t1 = time.monotonic()
                 if kind in ("switch", "both"):
                     bench.switch.stop()
                     bench.start_switch()
                 if kind in ("daemon", "both", "slots", "registry"):
-                    bench.daemon.wait(10)
                     bench.start_daemon()  # with squatters on every slot for "slots"
                 else:
                     wait_until(
