@@ -331,9 +331,6 @@ class DaemonProcess:
             raise DaemonExited(f"controller not started (log {self.log})")
         return self.proc.pid
 
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
     def in_sync(self, switch: str | None = None) -> bool:
         """Whether ``switch`` (default: every switch) is in sync; :class:`DaemonExited`
         if the child is gone (polling a dead daemon would only time out)."""
@@ -347,10 +344,6 @@ class DaemonProcess:
         """Wait until the API answers and ``switch`` (default: every switch) is in sync."""
         what = f"controller in sync with {switch or 'every switch'}"
         wait_until(lambda: self.in_sync(switch), timeout, what, interval)
-
-    def tail(self, chars: int = 3000) -> str:
-        """The end of the log (for an error message)."""
-        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
 
     def kill(self) -> None:
         """SIGKILL, as a crash would end it (what a restart must recover from)."""

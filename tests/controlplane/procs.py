@@ -61,7 +61,7 @@ class Daemon(DaemonProcess):
         try:
             self.wait_in_sync(timeout, interval=0.05)
         except (WaitTimeout, DaemonExited) as exc:
-            raise AssertionError(f"{exc}\n{self.tail()}") from None
+            raise AssertionError(f"{exc}\n{self.log.read_text()[-3000:]}") from None
         st: dict[str, Any] = self.get("/status")
         return st
 
