@@ -24,23 +24,20 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 import httpx
 import yaml
 
-from controlplane.daemon import DaemonProcess
+from bench.harness import pct, run_cli, timed
+from controlplane.daemon import DEFAULT_P4INFO, DaemonProcess
 from controlplane.registry import SYNC_MODES
-from echelon.errors import EchelonError
 from p4client.p4info import P4Info
 from p4client.p4rt import SwitchConnection
 from targets.process import free_port
 from targets.switch import Target, start_target
-
-ROOT = Path(__file__).resolve().parents[1]
-P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
 
 
 def job(name: str) -> dict[str, Any]:
@@ -59,7 +56,7 @@ class Bench:
         self.tmp = tmp
         self.kind = kind
         self.grpc = free_port()
-        self.p4info = P4Info.load(P4INFO)
+        self.p4info = P4Info.load(DEFAULT_P4INFO)
         self.topo = tmp / "topo.yaml"
         hosts = {f"h{i}": {"ip": f"10.0.0.{i}", "mac": f"00:00:0a:00:00:0{i}"} for i in range(1, 5)}
         self.topo.write_text(
@@ -98,17 +95,13 @@ class Bench:
         return dict(r.json())
 
     def register(self, name: str) -> float:
-        t0 = time.perf_counter()
-        r = self.http.post("/jobs", json=job(name))
-        dt = time.perf_counter() - t0
+        r, dt, _ = timed(partial(self.http.post, "/jobs", json=job(name)))
         if r.status_code != 201:
             raise SystemExit(f"error: registering {name}: {r.status_code} {r.text}")
         return dt
 
     def remove(self, name: str) -> float:
-        t0 = time.perf_counter()
-        r = self.http.delete(f"/jobs/{name}")
-        dt = time.perf_counter() - t0
+        r, dt, _ = timed(partial(self.http.delete, f"/jobs/{name}"))
         if r.status_code != 200:
             raise SystemExit(f"error: removing {name}: {r.status_code} {r.text}")
         return dt
@@ -125,11 +118,6 @@ class Bench:
         self.daemon.stop()
         if self.switch is not None:
             self.switch.stop()
-
-
-def pct(xs: list[float], q: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
 
 
 def run(
@@ -214,19 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    return run_cli(args.target, lambda: run(levels, args.probes, args.target, args.registry_sync))
-
-
-def run_cli(target: str, body: Callable[[], object]) -> int:
-    """Run a benchmark's ``body`` as a command: exit status 2 with the error on stderr."""
-    try:
-        if target == "bmv2" and not (ROOT / "p4src" / "build" / "echelon.json").exists():
-            raise EchelonError("--target: bmv2 needs p4src/build/echelon.json (make p4)")
-        body()
-    except EchelonError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return run_cli(lambda: run(levels, args.probes, args.target, args.registry_sync), args.target)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-from bench.controller import Bench, pct, run_cli
+from bench.controller import Bench
+from bench.harness import pct, run_cli
 from p4client.p4rt import SwitchConnection
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -259,8 +260,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     return run_cli(
-        a.target,
         lambda: run(a.target, a.jobs, a.events, a.alive, a.interval_ms, a.burst_s, a.threads),
+        a.target,
     )
 
 

@@ -50,12 +50,12 @@ import httpx
 from finsy.proto import p4r, p4r_grpc
 
 from bench.controller import Bench, job
+from bench.harness import run_cli
 from bench.read_bound import Reader, mem_mb
 from controlplane.controller import Controller
 from controlplane.daemon import DEFAULT_JSON
 from controlplane.entries import T_CLASSIFY, T_LPM, default_entries
 from controlplane.registry import Registry
-from echelon.errors import EchelonError
 from echelon.topology import load
 from p4client.p4info import P4Info, TableEntry
 from p4client.p4rt import SwitchConnection
@@ -397,11 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.duration <= 0 or args.restart_every <= 0 or not 1 <= args.workers <= 16:
         print("error: --duration/--restart-every > 0, --workers 1..16", file=sys.stderr)
         return 2
-    try:
-        return run(args.duration, args.restart_every, args.workers, args.seed, faults)
-    except EchelonError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    return run_cli(lambda: run(args.duration, args.restart_every, args.workers, args.seed, faults))
 
 
 if __name__ == "__main__":
