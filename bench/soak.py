@@ -223,7 +223,6 @@ class Squatters:
 
     def __init__(self, addr: str) -> None:
         self.addr = addr
-        self.opened = 0
         self._stop = threading.Event()
         self._threads = [
             threading.Thread(target=self._hold, args=(i + 1,), daemon=True) for i in range(16)
@@ -243,7 +242,6 @@ class Squatters:
             req.arbitration.election_id.low = eid
             feed.put(req)
             call = p4r_grpc.P4RuntimeStub(ch).StreamChannel(iter(feed.get, None))
-            self.opened += 1
             threading.Thread(target=self._cancel_on_stop, args=(call,), daemon=True).start()
             with contextlib.suppress(grpc.RpcError):
                 for _ in call:  # held until the switch closes it or the soak stops
