@@ -331,19 +331,19 @@ class DaemonProcess:
             raise DaemonExited(f"controller not started (log {self.log})")
         return self.proc.pid
 
-    def in_sync(self, switch: str | None = None) -> bool:
-        """Whether ``switch`` (default: every switch) is in sync; :class:`DaemonExited`
-        if the child is gone (polling a dead daemon would only time out)."""
-        if self.proc is not None and self.proc.poll() is not None:
-            raise DaemonExited(f"controller exited with {self.proc.returncode}; see {self.log}")
-        return self.api.in_sync(switch)
-
     def wait_in_sync(
         self, timeout: float = 30.0, switch: str | None = None, interval: float = 0.1
     ) -> None:
-        """Wait until the API answers and ``switch`` (default: every switch) is in sync."""
+        """Wait until the API answers and ``switch`` (default: every switch) is in sync;
+        :class:`DaemonExited` as soon as the child is gone (no use waiting for it)."""
+
+        def in_sync() -> bool:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise DaemonExited(f"controller exited with {self.proc.returncode}; see {self.log}")
+            return self.api.in_sync(switch)
+
         what = f"controller in sync with {switch or 'every switch'}"
-        wait_until(lambda: self.in_sync(switch), timeout, what, interval)
+        wait_until(in_sync, timeout, what, interval)
 
     def kill(self) -> None:
         """SIGKILL, as a crash would end it (what a restart must recover from)."""
