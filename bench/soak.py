@@ -318,13 +318,7 @@ def run(duration: float, restart_every: float, workers: int, seed: int, faults: 
                 if kind in ("daemon", "both", "slots", "registry"):
                     bench.start_daemon()  # with squatters on every slot for "slots"
                 else:
-                    wait_until(
-                        lambda: bench.status()["switches"]["s1"]["in_sync"],
-                        120,
-                        "in sync",
-                        0.05,
-                        (httpx.HTTPError, OSError),
-                    )
+                    bench.daemon.wait_in_sync(120, "s1", 0.05)
                 if kind == "defaults":
                     with contextlib.suppress(WaitTimeout):  # not repaired: counted below
                         wait_until(
