@@ -65,6 +65,7 @@ class ControllerDrivenOrdering(EchelonTest):
             extra += ["--device-config", self.p["bmv2_json"], *self.daemon_args]
             # The daemon's log outlives the temporary directory, for post-mortems.
             log_path = Path(self.p.get("log_dir", tmp), "controller-daemon.log")
+            log_path.unlink(missing_ok=True)  # this test's alone (the launcher appends)
             daemon = DaemonProcess(topo, Path(tmp, "reg.db"), log_path, *extra)
             daemon.start()
             try:
