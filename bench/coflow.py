@@ -24,17 +24,18 @@ import os
 import resource
 import statistics
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
 
-from echelon.errors import EchelonError, SpecError
+from bench.harness import run_cli, timed
+from echelon.errors import SpecError
 from sim.coflow.compat import CompatOptions, simulate_compat
 from sim.coflow.trace import Coflow, CoflowTrace, flow_arrays, load_coflow_trace
-from sim.coflow.workload import CoflowResult, simulate_coflows
+from sim.coflow.workload import simulate_coflows
 
 #: coflowsim's average CCT (ms) on FB2010-1Hr-150-0 (traces README, default constants).
 REFERENCE = {"fair": 70593.0, "varys": 28529.0, "fifo": 82649.0}
@@ -77,12 +78,6 @@ def _warm_up() -> None:
     simulate_coflows(flow_arrays(tiny), "varys", PORT)
 
 
-def _timed(fn: object) -> tuple[CoflowResult, float, float]:
-    t0, w0 = time.process_time(), time.perf_counter()
-    res: CoflowResult = fn()  # type: ignore[operator]
-    return res, time.process_time() - t0, time.perf_counter() - w0
-
-
 def cmd_speed(trace: CoflowTrace, policies: list[str], repeat: int = 1) -> str:
     """Each policy ``repeat`` times in this process: the median CPU time, the range,
     and the 1-minute load average before the first and after the last run (the
@@ -98,7 +93,7 @@ def cmd_speed(trace: CoflowTrace, policies: list[str], repeat: int = 1) -> str:
         cpus = []
         load0 = os.getloadavg()[0]
         for _ in range(repeat):
-            res, cpu, _wall = _timed(lambda p=p: simulate_coflows(fa, p, PORT))
+            res, _wall, cpu = timed(partial(simulate_coflows, fa, p, PORT))
             cpus.append(cpu)
         s = res.summary()
         rows.append(
@@ -122,8 +117,8 @@ def cmd_agree(trace: CoflowTrace) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for p, ref in REFERENCE.items():
-        ours, cpu_o, _ = _timed(lambda p=p: simulate_coflows(fa, p, PORT))
-        comp, cpu_c, _ = _timed(lambda p=p: simulate_compat(trace, p, PORT))
+        ours, _, cpu_o = timed(partial(simulate_coflows, fa, p, PORT))
+        comp, _, cpu_c = timed(partial(simulate_compat, trace, p, PORT))
         idx = {n: i for i, n in enumerate(comp.names)}
         both = np.array([idx[n] for n in ours.names])
         rho = spearman(ours.cct, comp.cct[both])
@@ -150,10 +145,10 @@ def cmd_ablate(trace: CoflowTrace, policy: str) -> str:
     ]
     rows = ["| variant | avg CCT (ms) | CPU (s) |", "|---|---|---|"]
     for label, opt in steps:
-        res, cpu, _ = _timed(lambda opt=opt: simulate_compat(trace, policy, PORT, opt))
+        res, _, cpu = timed(partial(simulate_compat, trace, policy, PORT, opt))
         rows.append(f"| {policy}: {label} | {res.cct.mean() * 1e3:,.0f} | {cpu:.1f} |")
         print(rows[-1], file=sys.stderr, flush=True)
-    ours, cpu, _ = _timed(lambda: simulate_coflows(flow_arrays(trace), policy, PORT))
+    ours, _, cpu = timed(lambda: simulate_coflows(flow_arrays(trace), policy, PORT))
     rows.append(f"| {policy}: this simulator | {ours.cct.mean() * 1e3:,.0f} | {cpu:.1f} |")
     return "\n".join(rows)
 
@@ -194,27 +189,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--copies", type=int, default=1, help="speed: tile the trace N times")
     ap.add_argument("--repeat", type=int, default=1, help="speed: runs per policy (median)")
     args = ap.parse_args(argv)
-    try:
-        trace = load_coflow_trace(args.trace)
-        if args.copies < 1:
-            raise SpecError("copies", f"must be >= 1, got {args.copies}")
-        if args.cmd == "speed":
-            if args.repeat < 1:
-                raise SpecError("repeat", f"must be >= 1, got {args.repeat}")
-            print(cmd_speed(tile(trace, args.copies), args.policy.split(","), args.repeat))
-        elif args.cmd == "agree":
-            print(cmd_agree(trace))
-        elif args.cmd == "probe":
-            print(cmd_probe(trace, args.policy.split(",")))
-        else:
-            print(cmd_ablate(trace, args.policy.split(",")[0]))
-    except SpecError as exc:
-        print(f"error: {exc.field}: {exc.message}", file=sys.stderr)
-        return 2
-    except EchelonError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return run_cli(lambda: print(command(args)))
+
+
+def command(args: argparse.Namespace) -> str:
+    """The table of ``args.cmd``."""
+    trace = load_coflow_trace(args.trace)
+    if args.copies < 1:
+        raise SpecError("copies", f"must be >= 1, got {args.copies}")
+    if args.cmd == "speed":
+        if args.repeat < 1:
+            raise SpecError("repeat", f"must be >= 1, got {args.repeat}")
+        return cmd_speed(tile(trace, args.copies), args.policy.split(","), args.repeat)
+    if args.cmd == "agree":
+        return cmd_agree(trace)
+    if args.cmd == "probe":
+        return cmd_probe(trace, args.policy.split(","))
+    return cmd_ablate(trace, args.policy.split(",")[0])
 
 
 if __name__ == "__main__":

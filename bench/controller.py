@@ -20,29 +20,24 @@ entries). Numbers go to stdout; docs/controller.md records them with the command
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 import httpx
 import yaml
 
+from bench.harness import pct, run_cli, timed
+from controlplane.daemon import DEFAULT_P4INFO, DaemonProcess
 from controlplane.registry import SYNC_MODES
-from echelon.errors import EchelonError
 from p4client.p4info import P4Info
 from p4client.p4rt import SwitchConnection
-from targets.process import free_port, stop_process, wait_until
+from targets.process import free_port
 from targets.switch import Target, start_target
-
-ROOT = Path(__file__).resolve().parents[1]
-P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
 
 
 def job(name: str) -> dict[str, Any]:
@@ -54,12 +49,14 @@ def job(name: str) -> dict[str, Any]:
 
 
 class Bench:
-    def __init__(self, tmp: Path, kind: Literal["soft", "bmv2"]) -> None:
+    """A switch and the daemon on a one-switch topology; ``daemon_args``: extra daemon
+    options (``bench.controller_online``: ``--replan``)."""
+
+    def __init__(self, tmp: Path, kind: Literal["soft", "bmv2"], *daemon_args: str) -> None:
         self.tmp = tmp
         self.kind = kind
         self.grpc = free_port()
-        self.api = f"http://127.0.0.1:{free_port()}"
-        self.p4info = P4Info.load(P4INFO)
+        self.p4info = P4Info.load(DEFAULT_P4INFO)
         self.topo = tmp / "topo.yaml"
         hosts = {f"h{i}": {"ip": f"10.0.0.{i}", "mac": f"00:00:0a:00:00:0{i}"} for i in range(1, 5)}
         self.topo.write_text(
@@ -73,8 +70,10 @@ class Bench:
             )
         )
         self.switch: Target | None = None
-        self.daemon: subprocess.Popen[bytes] | None = None
-        self.daemon_args: list[str] = []  # extra daemon options (bench.controller_online: --replan)
+        self.daemon = DaemonProcess(
+            self.topo, tmp / "reg.db", tmp / "daemon.log", "--log-level", "warning", *daemon_args
+        )
+        self.api = self.daemon.url
         self.http = httpx.Client(base_url=self.api, timeout=60)
 
     def start_switch(self) -> None:
@@ -83,19 +82,11 @@ class Bench:
         self.switch = start_target(self.kind, {}, addr, free_port(), log_path=log)
 
     def start_daemon(self) -> float:
-        argv = [sys.executable, "-m", "controlplane.daemon", "--topo", str(self.topo)]
-        argv += ["--db", str(self.tmp / "reg.db"), "--port", self.api.rsplit(":", 1)[1]]
-        argv += ["--log-level", "warning", *self.daemon_args]
+        """Start the daemon; the seconds until it had the switch in sync."""
         t0 = time.monotonic()
-        with (self.tmp / "daemon.log").open("ab") as log:
-            self.daemon = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
-        wait_until(
-            lambda: self.status()["switches"]["s1"]["in_sync"],
-            300,
-            "controller in sync",
-            0.05,  # polling the API contends with the reconciliation being measured
-            (httpx.HTTPError, OSError),
-        )
+        self.daemon.start()
+        # polling the API contends with the reconciliation being measured: 50 ms
+        self.daemon.wait_in_sync(300, "s1", 0.05)
         return time.monotonic() - t0
 
     def status(self) -> dict[str, Any]:
@@ -104,17 +95,13 @@ class Bench:
         return dict(r.json())
 
     def register(self, name: str) -> float:
-        t0 = time.perf_counter()
-        r = self.http.post("/jobs", json=job(name))
-        dt = time.perf_counter() - t0
+        r, dt, _ = timed(partial(self.http.post, "/jobs", json=job(name)))
         if r.status_code != 201:
             raise SystemExit(f"error: registering {name}: {r.status_code} {r.text}")
         return dt
 
     def remove(self, name: str) -> float:
-        t0 = time.perf_counter()
-        r = self.http.delete(f"/jobs/{name}")
-        dt = time.perf_counter() - t0
+        r, dt, _ = timed(partial(self.http.delete, f"/jobs/{name}"))
         if r.status_code != 200:
             raise SystemExit(f"error: removing {name}: {r.status_code} {r.text}")
         return dt
@@ -128,23 +115,16 @@ class Bench:
             }
 
     def close(self) -> None:
-        if self.daemon is not None:
-            stop_process(self.daemon)
+        self.daemon.stop()
         if self.switch is not None:
             self.switch.stop()
-
-
-def pct(xs: list[float], q: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
 
 
 def run(
     levels: list[int], probes: int, kind: Literal["soft", "bmv2"], sync: str = "normal"
 ) -> None:
     with tempfile.TemporaryDirectory(prefix="echelon-bench-") as d:
-        b = Bench(Path(d), kind)
-        b.daemon_args = ["--registry-sync", sync]
+        b = Bench(Path(d), kind, "--registry-sync", sync)
         try:
             b.start_switch()
             b.start_daemon()
@@ -179,9 +159,8 @@ def run(
                     flush=True,
                 )
             entries = sum(b.status()["switches"]["s1"]["entries"].values())
-            assert b.daemon is not None and b.switch is not None
-            os.kill(b.daemon.pid, signal.SIGKILL)
-            b.daemon.wait(10)
+            assert b.switch is not None
+            b.daemon.kill()
             b.switch.stop()
             b.start_switch()
             dt = b.start_daemon()
@@ -223,19 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    return run_cli(args.target, lambda: run(levels, args.probes, args.target, args.registry_sync))
-
-
-def run_cli(target: str, body: Callable[[], object]) -> int:
-    """Run a benchmark's ``body`` as a command: exit status 2 with the error on stderr."""
-    try:
-        if target == "bmv2" and not (ROOT / "p4src" / "build" / "echelon.json").exists():
-            raise EchelonError("--target: bmv2 needs p4src/build/echelon.json (make p4)")
-        body()
-    except EchelonError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return run_cli(lambda: run(levels, args.probes, args.target, args.registry_sync), args.target)
 
 
 if __name__ == "__main__":

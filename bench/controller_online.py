@@ -35,7 +35,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-from bench.controller import Bench, pct, run_cli
+from bench.controller import Bench
+from bench.harness import pct, run_cli
 from p4client.p4rt import SwitchConnection
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -113,12 +114,10 @@ def events(n_jobs: int, alive: int) -> list[tuple[str, str, int, list[str], list
 def run(kind: Literal["soft", "bmv2"], n_jobs: int, n_events: int, alive: int,
         interval_ms: float, burst_s: float, threads: int) -> None:  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="echelon-bench-online-") as d:
-        b = Bench(Path(d), kind)
-        b.daemon_args = ["--replan", "online", "--replan-interval-ms", str(interval_ms)]
+        b = Bench(Path(d), kind, "--replan", "online", "--replan-interval-ms", str(interval_ms))
         try:
             b.start_switch()
             b.start_daemon()
-            assert b.daemon is not None
             for k in range(n_jobs):
                 r = b.http.post("/jobs", json=job(f"j{k}", k))
                 if r.status_code != 201:
@@ -261,8 +260,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     return run_cli(
-        a.target,
         lambda: run(a.target, a.jobs, a.events, a.alive, a.interval_ms, a.burst_s, a.threads),
+        a.target,
     )
 
 

@@ -26,14 +26,14 @@ import argparse
 import functools
 import json
 import random
-import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
-from echelon.errors import EchelonError, SpecError
+from bench.harness import run_cli
+from echelon.errors import SpecError
 from echelon.policies.table import FlowTable, TablePolicy, dense_rank
 from echelon.schedule import Network, Schedule
 from sim.core.config import JobRun, SimConfig
@@ -229,15 +229,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=3)
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     a = ap.parse_args(argv)
-    try:
-        batch = Batch(a.mix, a.seed, a.jobs, a.iterations)
-        res = search(batch, a.steps, a.weight, a.workers)
-    except EchelonError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    batch = functools.partial(Batch, a.mix, a.seed, a.jobs, a.iterations)
+    return run_cli(lambda: show(a, search(batch(), a.steps, a.weight, a.workers)))
+
+
+def show(a: argparse.Namespace, res: Result) -> None:
+    """The search's result, as text or (``--json``) JSON."""
     if a.json:
         print(json.dumps(res.as_json(), indent=1))
-        return 0
+        return
     print(
         f"{a.mix} seed {a.seed}: best baseline mean {res.best_mean_policy} {res.best_mean:.3f} s, "
         f"p99 {res.best_p99_policy} {res.best_p99:.3f} s (8 queues)"
@@ -262,7 +262,6 @@ def main(argv: list[str] | None = None) -> int:
             f"{j}:{''.join(str(res.tiers[(j, i)]) for i in range(a.iterations))}" for j in jobs
         )
     )
-    return 0
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -45,7 +44,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from echelon.errors import EchelonError
-from targets.process import WaitTimeout, wait_until
+from targets.process import WaitTimeout, free_port, wait_until
 
 LOOPBACK = "127.0.0.1"
 #: Environment of every node and of a driver: keep 127.0.0.1, no usage reports.
@@ -56,13 +55,6 @@ _READY = "block forever"
 
 class ClusterError(EchelonError):
     """A local Ray node failed to start or to stop."""
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now (the OS picks it on loopback)."""
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

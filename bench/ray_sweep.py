@@ -22,10 +22,12 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+from bench.harness import timed
+from sim.eval.report import table
 from sim.points import Inputs, Point, comparable
 from sim.sweep import grid, run_sweep
 
@@ -50,17 +52,9 @@ def sweep_points() -> list[Point]:
     )
 
 
-def _timed(run: Callable[[], list[dict[str, Any]]]) -> tuple[float, list[dict[str, Any]]]:
-    t = time.perf_counter()
-    rows = run()
-    return time.perf_counter() - t, rows
-
-
 def measure(address: str, repeats: int, n_empty: int) -> list[list[str]]:
     ray: Any = importlib.import_module("ray")
-    t = time.perf_counter()
-    ray.init(address=address, logging_level="WARNING")
-    connect_s = time.perf_counter() - t
+    _, connect_s, _ = timed(partial(ray.init, address=address, logging_level="WARNING"))
     empty = [Point("none", "empty", seed=i) for i in range(n_empty)]
     points = sweep_points()
     res: dict[str, list[float]] = {}
@@ -69,9 +63,9 @@ def measure(address: str, repeats: int, n_empty: int) -> list[list[str]]:
     try:
         for _ in range(repeats):
             for backend, addr in (("pool", None), ("ray", address)):
-                wall, _rows = _timed(partial(run_sweep, empty, SLOTS, addr, empty_point))
+                _, wall, _ = timed(partial(run_sweep, empty, SLOTS, addr, empty_point))
                 res.setdefault(f"empty {backend}", []).append(wall)
-                wall, rows = _timed(partial(run_sweep, points, SLOTS, addr))
+                rows, wall, _ = timed(partial(run_sweep, points, SLOTS, addr))
                 res.setdefault(f"sweep {backend}", []).append(wall)
                 sim_s.setdefault(backend, []).append(sum(float(r["wall_s"]) for r in rows))
                 if reference is None:
@@ -135,10 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "simulated (s)",
         "overhead per point (ms)",
     ]
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+    print(table(head, rows))
     print(f"\nmedians of {args.repeats} alternating runs; load average {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -41,6 +41,7 @@ from finsy.proto import p4r
 
 from bench import softswitch as ssb
 from bench.controller import Bench
+from bench.harness import pct, run_cli
 from p4client.p4info import P4Info
 from p4client.p4rt import SwitchConnection
 from softswitch.grpc_limits import MAX_READ_ENTITIES
@@ -60,10 +61,8 @@ def mem_mb(pid: int) -> tuple[float, float]:
 
 
 def stats(xs: list[float]) -> str:
-    xs = sorted(xs)
-    p99 = xs[min(len(xs) - 1, int(0.99 * len(xs)))]
-    p50 = statistics.median(xs)
-    return f"p50 {p50 * 1e3:.1f} ms, p99 {p99 * 1e3:.1f} ms, max {xs[-1] * 1e3:.1f} ms"
+    p50, p99 = statistics.median(xs), pct(xs, 0.99)
+    return f"p50 {p50 * 1e3:.1f} ms, p99 {p99 * 1e3:.1f} ms, max {max(xs) * 1e3:.1f} ms"
 
 
 class Reader:
@@ -247,8 +246,8 @@ def main(argv: list[str] | None = None) -> int:
         if os.geteuid() != 0:
             print("error: privileges: --packets needs root (netns, raw sockets)", file=sys.stderr)
             return 2
-        return run_packets(args.rate, args.duration)
-    return run(args.jobs, args.probes)
+        return run_cli(lambda: run_packets(args.rate, args.duration))
+    return run_cli(lambda: run(args.jobs, args.probes))
 
 
 if __name__ == "__main__":

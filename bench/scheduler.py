@@ -18,11 +18,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 
+from bench.harness import timed
 from echelon.model import EchelonFlow, Flow
 from echelon.network import BigSwitch
 from echelon.policies import POLICIES, get_policy
@@ -53,13 +54,10 @@ def measure(
     pol = get_policy(policy)
     sched_t, total_t = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        sched = pol.schedule(echelons, net, now=0.5)
-        t1 = time.perf_counter()
-        flow_levels(sched, echelons)
-        t2 = time.perf_counter()
-        sched_t.append(t1 - t0)
-        total_t.append(t2 - t0)
+        sched, s, _ = timed(partial(pol.schedule, echelons, net, now=0.5))
+        _, levels, _ = timed(partial(flow_levels, sched, echelons))
+        sched_t.append(s)
+        total_t.append(s + levels)
     return statistics.median(sched_t), statistics.median(total_t)
 
 

@@ -50,12 +50,12 @@ import httpx
 from finsy.proto import p4r, p4r_grpc
 
 from bench.controller import Bench, job
+from bench.harness import run_cli
 from bench.read_bound import Reader, mem_mb
 from controlplane.controller import Controller
 from controlplane.daemon import DEFAULT_JSON
 from controlplane.entries import T_CLASSIFY, T_LPM, default_entries
 from controlplane.registry import Registry
-from echelon.errors import EchelonError
 from echelon.topology import load
 from p4client.p4info import P4Info, TableEntry
 from p4client.p4rt import SwitchConnection
@@ -223,7 +223,6 @@ class Squatters:
 
     def __init__(self, addr: str) -> None:
         self.addr = addr
-        self.opened = 0
         self._stop = threading.Event()
         self._threads = [
             threading.Thread(target=self._hold, args=(i + 1,), daemon=True) for i in range(16)
@@ -243,7 +242,6 @@ class Squatters:
             req.arbitration.election_id.low = eid
             feed.put(req)
             call = p4r_grpc.P4RuntimeStub(ch).StreamChannel(iter(feed.get, None))
-            self.opened += 1
             threading.Thread(target=self._cancel_on_stop, args=(call,), daemon=True).start()
             with contextlib.suppress(grpc.RpcError):
                 for _ in call:  # held until the switch closes it or the soak stops
@@ -269,8 +267,7 @@ def kill(pid: int) -> None:
 
 def run(duration: float, restart_every: float, workers: int, seed: int, faults: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="echelon-soak-") as d:
-        bench = Bench(Path(d), "soft")
-        bench.daemon_args = ["--election-id", str(ELECTION_ID)]
+        bench = Bench(Path(d), "soft", "--election-id", str(ELECTION_ID))
         addr = f"127.0.0.1:{bench.grpc}"
         reg = bench.tmp / "reg.db"
         ledger = Ledger()
@@ -297,7 +294,7 @@ def run(duration: float, restart_every: float, workers: int, seed: int, faults: 
                 time.sleep(restart_every)  # churn runs meanwhile (the soak's pacing)
                 kind = faults[k % len(faults)]
                 k += 1
-                assert bench.daemon is not None and bench.switch is not None
+                assert bench.switch is not None
                 squat = Squatters(addr) if kind == "slots" else None
                 if squat is not None:
                     squat.start()
@@ -308,27 +305,20 @@ def run(duration: float, restart_every: float, workers: int, seed: int, faults: 
                 if kind in ("switch", "both"):
                     kill(bench.switch.pid)
                 if kind in ("daemon", "both", "slots"):
-                    kill(bench.daemon.pid)
+                    bench.daemon.kill()
                 time.sleep(1.0)  # churn against the damaged system
                 churn.pause()
                 if kind == "registry":
-                    kill(bench.daemon.pid)
+                    bench.daemon.kill()
                     reg.with_suffix(".moved").rename(reg)
                 t1 = time.monotonic()
                 if kind in ("switch", "both"):
                     bench.switch.stop()
                     bench.start_switch()
                 if kind in ("daemon", "both", "slots", "registry"):
-                    bench.daemon.wait(10)
                     bench.start_daemon()  # with squatters on every slot for "slots"
                 else:
-                    wait_until(
-                        lambda: bench.status()["switches"]["s1"]["in_sync"],
-                        120,
-                        "in sync",
-                        0.05,
-                        (httpx.HTTPError, OSError),
-                    )
+                    bench.daemon.wait_in_sync(120, "s1", 0.05)
                 if kind == "defaults":
                     with contextlib.suppress(WaitTimeout):  # not repaired: counted below
                         wait_until(
@@ -399,11 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.duration <= 0 or args.restart_every <= 0 or not 1 <= args.workers <= 16:
         print("error: --duration/--restart-every > 0, --workers 1..16", file=sys.stderr)
         return 2
-    try:
-        return run(args.duration, args.restart_every, args.workers, args.seed, faults)
-    except EchelonError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    return run_cli(lambda: run(args.duration, args.restart_every, args.workers, args.seed, faults))
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from typing import Any
 
 from bench import softswitch_traffic as bt
 from bench.softswitch_inserts import insert_rates, report
+from controlplane.entries import classify_entry, ids_entry, range_entry
 from p4client.codec import entry_to_proto
 from p4client.p4info import P4Info, TableEntry
 from p4client.p4rt import SwitchConnection
@@ -87,34 +88,17 @@ def teardown_net() -> None:
 
 def base_entries(c: P4Info) -> list[TableEntry]:
     """Ten entries: route, echelon id, classify, seven deadline ranges (queues 7..1)."""
-    out = [
+    return [
         c.table_entry(
             "EchelonIngress.ipv4_lpm",
             {"hdr.ipv4.dstAddr": (_ip(bt.DST_IP), 32)},
             "EchelonIngress.ipv4_forward",
             {"dstAddr": 0x0902, "port": 2},
         ),
-        c.table_entry(
-            "EchelonIngress.echelon_ids", {"hdr.echelon.echelon_id": bt.ECHELON_ID}, "NoAction", {}
-        ),
-        c.table_entry(
-            "EchelonIngress.echelon_classify",
-            {"hdr.ipv4.srcAddr": _ip(bt.SRC_IP), "hdr.echelon.echelon_id": bt.ECHELON_ID},
-            "EchelonIngress.set_echelon",
-            {"class_id": 1, "prio": 1},
-        ),
+        ids_entry(c, bt.ECHELON_ID),
+        classify_entry(c, _ip(bt.SRC_IP), bt.ECHELON_ID, 1, 1),
+        *(range_entry(c, 1, 1000 * k, 1000 * k + 999, 7 - k) for k in range(7)),
     ]
-    for k in range(7):
-        out.append(
-            c.table_entry(
-                "EchelonIngress.deadline_prio",
-                {"meta.class_id": 1, "hdr.echelon.deadline_us": (1000 * k, 1000 * k + 999)},
-                "EchelonIngress.set_deadline_prio",
-                {"prio": 7 - k},
-                priority=1,
-            )
-        )
-    return out
 
 
 def filler_entries(c: P4Info) -> list[TableEntry]:
@@ -131,35 +115,12 @@ def filler_entries(c: P4Info) -> list[TableEntry]:
                 {"dstAddr": 1, "port": 1},
             )
         )
-    for i in range(999):
-        out.append(
-            c.table_entry(
-                "EchelonIngress.echelon_ids", {"hdr.echelon.echelon_id": 100 + i}, "NoAction", {}
-            )
-        )
-    for i in range(3999):
-        out.append(
-            c.table_entry(
-                "EchelonIngress.echelon_classify",
-                {
-                    "hdr.ipv4.srcAddr": _ip("10.200.0.0") + i,
-                    "hdr.echelon.echelon_id": 100 + i % 999,
-                },
-                "EchelonIngress.set_echelon",
-                {"class_id": 2 + i % 1000, "prio": 3},
-            )
-        )
+    out += [ids_entry(c, 100 + i) for i in range(999)]
+    ip0 = _ip("10.200.0.0")
+    out += [classify_entry(c, ip0 + i, 100 + i % 999, 2 + i % 1000, 3) for i in range(3999)]
     for i in range(3993):
         cls, k = 2 + i // 4, i % 4
-        out.append(
-            c.table_entry(
-                "EchelonIngress.deadline_prio",
-                {"meta.class_id": cls, "hdr.echelon.deadline_us": (k * 500, k * 500 + 499)},
-                "EchelonIngress.set_deadline_prio",
-                {"prio": 4 - k},
-                priority=1,
-            )
-        )
+        out.append(range_entry(c, cls, k * 500, k * 500 + 499, 4 - k))
     return out
 
 

@@ -12,18 +12,16 @@ from __future__ import annotations
 import shutil
 import statistics
 import tempfile
-import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
+from bench.harness import timed
+from controlplane.daemon import DEFAULT_JSON, DEFAULT_P4INFO
 from p4client.p4info import P4Info, TableEntry
 from p4client.p4rt import SwitchConnection
 from targets.process import free_port
 from targets.switch import BMV2_BINARY, start_target
-
-ROOT = Path(__file__).resolve().parents[1]
-P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
-BMV2_JSON = ROOT / "p4src" / "build" / "echelon.json"
 
 
 def insert_rates(
@@ -34,10 +32,10 @@ def insert_rates(
 ) -> dict[str, list[float]]:
     """Entries/s per round for ``soft`` and (when installed and built) ``bmv2``."""
     kinds = ["soft"]
-    if shutil.which(BMV2_BINARY) and BMV2_JSON.exists():
+    if shutil.which(BMV2_BINARY) and DEFAULT_JSON.exists():
         kinds.append("bmv2")
-    config = BMV2_JSON.read_bytes() if BMV2_JSON.exists() else b""
-    info = P4Info.load(P4INFO)
+    config = DEFAULT_JSON.read_bytes() if DEFAULT_JSON.exists() else b""
+    info = P4Info.load(DEFAULT_P4INFO)
     rates: dict[str, list[float]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory(prefix="echelon-inserts-") as tmp:
         targets = {}
@@ -54,9 +52,8 @@ def insert_rates(
                 for k in kinds:
                     sw = conns[k]
                     updates = sw.updates("INSERT", entries)
-                    t0 = time.perf_counter()
-                    sw.write(updates, chunk=batch)
-                    rates[k].append(len(entries) / (time.perf_counter() - t0))
+                    _, wall, _ = timed(partial(sw.write, updates, chunk=batch))
+                    rates[k].append(len(entries) / wall)
                     sw.write(sw.updates("DELETE", entries), chunk=batch)
         finally:
             for c in conns.values():

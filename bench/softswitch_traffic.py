@@ -23,6 +23,7 @@ import time
 
 from echelon.constants import ECHELON_UDP_PORT
 from echelon.wire import pack_header
+from softswitch.bm.hashing import csum16
 
 SRC_IP, DST_IP = "10.0.9.1", "10.0.9.2"
 SRC_MAC = bytes.fromhex("000000000901")
@@ -33,13 +34,6 @@ KINDS = 8
 TS_OFF = 14 + 20 + 8 + 16
 FRAME_LEN = 100
 MAGIC = b"EBEN"
-
-
-def _csum(header: bytes) -> int:
-    s = sum(struct.unpack("!10H", header))
-    s = (s & 0xFFFF) + (s >> 16)
-    s = (s & 0xFFFF) + (s >> 16)
-    return int(~s & 0xFFFF)
 
 
 def frame(kind: int) -> bytearray:
@@ -66,7 +60,7 @@ def frame(kind: int) -> bytearray:
         socket.inet_aton(SRC_IP),
         socket.inet_aton(DST_IP),
     )
-    ip = ip[:10] + struct.pack("!H", _csum(ip)) + ip[12:]
+    ip = ip[:10] + struct.pack("!H", csum16(ip)) + ip[12:]
     return bytearray(SWITCH_MAC + SRC_MAC + b"\x08\x00" + ip + udp + payload)
 
 

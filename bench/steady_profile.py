@@ -19,11 +19,12 @@ import json
 import pstats
 import statistics
 import sys
-import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from bench.harness import timed
 from sim.eval import steady
 from sim.points import TIMING_FIELDS, Point
 
@@ -70,14 +71,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # half of the policies, this round under one to three)
         steady._PLANS.clear()
         for r in RUNS:
-            t0, c0 = time.perf_counter(), time.process_time()
             if prof is not None:
                 prof.enable()
-            row = steady.run_steady(point(*r))
+            row, wall, cpu = timed(partial(steady.run_steady, point(*r)))
             if prof is not None:
                 prof.disable()
-            walls[label(r)].append(time.perf_counter() - t0)
-            cpus[label(r)].append(time.process_time() - c0)
+            walls[label(r)].append(wall)
+            cpus[label(r)].append(cpu)
             rows[label(r)] = {k: v for k, v in row.items() if k not in TIMING_FIELDS}
         if prof is not None:
             pstats.Stats(prof).sort_stats("cumulative").print_stats(args.profile)

@@ -13,12 +13,14 @@ import logging
 import math
 import os
 import signal
+import subprocess
 import sys
 import threading
 from pathlib import Path
 from typing import get_args
 
 from controlplane.api import make_app
+from controlplane.client import ApiClient
 from controlplane.controller import Controller
 from controlplane.inflight import DEFAULT_TIMEOUT_S
 from controlplane.online import IDLE_MODES, MODES
@@ -29,7 +31,7 @@ from echelon.errors import EchelonError, SpecError
 from echelon.specs import read_file
 from echelon.topology import load, topology_warnings
 from p4client.p4info import P4Info
-from targets.process import wait_until
+from targets.process import free_port, stop_process, wait_until
 from targets.switch import Target, TargetKind, start_target
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -287,6 +289,72 @@ def serve(args: argparse.Namespace, ctl: Controller) -> int:
         ctl.stop()
         ctl.registry.close()
     return 0
+
+
+class DaemonExited(EchelonError):
+    """The daemon child process of a :class:`DaemonProcess` exited while awaited."""
+
+
+class DaemonProcess:
+    """This daemon as a child process: the one launcher the demo (``topo/``), the
+    benchmarks, the PTF controller test and the integration tests share.
+
+    The API listens on ``port`` (a free one if None) of 127.0.0.1; stdout and stderr go
+    to ``log`` (appended); the child runs in its own session and is stopped by PID. Its
+    ``PYTHONPATH`` starts with this source tree, so the child runs the same code as the
+    parent even where the installed package points at another checkout.
+    """
+
+    def __init__(
+        self, topo: str | Path, db: str | Path, log: Path, *extra: str, port: int | None = None
+    ) -> None:
+        self.port = free_port() if port is None else port
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        self.argv = [sys.executable, "-m", "controlplane.daemon", "--topo", str(topo),
+                     "--db", str(db), "--port", str(self.port), *extra]  # fmt: skip
+        #: the API client callers drive the daemon with (one keep-alive connection)
+        self.api = ApiClient(self.url, timeout=30)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the child (returns at once; :meth:`wait_in_sync` awaits it)."""
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True,
+                                         env={**os.environ, "PYTHONPATH": path})  # fmt: skip
+
+    @property
+    def pid(self) -> int:
+        if self.proc is None:
+            raise DaemonExited(f"controller not started (log {self.log})")
+        return self.proc.pid
+
+    def wait_in_sync(
+        self, timeout: float = 30.0, switch: str | None = None, interval: float = 0.1
+    ) -> None:
+        """Wait until the API answers and ``switch`` (default: every switch) is in sync;
+        :class:`DaemonExited` as soon as the child is gone (no use waiting for it)."""
+
+        def in_sync() -> bool:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise DaemonExited(f"controller exited with {self.proc.returncode}; see {self.log}")
+            return self.api.in_sync(switch)
+
+        what = f"controller in sync with {switch or 'every switch'}"
+        wait_until(in_sync, timeout, what, interval)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would end it (what a restart must recover from)."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM, SIGKILL after ``timeout`` (a stopped daemon may be started again)."""
+        if self.proc is not None:
+            stop_process(self.proc, timeout)
 
 
 if __name__ == "__main__":

@@ -10,17 +10,15 @@ group's, at the DSCPs the controller's levels imply.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from controlplane.client import ApiClient
+from controlplane.daemon import DaemonProcess
 from ptf_tests import packets as pk
 from ptf_tests.base import EchelonTest
 from ptf_tests.burst import burst
-from targets.process import free_port, stop_process
 
 OUT = 4
 N = 3
@@ -63,34 +61,21 @@ class ControllerDrivenOrdering(EchelonTest):
         with tempfile.TemporaryDirectory(prefix="ptf-ctl-") as tmp:
             topo = Path(tmp, "topo.json")
             topo.write_text(json.dumps(topology(self.p["grpc_addr"], self.p["thrift_port"], 0)))
-            api = f"http://127.0.0.1:{free_port()}"
-            argv = [sys.executable, "-m", "controlplane.daemon", "--topo", str(topo)]
-            argv += ["--db", str(Path(tmp, "reg.db")), "--p4info", self.p["p4info"]]
-            argv += ["--election-id", str(DAEMON_ELECTION_ID), "--port", api.rsplit(":", 1)[1]]
-            argv += ["--device-config", self.p["bmv2_json"]]
-            argv += self.daemon_args
+            extra = ["--p4info", self.p["p4info"], "--election-id", str(DAEMON_ELECTION_ID)]
+            extra += ["--device-config", self.p["bmv2_json"], *self.daemon_args]
             # The daemon's log outlives the temporary directory, for post-mortems.
             log_path = Path(self.p.get("log_dir", tmp), "controller-daemon.log")
-            with log_path.open("wb") as log:
-                daemon = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-                try:
-                    self.drive(api, daemon)
-                finally:
-                    stop_process(daemon, 10)
+            log_path.unlink(missing_ok=True)  # this test's alone (the launcher appends)
+            daemon = DaemonProcess(topo, Path(tmp, "reg.db"), log_path, *extra)
+            daemon.start()
+            try:
+                daemon.wait_in_sync(timeout=20, switch="s1")
+                self.drive(daemon.url)
+            finally:
+                daemon.stop(10)
 
-    def wait_synced(self, api: str, daemon: subprocess.Popen[bytes]) -> None:
-        """Wait until the daemon reports switch s1 in sync (failing if it exits)."""
-
-        with ApiClient(api, timeout=2) as client:
-
-            def in_sync() -> bool:
-                self.assertIsNone(daemon.poll(), "controller daemon exited")
-                return client.in_sync("s1")
-
-            self.wait_for(in_sync, "the controller to sync the switch", timeout=20)
-
-    def drive(self, api: str, daemon: subprocess.Popen[bytes]) -> None:
-        self.wait_synced(api, daemon)
+    def drive(self, api: str) -> None:
+        """Drive the synced daemon whose API is at ``api``."""
         with ApiClient(api, timeout=10) as client:
             self.drive_with(client)
 

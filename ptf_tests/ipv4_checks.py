@@ -7,6 +7,9 @@ p4c output), checks what leaves (or that nothing does) and the exact
 
 from __future__ import annotations
 
+from ipaddress import IPv4Address
+
+from controlplane.entries import classify_entry
 from echelon.constants import (
     ECHELON_CLASSES,
     UNPRIO_DROP_IPV4_CHECKSUM,
@@ -104,17 +107,9 @@ class ClassSlotBoundedByWidth(EchelonTest):
         self.send(1, frame)
         self.expect(OUT, [pk.forwarded(frame, OUT, 4)])
         self.assertEqual(self.counter("echelon_pkts", last), (1, len(frame)))
-        (update,) = self.sw.updates(
-            "INSERT",
-            [
-                self.sw.table_entry(
-                    "EchelonIngress.echelon_classify",
-                    {"hdr.ipv4.srcAddr": pk.host_ip(2), "hdr.echelon.echelon_id": 100},
-                    "EchelonIngress.set_echelon",
-                    {"class_id": last, "prio": 4},
-                )
-            ],
-        )
+        src = int(IPv4Address(pk.host_ip(2)))
+        entry = classify_entry(self.sw.loaded_p4info(), src, 100, last, 4)
+        (update,) = self.sw.updates("INSERT", [entry])
         param = next(p for p in update.entity.table_entry.action.action.params if p.param_id == 1)
         param.value = ECHELON_CLASSES.to_bytes(2, "big")  # 1024 needs 11 bits
         with self.assertRaises(P4RuntimeWriteError):

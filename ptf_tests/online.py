@@ -12,7 +12,6 @@ different levels, so the re-plans really changed what the switch does.
 
 from __future__ import annotations
 
-import subprocess
 import threading
 from typing import Any
 
@@ -51,8 +50,7 @@ class OnlineReplanKeepsPriority(controller_driven.ControllerDrivenOrdering):
 
     daemon_args = ("--replan", "online", "--replan-interval-ms", "0")
 
-    def drive(self, api: str, daemon: subprocess.Popen[bytes]) -> None:
-        self.wait_synced(api, daemon)
+    def drive(self, api: str) -> None:
         with ApiClient(api, timeout=10) as client:
             for job in JOBS:
                 client.register(job)

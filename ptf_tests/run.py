@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
+from controlplane.daemon import DEFAULT_JSON, DEFAULT_P4INFO
 from echelon.errors import EchelonError
 from ptf_tests.packets import PORTS
 from targets.process import free_port
@@ -34,8 +35,6 @@ from targets.switch import TargetKind, resolve_kind, start_target
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE_DIR = Path(__file__).resolve().parent
-P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
-BMV2_JSON = ROOT / "p4src" / "build" / "echelon.json"
 LOCK_PATH = Path("/run/lock/echelon-ptf.lock")
 SWITCH_PREFIX = "ptfs"  # switch ends: ptfs1..ptfs4
 HOST_PREFIX = "ptfh"  # PTF ends: ptfh1..ptfh4
@@ -96,8 +95,8 @@ def ptf_argv(
     params = {
         "grpc_addr": grpc_addr,
         "device_id": 0,
-        "p4info": str(P4INFO),
-        "bmv2_json": str(BMV2_JSON),
+        "p4info": str(DEFAULT_P4INFO),
+        "bmv2_json": str(DEFAULT_JSON),
         "target": kind,
         "thrift_port": thrift_port,
         "switch_pid": pid,
@@ -129,10 +128,10 @@ def run(kind: TargetKind, log_dir: Path, extra: Sequence[str]) -> int:
     if os.geteuid() != 0:
         raise RunError("root is needed for veth interfaces and raw sockets (try sudo)")
     real = resolve_kind(kind)
-    if not P4INFO.exists():
-        raise RunError(f"no P4Info at {P4INFO}")
-    if real == "bmv2" and not BMV2_JSON.exists():
-        raise RunError(f"BMv2 needs the compiled program {BMV2_JSON} (run make p4)")
+    if not DEFAULT_P4INFO.exists():
+        raise RunError(f"no P4Info at {DEFAULT_P4INFO}")
+    if real == "bmv2" and not DEFAULT_JSON.exists():
+        raise RunError(f"BMv2 needs the compiled program {DEFAULT_JSON} (run make p4)")
     log_dir.mkdir(parents=True, exist_ok=True)
     # The soft switch, its CLI and the tests import this repository's packages.
     os.environ["PYTHONPATH"] = os.pathsep.join(
@@ -142,10 +141,7 @@ def run(kind: TargetKind, log_dir: Path, extra: Sequence[str]) -> int:
         target = None
         try:
             pairs = create_veths()
-            grpc_port, thrift_port = free_port(), free_port()
-            while thrift_port == grpc_port:
-                thrift_port = free_port()
-            grpc_addr = f"127.0.0.1:{grpc_port}"
+            grpc_addr, thrift_port = f"127.0.0.1:{free_port()}", free_port()
             (log_dir / "switch.log").unlink(missing_ok=True)  # the target appends
             target = start_target(
                 real,

@@ -1,56 +1,41 @@
-"""Run the controller daemon for the demo as a child process, and talk to its HTTP API
-(through the one API client, :class:`controlplane.client.ApiClient`)."""
+"""Run the controller daemon for the demo as a child process (through the one launcher,
+:class:`controlplane.daemon.DaemonProcess`), and talk to its HTTP API (through the one
+API client, :class:`controlplane.client.ApiClient`)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from controlplane.client import ApiClient, ApiError, ControllerUnreachable
+from controlplane.client import ApiError, ControllerUnreachable
+from controlplane.daemon import DaemonProcess
 from echelon.errors import EchelonError
-from targets.process import stop_process, wait_until
 
 
 class ControllerError(EchelonError):
-    """The controller daemon failed to start or rejected a request."""
+    """The controller daemon rejected a request or did not answer it."""
 
 
-class ControllerProcess:
-    """``python -m controlplane.daemon`` on a topology, stopped by PID."""
+class ControllerProcess(DaemonProcess):
+    """The demo's daemon: a fresh registry in ``out_dir``, FIFO at start-up, online
+    re-planning from the agents' datagrams, stopped by PID."""
 
     def __init__(self, topo_path: str, out_dir: Path, port: int, idle_level: str = "keep") -> None:
-        self.topo_path = topo_path
-        self.idle_level = idle_level
-        self.out = out_dir
-        self.base = f"http://127.0.0.1:{port}"
-        self.port = port
-        self.api = ApiClient(self.base, timeout=30)
-        self.proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
         #: where agents report progress (``echelon-online`` runs only; the daemon
         #: re-plans online, other policies' runs send no reports, so nothing moves)
         self.progress_socket = (out_dir / "progress.sock").resolve()
+        self.db = out_dir / "controller.db"
+        super().__init__(topo_path, self.db, out_dir / "logs" / "controller.log",
+                         "--policy", "fifo", "--replan", "online",
+                         "--progress-socket", str(self.progress_socket),
+                         "--idle-level", idle_level, port=port)  # fmt: skip
 
     def start(self, timeout: float = 60.0) -> None:
-        db = self.out / "controller.db"
-        for stale in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
-            stale.unlink(missing_ok=True)  # a fresh registry per run
-        self._log = (self.out / "logs" / "controller.log").open("ab")
-        argv = [sys.executable, "-m", "controlplane.daemon", "--topo", self.topo_path,
-                "--db", str(db), "--port", str(self.port), "--policy", "fifo",
-                "--replan", "online", "--progress-socket", str(self.progress_socket),
-                "--idle-level", self.idle_level]  # fmt: skip
-        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-        wait_until(self._in_sync, timeout, "controller API and switches in sync", 0.2)
-
-    def _in_sync(self) -> bool:
-        if self.proc is not None and self.proc.poll() is not None:
-            raise ControllerError(f"controller exited with {self.proc.returncode}; "
-                                  f"see {self.out / 'logs' / 'controller.log'}")  # fmt: skip
-        return self.api.in_sync()
+        """Start on a fresh registry and wait until the switches are in sync."""
+        for stale in (self.db, *(self.db.with_name(self.db.name + s) for s in ("-wal", "-shm"))):
+            stale.unlink(missing_ok=True)
+        super().start()
+        self.wait_in_sync(timeout, interval=0.2)
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         try:
@@ -78,14 +63,3 @@ class ControllerProcess:
         except (ApiError, ControllerUnreachable) as exc:
             raise ControllerError(f"policy {name}: {exc}") from exc
         self.wait_in_sync()
-
-    def wait_in_sync(self, timeout: float = 30.0) -> None:
-        wait_until(self._in_sync, timeout, "switches in sync with the controller", 0.1)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        if self.proc is not None:
-            stop_process(self.proc, timeout)
-        self.proc = None
-        if self._log:
-            self._log.close()
-            self._log = None

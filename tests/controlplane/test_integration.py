@@ -75,7 +75,7 @@ def _env(tmp_path: Path, n: int) -> Iterator[Env]:
         yield e
     finally:
         for d in e.daemons:
-            d.proc.stop()
+            d.stop()
         for s in e.switches:
             s.stop()
 
@@ -128,7 +128,7 @@ def test_controller_kill9_restart_keeps_everything(env: Env) -> None:
         assert d.request("POST", "/jobs", spec(f"j{k}")).status_code == 201
     before = env.read()
     jobs = d.get("/jobs")
-    d.proc.kill9()  # right after the API answered: nothing may be lost
+    d.kill()  # right after the API answered: nothing may be lost
     d2 = env.daemon()
     assert d2.get("/jobs") == jobs
     assert env.read() == before
@@ -178,7 +178,7 @@ def test_startup_reconcile_removes_strays_and_fixes_changed(env: Env) -> None:
     d = env.daemon()
     assert d.request("POST", "/jobs", spec("j1")).status_code == 201
     want = env.read()
-    d.proc.stop()
+    d.stop()
     info = P4Info.load(P4INFO)
     with SwitchConnection(f"127.0.0.1:{env.ports[0]}", election_id=(0, 50), p4info=info) as sw:
         stray = sw.table_entry(T_IDS, {"hdr.echelon.echelon_id": 999}, "NoAction")

@@ -68,7 +68,7 @@ def daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemon]:
         d.wait_ready()
         yield d
     finally:
-        d.proc.stop()
+        d.stop()
         switch.stop()
 
 
@@ -106,6 +106,6 @@ def test_start_switches_says_the_switch_has_no_ports(tmp_path: Path) -> None:
     try:
         d.wait_ready()
     finally:
-        d.proc.stop()
-    log = d.proc.log.read_text()
+        d.stop()
+    log = d.log.read_text()
     assert "it has no data ports" in log and "echelonctl stats stays at 0" in log
