@@ -18,7 +18,7 @@ Every error is a :class:`SpecError` naming the field, e.g. ``stages[2].fwd_s``.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -218,7 +218,8 @@ def load_job_file(file: str | Path, known_hosts: Collection[str] | None = None) 
 @dataclass(frozen=True)
 class Description:
     """Any registration (paradigm description or explicit spec), validated: the job
-    ID, the EchelonFlows of iteration 0, the paradigm spec if any, unit warnings."""
+    ID, the EchelonFlows of iteration 0, the paradigm spec if any, unit warnings.
+    Also what the controller keeps and plans of every registered job."""
 
     job_id: str
     echelons: tuple[EchelonFlow, ...]
@@ -236,6 +237,33 @@ class Description:
         if self.spec is not None:
             return self.spec.ideal_iteration_s
         return max(ef.ideal_finish(f.index) for ef in self.echelons for f in ef.flows)
+
+    @cached_property
+    def groups(self) -> tuple[str, ...]:
+        """The groups in first-appearance order (the controller gives each an echelon ID)."""
+        return tuple(dict.fromkeys(ef.group for ef in self.echelons))
+
+    def of_group(self, group: str) -> tuple[tuple[EchelonFlow, ...], tuple[str, ...]]:
+        """The group's EchelonFlows and source hosts (cached: the controller re-plans
+        a group on every change)."""
+        cache: dict[str, tuple[tuple[EchelonFlow, ...], tuple[str, ...]]]
+        cache = self.__dict__.setdefault("_by_group", {})
+        if group not in cache:
+            mine = tuple(ef for ef in self.echelons if ef.group == group)
+            cache[group] = (mine, tuple(sorted({f.src for ef in mine for f in ef.flows})))
+        return cache[group]
+
+    def shifted(self, group: str, start: float) -> tuple[EchelonFlow, ...]:
+        """The group's EchelonFlows with ``t_ref`` moved by ``start`` (cached per group
+        for the latest start: online re-plans repeat it until the next iteration)."""
+        cache: dict[str, tuple[float, tuple[EchelonFlow, ...]]]
+        cache = self.__dict__.setdefault("_shifted", {})
+        hit = cache.get(group)
+        if hit is None or hit[0] != start:
+            mine, _ = self.of_group(group)
+            hit = (start, tuple(replace(ef, t_ref=ef.t_ref + start) for ef in mine))
+            cache[group] = hit
+        return hit[1]
 
 
 def load_description(
