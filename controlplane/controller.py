@@ -43,7 +43,7 @@ from controlplane.entries import (
     group_entries,
 )
 from controlplane.inflight import DEFAULT_TIMEOUT_S, ProgressTracker, parse_report
-from controlplane.limits import check_description, check_expansion, check_flows, check_parsed
+from controlplane.limits import FlowBudget, check_description, check_flows, check_parsed
 from controlplane.online import OnlinePlanner, Written, check_mode, freeze_heap
 from controlplane.planning import PlanChange, Planner, check_policy
 from controlplane.registry import GroupIds, JobRecord, Registry, RegistryError, UnknownJobError
@@ -372,8 +372,7 @@ class Controller:
     def _parse(self, desc: Any) -> Description:
         """``desc`` checked against the limits and parsed (pure: outside the lock)."""
         check_description(desc)
-        check_expansion(desc)
-        parsed = load_description(desc, self.topo.hosts)
+        parsed = load_description(desc, self.topo.hosts, builder=FlowBudget)
         check_parsed(len(parsed.groups), sum(len(ef.flows) for ef in parsed.echelons))
         check_flows(parsed.echelons)
         return parsed

@@ -4,7 +4,8 @@ Why: without them a 252-byte gpipe description with ``micro_batches: 50000`` hel
 the controller lock for 17 s, a 50 MB body blocked the API for 27 s, and a 50 MB
 ``description`` was stored and slowed every ``GET /jobs``. Each limit
 is checked on the raw description (so nothing big is built first) and, for flows
-and groups, again on the parsed job. A violation is a :class:`LimitError` (HTTP
+and groups, again as the job expands (:class:`FlowBudget`) and on the parsed job.
+A violation is a :class:`LimitError` (HTTP
 422) or, for sizes, :class:`TooLargeError` (HTTP 413); both name the field and the
 limit. docs/controller.md lists them.
 """
@@ -17,9 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from echelon.errors import SpecError
-from echelon.jobs import validate_job
 from echelon.model import EchelonFlow
-from echelon.paradigms import get_paradigm
 from echelon.paradigms.plan import PlanBuilder
 
 #: Request body of any endpoint, bytes (HTTP 413 beyond).
@@ -109,9 +108,12 @@ def check_description(desc: Any) -> None:
             )
 
 
-class _Budget(PlanBuilder):
+class FlowBudget(PlanBuilder):
     """A plan builder that stops once the job has more flows than allowed: the
-    expansion is refused at the limit, not after building all of it."""
+    expansion is refused at the limit, not after building all of it (the controller
+    parses with it: ``load_description(..., builder=FlowBudget)``). Why: a 25 KB MoE
+    job (16 hosts x 256 layers, flows growing with hosts squared) used to be refused
+    only after 5.9 s and +170 MB of expansion, holding a worker."""
 
     def flow(self, group: str, src: str, dst: str, size: int, producer: str | None) -> int:
         if len(self._flows) >= MAX_FLOWS_PER_JOB:
@@ -121,19 +123,6 @@ class _Budget(PlanBuilder):
                 "stopped there): use fewer hosts, layers or micro-batches",
             )
         return super().flow(group, src, dst, size, producer)
-
-
-def check_expansion(desc: Any) -> None:
-    """Raise :class:`LimitError` if a paradigm description expands past the flow
-    limit, after at most that many flows: a 25 KB MoE job (16 hosts x 256 layers,
-    flows growing with hosts squared) used to be refused only after 5.9 s and
-    +170 MB of expansion, holding a worker. Descriptions that are not valid are
-    left to the parser (which names the field)."""
-    try:  # the fields as the parser reads them, without its full plan
-        spec = validate_job(desc)
-    except SpecError:
-        return  # the parser reports it with its field
-    get_paradigm(spec.paradigm).build(_Budget(spec.job_id, 0, 0.0), spec.hosts, spec.params)
 
 
 def check_flows(echelons: Sequence[EchelonFlow]) -> None:

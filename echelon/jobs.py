@@ -130,16 +130,21 @@ class JobSpec:
     weight: float = 1.0
     description: str = ""
 
-    def _builder(self, iteration: int, t0: float) -> PlanBuilder:
+    def _builder(
+        self, iteration: int, t0: float, builder: type[PlanBuilder] = PlanBuilder
+    ) -> PlanBuilder:
         if isinstance(iteration, bool) or not isinstance(iteration, int) or iteration < 0:
             raise SpecError("iteration", f"must be a non-negative integer, got {iteration!r}")
-        b = PlanBuilder(self.job_id, iteration, float(t0), self.weight)
+        b = builder(self.job_id, iteration, float(t0), self.weight)
         get_paradigm(self.paradigm).build(b, self.hosts, self.params)
         return b
 
-    def plan(self, iteration: int = 0, t0: float = 0.0) -> IterationPlan:
-        """The EchelonFlows of ``iteration`` (starting at ``t0``) and its compute tasks."""
-        return self._builder(iteration, t0).build()
+    def plan(
+        self, iteration: int = 0, t0: float = 0.0, builder: type[PlanBuilder] = PlanBuilder
+    ) -> IterationPlan:
+        """The EchelonFlows of ``iteration`` (starting at ``t0``) and its compute tasks;
+        ``builder`` may refuse the expansion as it grows (the controller's flow limit)."""
+        return self._builder(iteration, t0, builder).build()
 
     @cached_property
     def ideal_iteration_s(self) -> float:
@@ -178,7 +183,7 @@ def load_job(data: Mapping[str, Any], known_hosts: Collection[str] | None = None
 
 def validate_job(data: Mapping[str, Any], known_hosts: Collection[str] | None = None) -> JobSpec:
     """:func:`load_job` without building the plan, for a caller that builds it its own
-    way (the controller's flow limit stops a huge expansion at the limit)."""
+    way (:func:`load_description`: the iteration it was asked for)."""
     if not isinstance(data, Mapping):
         raise SpecError("job", f"must be a mapping, got {type(data).__name__}")
     for key in ("job", "paradigm", "hosts"):
@@ -267,11 +272,17 @@ class Description:
 
 
 def load_description(
-    data: Any, known_hosts: Collection[str] | None = None, iteration: int = 0, t0: float = 0.0
+    data: Any,
+    known_hosts: Collection[str] | None = None,
+    iteration: int = 0,
+    t0: float = 0.0,
+    builder: type[PlanBuilder] = PlanBuilder,
 ) -> Description:
     """The one parser of registrations: ``echelonflows`` present -> explicit spec, else a
-    paradigm description (:func:`load_job`). Used by the controller, ``echelon show``
-    and ``echelonctl``, so all three accept and refuse the same descriptions."""
+    paradigm description (:func:`load_job`'s checks; its plan built once, by
+    ``builder``: the controller's stops a huge expansion at its flow limit). Used by
+    the controller, ``echelon show`` and ``echelonctl``, so all three accept and
+    refuse the same descriptions."""
     if not isinstance(data, Mapping):
         raise SpecError("job", f"must be a mapping, got {type(data).__name__}")
     if "echelonflows" in data:
@@ -280,8 +291,8 @@ def load_description(
         spec = None
         opening = frozenset(ef.group for ef in efs if ef.t_ref <= t0)
     else:
-        spec = load_job(data, known_hosts)
-        plan = spec.plan(iteration, t0)
+        spec = validate_job(data, known_hosts)
+        plan = spec.plan(iteration, t0, builder)
         efs = list(plan.echelons)
         job_id = spec.job_id
         opening = opening_groups(plan)

@@ -146,12 +146,12 @@ def test_parsing_does_not_hold_the_lock(client: tuple[TestClient, Controller]) -
 
     real = controller_mod.load_description
 
-    def spying(desc: object, hosts: object) -> object:
+    def spying(desc: object, hosts: object, **kw: object) -> object:
         free = ctl.lock.acquire(blocking=False)
         if free:
             ctl.lock.release()
         seen.append(free)
-        return real(desc, hosts)  # type: ignore[arg-type]
+        return real(desc, hosts, **kw)  # type: ignore[arg-type]
 
     controller_mod.load_description = spying  # type: ignore[assignment]
     try:
