@@ -46,7 +46,7 @@ from controlplane.inflight import DEFAULT_TIMEOUT_S, ProgressTracker, parse_repo
 from controlplane.limits import FlowBudget, check_description, check_flows, check_parsed
 from controlplane.online import OnlinePlanner, Written, check_mode, freeze_heap
 from controlplane.planning import PlanChange, Planner, check_policy
-from controlplane.registry import GroupIds, JobRecord, Registry, RegistryError, UnknownJobError
+from controlplane.registry import GroupIds, JobRecord, Registry, RegistryError
 from controlplane.switchsync import SwitchSync
 from controlplane.syncstatus import SwitchUnavailableError
 from controlplane.views import echelonflow_view, switch_view
@@ -547,6 +547,3 @@ class Controller:
         with self.lock:
             plans = list(self._plans)
         return read_stats(self.agents, plans)
-
-
-__all__ = ["Controller", "UnknownJobError"]
