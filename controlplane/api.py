@@ -61,7 +61,6 @@ from controlplane.queues import reset_max
 from controlplane.registry import (
     DuplicateJobError,
     IdsExhaustedError,
-    RegistryError,
     RegistryUnavailableError,
     UnknownJobError,
 )
@@ -111,7 +110,7 @@ def _status_of(exc: EchelonError) -> int:
         return 507
     if isinstance(exc, RegistryUnavailableError):
         return 503
-    if isinstance(exc, SpecError | RegistryError):
+    if isinstance(exc, SpecError):
         return 400
     if isinstance(exc, P4RuntimeError):
         return 503

@@ -1,6 +1,6 @@
 """The controller: registrations in, minimal entry updates out, to every switch.
 
-The path of a registration: :func:`~controlplane.parsing.parse_job` (outside the
+The path of a registration: :func:`echelon.jobs.load_description` (outside the
 lock) -> the registry allocates IDs -> :class:`~controlplane.planning.Planner`
 returns the groups whose plan changed -> :meth:`Controller._change`, the one
 write path, turns (old plan, new plan) pairs into the entries that go and come
@@ -43,15 +43,15 @@ from controlplane.entries import (
     group_entries,
 )
 from controlplane.inflight import DEFAULT_TIMEOUT_S, ProgressTracker, parse_report
-from controlplane.limits import check_description, check_expansion, check_flows, check_parsed
+from controlplane.limits import FlowBudget, check_description, check_flows, check_parsed
 from controlplane.online import OnlinePlanner, Written, check_mode, freeze_heap
-from controlplane.parsing import ParsedJob, parse_job
 from controlplane.planning import PlanChange, Planner, check_policy
-from controlplane.registry import GroupIds, JobRecord, Registry, RegistryError, UnknownJobError
+from controlplane.registry import GroupIds, JobRecord, Registry, RegistryError
 from controlplane.switchsync import SwitchSync
 from controlplane.syncstatus import SwitchUnavailableError
 from controlplane.views import echelonflow_view, switch_view
 from echelon.errors import SpecError
+from echelon.jobs import Description, load_description
 from echelon.topology import Topology, TopologyNetwork
 from p4client.codec import encoded
 from p4client.p4info import P4Info, TableEntry
@@ -131,7 +131,7 @@ class Controller:
             loaded = []
             for rec in self.registry.jobs():
                 try:
-                    loaded.append((parse_job(rec.spec, topo), rec.groups))
+                    loaded.append((load_description(rec.spec, topo.hosts), rec.groups))
                 except SpecError as exc:
                     self.orphans[rec.job_id] = str(exc)
                     log.warning("job %s kept but not installed: %s", rec.job_id, exc)
@@ -286,7 +286,7 @@ class Controller:
 
     # ------------------------------------------------------------ progress (online)
 
-    def _track(self, parsed: ParsedJob, ids: tuple[GroupIds, ...]) -> None:
+    def _track(self, parsed: Description, ids: tuple[GroupIds, ...]) -> None:
         """Tell the progress tracker the job's groups: who receives them, planned t_ref."""
         groups = {}
         for gid in ids:
@@ -308,7 +308,7 @@ class Controller:
                 out.update(self.online.wait(ticket, timeout))
         return out
 
-    def registered(self) -> list[tuple[ParsedJob, tuple[GroupIds, ...]]]:
+    def registered(self) -> list[tuple[Description, tuple[GroupIds, ...]]]:
         """Every installed job with its group IDs (caller holds the lock)."""
         return self.planner.jobs()
 
@@ -366,15 +366,14 @@ class Controller:
             self._track(parsed, rec.groups)
             self._settled()
             out = self.show(rec.job_id)
-            out["warnings"] = list(parsed.warnings)
+            out["warnings"] = [str(w) for w in parsed.warnings]
             return out
 
-    def _parse(self, desc: Any) -> ParsedJob:
+    def _parse(self, desc: Any) -> Description:
         """``desc`` checked against the limits and parsed (pure: outside the lock)."""
         check_description(desc)
-        check_expansion(desc)
-        parsed = parse_job(desc, self.topo)
-        check_parsed(len(parsed.groups), sum(len(ef.flows) for ef in parsed.echelons))
+        parsed = load_description(desc, self.topo.hosts, builder=FlowBudget)
+        check_parsed(len(parsed.groups))
         check_flows(parsed.echelons)
         return parsed
 
@@ -398,7 +397,7 @@ class Controller:
             self.registry.rollback()
             raise
 
-    def _stage(self, desc: Any, parsed: ParsedJob) -> tuple[JobRecord, list[PlanChange]]:
+    def _stage(self, desc: Any, parsed: Description) -> tuple[JobRecord, list[PlanChange]]:
         """A registration's own steps, inside the caller's registry transaction and
         planner snapshot (both undone by the caller on failure, or for a dry run): the
         job's IDs from the registry, then the planner's changes with the job added."""
@@ -424,7 +423,7 @@ class Controller:
                 self.planner.restore(token)
                 self.registry.rollback()
         out["installed"] = {n: False for n in self.agents}
-        out["warnings"] = list(parsed.warnings)
+        out["warnings"] = [str(w) for w in parsed.warnings]
         out["moves"] = [
             {
                 "job": c.key[0],
@@ -548,6 +547,3 @@ class Controller:
         with self.lock:
             plans = list(self._plans)
         return read_stats(self.agents, plans)
-
-
-__all__ = ["Controller", "UnknownJobError"]

@@ -40,7 +40,7 @@ iteration or reported a later iteration. Released and not finished = *alive*:
 the set the policy re-plans, as in the simulator (``sim/core/engine.py``).
 
 **Opening groups are anticipated.** A job's *opening* groups (released at the start
-of every iteration: no compute task produces them, ``ParsedJob.opening``) are alive
+of every iteration: no compute task produces them, ``Description.opening``) are alive
 in iteration ``i`` as soon as any host of the job reports iteration ``i`` -- even a
 snapshot with nothing in it, which a host sends when it *enters* the iteration
 (``ProgressReporter.entered``). Why: a report that a group was released reaches the

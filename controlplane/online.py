@@ -46,10 +46,10 @@ import numpy as np
 
 from controlplane.entries import GroupPlan
 from controlplane.inflight import ProgressTracker
-from controlplane.parsing import ParsedJob
 from controlplane.planning import plan_instances
 from controlplane.registry import GroupIds
 from echelon.errors import SpecError
+from echelon.jobs import Description
 from echelon.topology import TopologyNetwork
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ class Replannable(Protocol):
     def policy(self) -> str: ...
     @property
     def network(self) -> TopologyNetwork: ...
-    def registered(self) -> list[tuple[ParsedJob, tuple[GroupIds, ...]]]: ...
+    def registered(self) -> list[tuple[Description, tuple[GroupIds, ...]]]: ...
     def effective(self) -> list[GroupPlan]: ...
     def apply_overlay(self, plans: list[GroupPlan]) -> Written: ...
 

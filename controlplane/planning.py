@@ -44,12 +44,12 @@ from itertools import pairwise
 import numpy as np
 
 from controlplane.entries import GroupPlan
-from controlplane.parsing import ParsedJob
 from controlplane.registry import GroupIds
 from echelon import policies as core_policies
 from echelon import quantize as core_quantize
 from echelon.constants import ECHELON_LEVELS, MAX_DEADLINE_US
 from echelon.errors import SpecError
+from echelon.jobs import Description
 from echelon.model import EchelonFlow, FlowKey, offset_us
 from echelon.policies.echelon import EchelonPolicy
 from echelon.policies.table import Floats, FlowTable, Ints, TablePolicy, job_ids
@@ -97,7 +97,7 @@ def switch_schedule(schedule: Schedule) -> Schedule:
 
 def group_plan(
     policy: str,
-    job: ParsedJob,
+    job: Description,
     gid: GroupIds,
     levels: Mapping[str, EchelonLevels],
     fine: bool = False,
@@ -131,7 +131,7 @@ class PlanChange:
 class _Job:
     """A registered job's rows, built once (what ``build_table`` would walk)."""
 
-    parsed: ParsedJob
+    parsed: Description
     ids: tuple[GroupIds, ...]
     echelons: tuple[EchelonFlow, ...]
     names: list[str]
@@ -212,11 +212,11 @@ class Planner:
     def plan(self, job: str, group: str) -> GroupPlan:
         return self._s.plans[(job, group)]
 
-    def jobs(self) -> list[tuple[ParsedJob, tuple[GroupIds, ...]]]:
+    def jobs(self) -> list[tuple[Description, tuple[GroupIds, ...]]]:
         """Every planned job with its groups' IDs, in the order added."""
         return [(j.parsed, j.ids) for j in self._s.jobs.values()]
 
-    def job(self, job_id: str) -> ParsedJob:
+    def job(self, job_id: str) -> Description:
         """The parsed description of planned job ``job_id`` (``KeyError`` if unknown)."""
         return self._s.jobs[job_id].parsed
 
@@ -238,12 +238,12 @@ class Planner:
 
     # ------------------------------------------------------------ changes
 
-    def add(self, job: ParsedJob, ids: Sequence[GroupIds]) -> list[PlanChange]:
+    def add(self, job: Description, ids: Sequence[GroupIds]) -> list[PlanChange]:
         """Register ``job`` with its groups' IDs (raises ``SpecError`` for a job
         already here); returns every group whose plan changed, the new ones included."""
         return self.add_many([(job, ids)])
 
-    def add_many(self, jobs: Sequence[tuple[ParsedJob, Sequence[GroupIds]]]) -> list[PlanChange]:
+    def add_many(self, jobs: Sequence[tuple[Description, Sequence[GroupIds]]]) -> list[PlanChange]:
         """:meth:`add` for several jobs, evaluated once (a restart's registry)."""
         s = self._s
         rows: list[_Job] = []
@@ -377,7 +377,7 @@ class Planner:
 
     # ------------------------------------------------------------ internals
 
-    def _rows(self, job: ParsedJob, ids: tuple[GroupIds, ...]) -> _Job:
+    def _rows(self, job: Description, ids: tuple[GroupIds, ...]) -> _Job:
         echelons = job.echelons  # build_table's order: the job's EchelonFlows as parsed
         flows = [f for ef in echelons for f in ef.flows]
         links: list[int] = []
@@ -497,7 +497,7 @@ class Planner:
 
 def plan_instances(
     policy: str,
-    instances: Sequence[tuple[ParsedJob, GroupIds, float]],
+    instances: Sequence[tuple[Description, GroupIds, float]],
     network: TopologyNetwork,
     now: float,
 ) -> list[GroupPlan]:
@@ -550,7 +550,7 @@ def fine_ranges(
     return tuple(out)
 
 
-def _keys(job: ParsedJob, ids: Sequence[GroupIds]) -> dict[GroupKey, None]:
+def _keys(job: Description, ids: Sequence[GroupIds]) -> dict[GroupKey, None]:
     return {(job.job_id, g.group): None for g in ids}
 
 

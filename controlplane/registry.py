@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from echelon.constants import MAX_ECHELON_ID
-from echelon.errors import EchelonError
+from echelon.errors import SpecError
 
 log = logging.getLogger(__name__)
 
@@ -83,13 +83,9 @@ CREATE TABLE IF NOT EXISTS settings (
 """
 
 
-class RegistryError(EchelonError):
-    """Base of registry errors; ``field`` names what was wrong, like ``SpecError``."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+class RegistryError(SpecError):
+    """Base of registry errors: a :class:`~echelon.errors.SpecError`, so ``field`` names
+    what was wrong and ``message`` why, as everywhere (HTTP 400 unless a subclass says)."""
 
 
 class DuplicateJobError(RegistryError):

@@ -18,7 +18,7 @@ Every error is a :class:`SpecError` naming the field, e.g. ``stages[2].fwd_s``.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -130,16 +130,21 @@ class JobSpec:
     weight: float = 1.0
     description: str = ""
 
-    def _builder(self, iteration: int, t0: float) -> PlanBuilder:
+    def _builder(
+        self, iteration: int, t0: float, builder: type[PlanBuilder] = PlanBuilder
+    ) -> PlanBuilder:
         if isinstance(iteration, bool) or not isinstance(iteration, int) or iteration < 0:
             raise SpecError("iteration", f"must be a non-negative integer, got {iteration!r}")
-        b = PlanBuilder(self.job_id, iteration, float(t0), self.weight)
+        b = builder(self.job_id, iteration, float(t0), self.weight)
         get_paradigm(self.paradigm).build(b, self.hosts, self.params)
         return b
 
-    def plan(self, iteration: int = 0, t0: float = 0.0) -> IterationPlan:
-        """The EchelonFlows of ``iteration`` (starting at ``t0``) and its compute tasks."""
-        return self._builder(iteration, t0).build()
+    def plan(
+        self, iteration: int = 0, t0: float = 0.0, builder: type[PlanBuilder] = PlanBuilder
+    ) -> IterationPlan:
+        """The EchelonFlows of ``iteration`` (starting at ``t0``) and its compute tasks;
+        ``builder`` may refuse the expansion as it grows (the controller's flow limit)."""
+        return self._builder(iteration, t0, builder).build()
 
     @cached_property
     def ideal_iteration_s(self) -> float:
@@ -178,7 +183,7 @@ def load_job(data: Mapping[str, Any], known_hosts: Collection[str] | None = None
 
 def validate_job(data: Mapping[str, Any], known_hosts: Collection[str] | None = None) -> JobSpec:
     """:func:`load_job` without building the plan, for a caller that builds it its own
-    way (the controller's flow limit stops a huge expansion at the limit)."""
+    way (:func:`load_description`: the iteration it was asked for)."""
     if not isinstance(data, Mapping):
         raise SpecError("job", f"must be a mapping, got {type(data).__name__}")
     for key in ("job", "paradigm", "hosts"):
@@ -218,7 +223,8 @@ def load_job_file(file: str | Path, known_hosts: Collection[str] | None = None) 
 @dataclass(frozen=True)
 class Description:
     """Any registration (paradigm description or explicit spec), validated: the job
-    ID, the EchelonFlows of iteration 0, the paradigm spec if any, unit warnings."""
+    ID, the EchelonFlows of iteration 0, the paradigm spec if any, unit warnings.
+    Also what the controller keeps and plans of every registered job."""
 
     job_id: str
     echelons: tuple[EchelonFlow, ...]
@@ -237,13 +243,46 @@ class Description:
             return self.spec.ideal_iteration_s
         return max(ef.ideal_finish(f.index) for ef in self.echelons for f in ef.flows)
 
+    @cached_property
+    def groups(self) -> tuple[str, ...]:
+        """The groups in first-appearance order (the controller gives each an echelon ID)."""
+        return tuple(dict.fromkeys(ef.group for ef in self.echelons))
+
+    def of_group(self, group: str) -> tuple[tuple[EchelonFlow, ...], tuple[str, ...]]:
+        """The group's EchelonFlows and source hosts (cached: the controller re-plans
+        a group on every change)."""
+        cache: dict[str, tuple[tuple[EchelonFlow, ...], tuple[str, ...]]]
+        cache = self.__dict__.setdefault("_by_group", {})
+        if group not in cache:
+            mine = tuple(ef for ef in self.echelons if ef.group == group)
+            cache[group] = (mine, tuple(sorted({f.src for ef in mine for f in ef.flows})))
+        return cache[group]
+
+    def shifted(self, group: str, start: float) -> tuple[EchelonFlow, ...]:
+        """The group's EchelonFlows with ``t_ref`` moved by ``start`` (cached per group
+        for the latest start: online re-plans repeat it until the next iteration)."""
+        cache: dict[str, tuple[float, tuple[EchelonFlow, ...]]]
+        cache = self.__dict__.setdefault("_shifted", {})
+        hit = cache.get(group)
+        if hit is None or hit[0] != start:
+            mine, _ = self.of_group(group)
+            hit = (start, tuple(replace(ef, t_ref=ef.t_ref + start) for ef in mine))
+            cache[group] = hit
+        return hit[1]
+
 
 def load_description(
-    data: Any, known_hosts: Collection[str] | None = None, iteration: int = 0, t0: float = 0.0
+    data: Any,
+    known_hosts: Collection[str] | None = None,
+    iteration: int = 0,
+    t0: float = 0.0,
+    builder: type[PlanBuilder] = PlanBuilder,
 ) -> Description:
     """The one parser of registrations: ``echelonflows`` present -> explicit spec, else a
-    paradigm description (:func:`load_job`). Used by the controller, ``echelon show``
-    and ``echelonctl``, so all three accept and refuse the same descriptions."""
+    paradigm description (:func:`load_job`'s checks; its plan built once, by
+    ``builder``: the controller's stops a huge expansion at its flow limit). Used by
+    the controller, ``echelon show`` and ``echelonctl``, so all three accept and
+    refuse the same descriptions."""
     if not isinstance(data, Mapping):
         raise SpecError("job", f"must be a mapping, got {type(data).__name__}")
     if "echelonflows" in data:
@@ -252,8 +291,8 @@ def load_description(
         spec = None
         opening = frozenset(ef.group for ef in efs if ef.t_ref <= t0)
     else:
-        spec = load_job(data, known_hosts)
-        plan = spec.plan(iteration, t0)
+        spec = validate_job(data, known_hosts)
+        plan = spec.plan(iteration, t0, builder)
         efs = list(plan.echelons)
         job_id = spec.job_id
         opening = opening_groups(plan)

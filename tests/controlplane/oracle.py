@@ -19,11 +19,11 @@ from controlplane.entries import (
     forwarding_entries,
     group_entries,
 )
-from controlplane.parsing import ParsedJob
 from controlplane.planning import check_policy, group_plan, switch_schedule
 from controlplane.registry import GroupIds
 from echelon import policies as core_policies
 from echelon import quantize as core_quantize
+from echelon.jobs import Description
 from echelon.schedule import EchelonLevels
 from echelon.topology import Topology, TopologyNetwork
 from p4client.p4info import P4Info, TableEntry
@@ -31,7 +31,7 @@ from p4client.p4info import P4Info, TableEntry
 
 def plan_groups(
     policy: str,
-    jobs: Sequence[tuple[ParsedJob, Sequence[GroupIds]]],
+    jobs: Sequence[tuple[Description, Sequence[GroupIds]]],
     network: TopologyNetwork,
 ) -> list[GroupPlan]:
     """One :class:`GroupPlan` per registered (job, group) under ``policy``, from scratch."""

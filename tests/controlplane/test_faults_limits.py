@@ -144,22 +144,22 @@ def test_parsing_does_not_hold_the_lock(client: tuple[TestClient, Controller]) -
     seen: list[bool] = []
     import controlplane.controller as controller_mod
 
-    real = controller_mod.parse_job
+    real = controller_mod.load_description
 
-    def spying(desc: object, topo: object) -> object:
+    def spying(desc: object, hosts: object, **kw: object) -> object:
         free = ctl.lock.acquire(blocking=False)
         if free:
             ctl.lock.release()
         seen.append(free)
-        return real(desc, topo)  # type: ignore[arg-type]
+        return real(desc, hosts, **kw)  # type: ignore[arg-type]
 
-    controller_mod.parse_job = spying  # type: ignore[assignment]
+    controller_mod.load_description = spying  # type: ignore[assignment]
     try:
         holder = threading.Thread(target=lambda: tc.post("/jobs", json=gpipe("g1", 8)))
         holder.start()
         holder.join(30)
     finally:
-        controller_mod.parse_job = real
+        controller_mod.load_description = real
     assert seen and seen[0] is True
     assert [j["job"] for j in ctl.jobs()] == ["small", "g1"]
 

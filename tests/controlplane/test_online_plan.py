@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controlplane.parsing import parse_job
 from controlplane.planning import plan_instances
 from controlplane.registry import GroupIds
+from echelon.jobs import load_description
 from echelon.policies import get_policy
 from echelon.quantize import flow_levels
 from echelon.topology import TopologyNetwork, load
@@ -35,7 +35,7 @@ def test_online_levels_equal_the_simulators(tmp_path: Path, seed: int) -> None:
     for k, path in enumerate(EXAMPLES):
         desc = yaml.safe_load(path.read_text())
         desc["job"] = f"{path.stem}{k}"
-        jobs.append(parse_job(desc, topo))
+        jobs.append(load_description(desc, topo.hosts))
     rng = random.Random(seed)
     compared = 0
     for _ in range(10):

@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 from controlplane.entries import GroupPlan
-from controlplane.parsing import ParsedJob, parse_job
 from controlplane.planning import POLICIES, Planner
 from controlplane.registry import GroupIds
 from echelon.errors import SpecError
+from echelon.jobs import Description, load_description
 from echelon.policies.table import build_table
 from echelon.topology import Topology, TopologyNetwork, load
 from tests.controlplane.helpers import ROOT, write_topo
@@ -62,10 +62,10 @@ def random_spec(rng: random.Random, name: str) -> dict[str, Any]:
     return {"job": name, "echelonflows": groups}
 
 
-def example_job(rng: random.Random, name: str, topo: Topology) -> ParsedJob:
+def example_job(rng: random.Random, name: str, topo: Topology) -> Description:
     desc = yaml.safe_load(rng.choice(EXAMPLES).read_text())
     desc["job"] = name
-    return parse_job(desc, topo)
+    return load_description(desc, topo.hosts)
 
 
 def by_key(plans: list[GroupPlan]) -> dict[tuple[str, str], GroupPlan]:
@@ -82,7 +82,7 @@ def test_incremental_equals_full_replan(tmp_path: Path, policy: str, seed: int) 
     net = TopologyNetwork(topo)
     rng = random.Random(seed)
     planner = Planner(policy, net)
-    jobs: list[tuple[ParsedJob, tuple[GroupIds, ...]]] = []
+    jobs: list[tuple[Description, tuple[GroupIds, ...]]] = []
     next_id = 1
     changes_seen = 0
     for step in range(60):
@@ -96,7 +96,7 @@ def test_incremental_equals_full_replan(tmp_path: Path, policy: str, seed: int) 
             parsed = (
                 example_job(rng, name, topo)
                 if rng.random() < 0.3
-                else parse_job(random_spec(rng, name), topo)
+                else load_description(random_spec(rng, name), topo.hosts)
             )
             ids = []
             for g in parsed.groups:
@@ -144,13 +144,13 @@ def test_policy_switch_snapshot_and_refusals(tmp_path: Path) -> None:
     planner = Planner("echelon", net)
     jobs = []
     for k in range(20):
-        parsed = parse_job(random_spec(rng, f"j{k}"), topo)
+        parsed = load_description(random_spec(rng, f"j{k}"), topo.hosts)
         ids = tuple(GroupIds(g, 10 * k + i + 1, 10 * k + i) for i, g in enumerate(parsed.groups))
         planner.add(parsed, ids)
         jobs.append((parsed, ids))
     token = planner.snapshot()
     kept = planner.plans()
-    extra = parse_job(random_spec(rng, "extra"), topo)
+    extra = load_description(random_spec(rng, "extra"), topo.hosts)
     planner.add(extra, [GroupIds(g, 900 + i, 900 + i) for i, g in enumerate(extra.groups)])
     assert planner.plans() != kept
     planner.restore(token)

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from controlplane.parsing import parse_job
 from controlplane.planning import POLICIES as INSTALLABLE
 from controlplane.planning import Planner, check_policy
 from controlplane.registry import GroupIds
 from echelon.errors import SpecError
+from echelon.jobs import load_description
 from echelon.policies import POLICIES as EVALUATED
 from echelon.topology import TopologyNetwork, load
 from tests.controlplane.helpers import spec, write_topo
@@ -46,7 +46,7 @@ def test_every_evaluated_policy_installs_or_is_refused(tmp_path: Path, policy: s
         return
     assert policy in INSTALLABLE
     planner = Planner(policy, TopologyNetwork(topo))
-    job = parse_job(_staggered("j", 3), topo)
+    job = load_description(_staggered("j", 3), topo.hosts)
     planner.add(job, [GroupIds(g, i + 1, i + 1) for i, g in enumerate(job.groups)])
     plans = planner.plans()
     levels = {p.priority for p in plans} | {r.priority for p in plans for r in p.ranges}
