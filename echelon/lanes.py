@@ -1,24 +1,15 @@
-"""The closed loop's rules: per-host lanes of compute tasks, a local barrier, releases.
-
-Two drivers play these rules, each with its own clock: the host agents on the wall
-clock (:mod:`hostagent.closedloop`) and the packet-level model in simulated time
-(:mod:`sim.packet`, built to be compared with the emulation). They share this one
-implementation so that the model plays exactly what the agents play; it lives in
-the core because neither may import the other.
+"""The closed loop's rules, played by the host agents on the wall clock
+(:mod:`hostagent.closedloop`) and by the packet-level model in simulated time
+(:mod:`sim.packet`): one implementation, so the model plays what the agents play.
 
 Each ``(job, host)`` taking part in a job is one *lane*: it runs that job's tasks
 on that host one at a time, in plan order, iteration after iteration. A task
 starts when the lane is free, its ``after_tasks`` have ended and its
-``after_flows`` have fully arrived; it runs for its ``duration``, and its end
-releases the flows it produces (the driver's business: :class:`Ended`). A lane
-enters iteration ``i + 1`` when it has finished its own iteration-``i`` tasks (a
-*local* barrier, not the fluid engine's global one); entering releases the flows
-of that iteration the host sends that no task produces (a parameter server's
-pull, :class:`Entered`). Every lane enters its first iteration at time 0.
-
-Times are the instants the conditions held (arrival stamps, the previous task's
-end), not when the driver looked, so a driver that looks late (a sleeping
-sender) still gets the times a prompt one would.
+``after_flows`` have fully arrived; its end releases the flows it produces. A
+lane enters iteration ``i + 1`` when it has finished its own iteration-``i`` tasks
+(a *local* barrier, not the fluid engine's global one); entering releases the
+flows of that iteration the host sends that no task produces (a parameter
+server's pull). Every lane enters its first iteration at time 0.
 """
 
 from __future__ import annotations
@@ -31,8 +22,8 @@ from typing import Generic, Protocol, TypeVar
 
 
 class LoopTask(Protocol):
-    """What the rules read of a task (:class:`echelon.model.ComputeTask` and the host
-    agent's :class:`hostagent.scenario.TaskSpec` both are one)."""
+    """What the rules read of a task (:class:`echelon.model.ComputeTask`, the host
+    agent's :class:`hostagent.scenario.TaskSpec`)."""
 
     @property
     def id(self) -> str: ...
@@ -56,7 +47,7 @@ class Lane(Generic[T, F]):
     host: str
     iterations: list[int]  # the iterations it walks, in order
     tasks: dict[int, deque[T]]  # per iteration, in plan order
-    fresh: dict[int, list[F]]  # per iteration: flows released on entry
+    fresh: dict[int, list[F]]  # per iteration: the flows released on entering it
     current: int = -1  # position in ``iterations``; -1 before the first
     free_at: float = 0.0  # when its last task ended
     running: tuple[T, float, float] | None = None  # (task, start, end)
@@ -67,22 +58,19 @@ class Lane(Generic[T, F]):
 
 
 @dataclass(frozen=True)
-class Entered(Generic[F]):
-    """A lane entered ``iteration`` at ``at``: release ``flows`` then."""
+class Entered(Generic[T, F]):
+    """``lane`` entered ``iteration`` at ``at``: release ``lane.fresh[iteration]`` then."""
 
-    job: str
-    host: str
+    lane: Lane[T, F]
     iteration: int
     at: float
-    flows: list[F]
 
 
 @dataclass(frozen=True)
-class Started(Generic[T]):
-    """A lane's ``task`` (of ``iteration``) runs from ``start`` to ``end``."""
+class Started(Generic[T, F]):
+    """``lane`` runs ``task`` (of ``iteration``) from ``start`` to ``end``."""
 
-    job: str
-    host: str
+    lane: Lane[T, F]
     iteration: int
     task: T
     start: float
@@ -90,18 +78,18 @@ class Started(Generic[T]):
 
 
 @dataclass(frozen=True)
-class Ended(Generic[T]):
-    """A lane's ``task`` ended: release what it produces at ``end``."""
+class Ended(Generic[T, F]):
+    """``lane``'s ``task`` (of ``iteration``) ran from ``start`` to ``end``: release what
+    it produces at ``end``."""
 
-    job: str
-    host: str
+    lane: Lane[T, F]
     iteration: int
     task: T
     start: float
     end: float
 
 
-Step = Entered[F] | Started[T] | Ended[T]
+Step = Entered[T, F] | Started[T, F] | Ended[T, F]
 
 
 class Lanes(Generic[T, F]):
@@ -121,55 +109,46 @@ class Lanes(Generic[T, F]):
             )
         return self.lanes[(job, host)]
 
-    def finished(self) -> bool:
-        """Every lane walked all its iterations."""
-        return all(ln.done() for ln in self.lanes.values())
-
-    def advance(self, now: float, end_by: float = -math.inf) -> list[Step[F, T]]:
+    def advance(self, now: float, end_by: float = -math.inf) -> list[Step[T, F]]:
         """Run every lane as far as it can go at ``now``; what happened, in order.
 
-        A running task ends here if it ends by ``end_by`` (the wall-clock driver: its
-        ``now``); otherwise only through :meth:`end` (the event-driven driver)."""
-        steps: list[Step[F, T]] = []
+        A running task ends here if it ends by ``end_by`` (the wall-clock driver passes
+        its ``now``), else only through :meth:`end` (the event-driven driver). Times are
+        the instants the conditions held, not ``now``: a driver that looks late gets
+        the times a prompt one would."""
+        steps: list[Step[T, F]] = []
         for ln in self.lanes.values():
             while not ln.done():
                 if ln.running is not None:
                     if ln.running[2] > end_by:
                         break
-                    steps.append(self._end(ln))
-                    continue
-                if ln.current < 0 or not ln.tasks[ln.iterations[ln.current]]:
+                    steps.append(self.end(ln))
+                elif ln.current < 0 or not ln.tasks[ln.iterations[ln.current]]:
                     ln.current += 1  # local barrier: this lane's iteration is over
-                    if ln.done():
-                        break
+                    if not ln.done():
+                        ln.entered[ln.iterations[ln.current]] = ln.free_at
+                        steps.append(Entered(ln, ln.iterations[ln.current], ln.free_at))
+                else:
                     i = ln.iterations[ln.current]
-                    ln.entered[i] = ln.free_at
-                    steps.append(Entered(ln.job, ln.host, i, ln.free_at, ln.fresh[i]))
-                    continue
-                i = ln.iterations[ln.current]
-                task = ln.tasks[i][0]
-                ready = self.ready_at(task)
-                if ready is None:
-                    break
-                ln.tasks[i].popleft()
-                start = max(ln.free_at, ready)
-                ln.running = (task, start, start + task.duration)
-                steps.append(Started(ln.job, ln.host, i, task, start, start + task.duration))
+                    ready = self.ready_at(ln.tasks[i][0])
+                    if ready is None:
+                        break
+                    task = ln.tasks[i].popleft()
+                    start = max(ln.free_at, ready)
+                    ln.running = (task, start, start + task.duration)
+                    steps.append(Started(ln, i, task, start, start + task.duration))
         return steps
 
-    def end(self, job: str, host: str) -> Ended[T]:
-        """End the running task of lane ``(job, host)`` (the event-driven driver, at its
-        end event); call :meth:`advance` next."""
-        return self._end(self.lanes[(job, host)])
-
-    def _end(self, ln: Lane[T, F]) -> Ended[T]:
+    def end(self, ln: Lane[T, F]) -> Ended[T, F]:
+        """End ``ln``'s running task (the event-driven driver: at its end event; call
+        :meth:`advance` next)."""
         if ln.running is None:
             raise RuntimeError(f"lane {ln.job}@{ln.host} runs no task")
         task, start, end = ln.running
         ln.running = None
         ln.free_at = end
         self.ended[task.id] = end
-        return Ended(ln.job, ln.host, ln.iterations[ln.current], task, start, end)
+        return Ended(ln, ln.iterations[ln.current], task, start, end)
 
     def ready_at(self, task: LoopTask) -> float | None:
         """When ``task``'s inputs were all there, or None while one is missing."""

@@ -13,19 +13,19 @@ runs on the flow's source host (:func:`hostagent.scenario.parse` rejects
 scenarios where this does not hold). The receiver thread reports completed
 flows; everything else is local.
 
-Each ``(host, job)`` is one *lane*: it runs that job's tasks on this host one
-at a time, in plan order, iteration after iteration (different jobs on one
-host are different processes, so their lanes run side by side -- as in the
-simulator, ``sim/core/engine.py``). A lane enters iteration ``i + 1`` when it has
-finished its own iteration-``i`` tasks (a *local* barrier); entering releases
-the flows of that iteration it sends that have no producer (a parameter
-server's pulls). These rules are :mod:`echelon.lanes`, which the packet-level
-model (:mod:`sim.packet`) plays too; this module is their wall-clock driver.
-The simulator instead starts iteration ``i + 1`` of a job on
-every host when the whole iteration ``i`` has ended (a global barrier). For
-the demo's jobs the two coincide: the host that ends an iteration last (the
-PS after its update, pipeline stage 0 after its last backward step) is the one
-that starts the next, and the other hosts' first tasks wait for its flows.
+The rules are :mod:`echelon.lanes` (the packet-level model, :mod:`sim.packet`,
+plays them too); this module is their wall-clock driver. Each ``(host, job)`` is
+one *lane*: it runs that job's tasks on this host one at a time, in plan order,
+iteration after iteration (different jobs on one host are different processes,
+so their lanes run side by side -- as in the simulator, ``sim/core/engine.py``).
+A lane enters iteration ``i + 1`` when it has finished its own iteration-``i``
+tasks (a *local* barrier); entering releases the flows of that iteration it
+sends that have no producer (a parameter server's pulls). The simulator instead
+starts iteration ``i + 1`` of a job on every host when the whole iteration ``i``
+has ended (a global barrier). For the demo's jobs the two coincide: the host
+that ends an iteration last (the PS after its update, pipeline stage 0 after
+its last backward step) is the one that starts the next, and the other hosts'
+first tasks wait for its flows.
 
 Times are seconds relative to the scenario's ``start_at``. A task's start is
 computed from the instants its conditions held (kernel arrival stamps, the
@@ -141,7 +141,7 @@ class ClosedLoop:
         self._inbox.put(item)  # handled by the next due()
 
     def finished(self) -> bool:
-        return not self._release and self.loop.finished()
+        return not self._release and all(ln.done() for ln in self.loop.lanes.values())
 
     def iteration_starts(self) -> dict[str, dict[int, float]]:
         """``{job: {iteration: instant}}`` at which this host released the
@@ -166,7 +166,7 @@ class ClosedLoop:
         """Run every lane as far as it can go by ``now``; queue what it releases."""
         for step in self.loop.advance(now, end_by=now):
             if isinstance(step, Entered):
-                self._release += [(step.at, uid) for uid in step.flows]
+                self._release += [(step.at, uid) for uid in step.lane.fresh[step.iteration]]
             elif isinstance(step, Ended):
                 task = step.task
                 self.records[task.id] = {"job": task.job, "iteration": task.iteration,

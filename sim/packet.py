@@ -37,14 +37,16 @@ What it models, and how that maps to the emulation:
   between coalesce into it; it asks the policy at that instant over the groups
   in flight, counting every flow whole (what progress reports give), and
   quantises to ``levels`` switch levels (:func:`echelon.quantize.flow_levels`).
-* **Compute, closed loop, as the host agents play it** (:mod:`hostagent.closedloop`):
-  the very rules the agents run, :mod:`echelon.lanes` -- each (job, host) a *lane*
-  running its tasks one at a time in plan order, each starting when its
-  ``after_tasks`` ended and its ``after_flows`` arrived, a task's end releasing the
-  flows it produces, a *local* barrier between iterations (not the fluid engine's
-  global one) whose entry releases the flows no task produces. Here a task's end is
-  an event in simulated time. ``iterations`` (config) says how many; every lane
-  enters iteration 0 at time 0.
+* **Compute, closed loop, as the host agents play it** (:mod:`hostagent.closedloop`),
+  with their code, :mod:`echelon.lanes`, a task's end an event in simulated time.
+  Each (job, host) taking part in a job is a *lane*: it runs its tasks one at a
+  time in plan order, iteration after iteration, each starting when its
+  ``after_tasks`` ended and its ``after_flows`` arrived; a task's end releases the
+  flows it produces. A lane enters iteration ``i + 1`` when its own iteration-``i``
+  tasks are done (a *local* barrier, not the fluid engine's global one) and then
+  releases the flows of ``i + 1`` it sends that have no producer (a parameter
+  server's pull). ``iterations`` (config) says how many; every lane enters
+  iteration 0 at time 0.
 * **What the controller knows of an iteration** (:mod:`controlplane.progress`):
   a group instance is in flight from its first released flow until its last flow
   arrived; only the newest instance of a (job, group) is planned; a job's
@@ -70,7 +72,7 @@ from typing import cast
 
 from echelon.errors import SpecError
 from echelon.jobs import opening_groups
-from echelon.lanes import Ended, Lanes, Started, Step
+from echelon.lanes import Ended, Lane, Lanes, Started, Step
 from echelon.model import ComputeTask, EchelonFlow, FlowKey, IterationPlan
 from echelon.policies import get_policy
 from echelon.quantize import flow_levels
@@ -188,6 +190,14 @@ class PacketModel:
         for job in jobs:
             for it in range(cfg.iterations):
                 self._add(job.plan(it, 0.0), it)
+        tasks = [t for ln in self.loop.lanes.values() for q in ln.tasks.values() for t in q]
+        for t in tasks:  # an unknown input would stall its lane without a word
+            for dep in t.after_tasks:
+                if dep not in self.produces:
+                    raise SpecError(f"tasks.{t.id}.after_tasks", f"unknown task {dep!r}")
+            for key in t.after_flows:
+                if key not in self.by_key:
+                    raise SpecError(f"tasks.{t.id}.after_flows", f"unknown flow {key}")
 
     # ------------------------------------------------------------ set-up
 
@@ -246,7 +256,7 @@ class PacketModel:
                 link, fid, hop, size = cast(tuple[str, int, int, int], what)
                 self._sent(link, fid, hop, size)
             elif kind == "task":
-                self._task_end(cast(tuple[str, str], what))
+                self._task_end(cast(Lane[ComputeTask, int], what))
             else:
                 self._replan_pending = False
                 self._replan()
@@ -340,25 +350,25 @@ class PacketModel:
             self._group_event()
         self._advance_lanes()
 
-    def _task_end(self, lane: tuple[str, str]) -> None:
-        self._play(self.loop.end(*lane))
+    def _task_end(self, lane: Lane[ComputeTask, int]) -> None:
+        self._play(self.loop.end(lane))
         self._advance_lanes()
 
     def _advance_lanes(self) -> None:
         for step in self.loop.advance(self.now):
             self._play(step)
 
-    def _play(self, step: Step[int, ComputeTask]) -> None:
+    def _play(self, step: Step[ComputeTask, int]) -> None:
         """Do what a step of the closed loop says, at ``self.now`` (its instant)."""
-        key = (step.job, step.iteration)
+        key = (step.lane.job, step.iteration)
         if isinstance(step, Ended):
             self.iteration_end[key] = max(self.iteration_end.get(key, -math.inf), self.now)
             self._release(self.produces[step.task.id])
             return
         if isinstance(step, Started):
-            self._push(step.end, "task", (step.job, step.host))
-        elif step.flows:
-            self._release(step.flows)
+            self._push(step.end, "task", step.lane)
+        elif step.lane.fresh[step.iteration]:
+            self._release(step.lane.fresh[step.iteration])
         else:
             return  # entered with nothing to release: not yet a start of the iteration
         self.iteration_start[key] = min(self.iteration_start.get(key, math.inf), self.now)
