@@ -13,17 +13,19 @@ runs on the flow's source host (:func:`hostagent.scenario.parse` rejects
 scenarios where this does not hold). The receiver thread reports completed
 flows; everything else is local.
 
-Each ``(host, job)`` is one *lane*: it runs that job's tasks on this host one
-at a time, in plan order, iteration after iteration (different jobs on one
-host are different processes, so their lanes run side by side -- as in the
-simulator, ``sim/core/engine.py``). A lane enters iteration ``i + 1`` when it has
-finished its own iteration-``i`` tasks (a *local* barrier); entering releases
-the flows of that iteration it sends that have no producer (a parameter
-server's pulls). The simulator instead starts iteration ``i + 1`` of a job on
-every host when the whole iteration ``i`` has ended (a global barrier). For
-the demo's jobs the two coincide: the host that ends an iteration last (the
-PS after its update, pipeline stage 0 after its last backward step) is the one
-that starts the next, and the other hosts' first tasks wait for its flows.
+The rules are :mod:`echelon.lanes` (the packet-level model, :mod:`sim.packet`,
+plays them too); this module is their wall-clock driver. Each ``(host, job)`` is
+one *lane*: it runs that job's tasks on this host one at a time, in plan order,
+iteration after iteration (different jobs on one host are different processes,
+so their lanes run side by side -- as in the simulator, ``sim/core/engine.py``).
+A lane enters iteration ``i + 1`` when it has finished its own iteration-``i``
+tasks (a *local* barrier); entering releases the flows of that iteration it
+sends that have no producer (a parameter server's pulls). The simulator instead
+starts iteration ``i + 1`` of a job on every host when the whole iteration ``i``
+has ended (a global barrier). For the demo's jobs the two coincide: the host
+that ends an iteration last (the PS after its update, pipeline stage 0 after
+its last backward step) is the one that starts the next, and the other hosts'
+first tasks wait for its flows.
 
 Times are seconds relative to the scenario's ``start_at``. A task's start is
 computed from the instants its conditions held (kernel arrival stamps, the
@@ -36,10 +38,9 @@ from __future__ import annotations
 
 import queue
 import time
-from collections import deque
-from dataclasses import dataclass, field
 from typing import Protocol
 
+from echelon.lanes import Ended, Entered, Lanes
 from hostagent.scenario import Scenario, TaskSpec
 
 #: Longest the sender sleeps while waiting for something to release (re-checks stop_at).
@@ -82,17 +83,6 @@ class OpenLoop:
         return not self.pending
 
 
-@dataclass
-class _Lane:
-    job: str
-    iterations: list[int]
-    tasks: dict[int, deque[TaskSpec]]
-    current: int = -1  # position in ``iterations``; -1 before the first
-    free_at: float = 0.0
-    running: tuple[TaskSpec, float, float] | None = None
-    entered: dict[int, float] = field(default_factory=dict)
-
-
 class ClosedLoop:
     """One host's lanes: runs its tasks as their inputs arrive, releases what they produce.
 
@@ -102,28 +92,28 @@ class ClosedLoop:
 
     def __init__(self, sc: Scenario, host: str) -> None:
         self.host = host
-        self.arrived: dict[str, float] = {}
-        self.ended: dict[str, float] = {}
+        #: this host's lanes; a flow released is its uid
+        self.loop: Lanes[TaskSpec, str] = Lanes()
         #: ``{task id: {job, iteration, start, end}}``: what the report needs.
         self.records: dict[str, dict[str, float | int | str]] = {}
         self._inbox: queue.Queue[tuple[str, float]] = queue.Queue()
         self._release: list[tuple[float, str]] = []  # (release instant, uid), not yet due
-        # Flows this host sends with no producer task, by (job, iteration).
+        # Flows this host sends with no producer task.
         produced = {uid for t in sc.tasks for uid in t.produces}
-        self._unproduced: dict[tuple[str, int], list[str]] = {}
-        for e, f in sc.flows_from(host):
-            if e.uid(f) not in produced:
-                self._unproduced.setdefault((e.job, e.iteration), []).append(e.uid(f))
+        unproduced = [(e, e.uid(f)) for e, f in sc.flows_from(host) if e.uid(f) not in produced]
         jobs = {e.job for e in sc.echelons} | {t.job for t in sc.tasks if t.host == host}
-        self.lanes: list[_Lane] = []
         for job in sorted(jobs):
             its = sorted({e.iteration for e in sc.echelons if e.job == job}
                          | {t.iteration for t in sc.tasks if t.job == job})  # fmt: skip
             mine = [t for t in sc.tasks if t.job == job and t.host == host]
-            if not mine and not any(k[0] == job for k in self._unproduced):
+            fresh = [(e.iteration, uid) for e, uid in unproduced if e.job == job]
+            if not mine and not fresh:
                 continue  # this host plays no part in the job
-            lane = _Lane(job, its, {i: deque(t for t in mine if t.iteration == i) for i in its})
-            self.lanes.append(lane)
+            lane = self.loop.lane(job, host, its)
+            for t in mine:
+                lane.tasks[t.iteration].append(t)
+            for i, uid in fresh:
+                lane.fresh[i].append(uid)
         self._advance(0.0)
 
     # -- called by the receiver thread
@@ -141,7 +131,7 @@ class ClosedLoop:
 
     def wait(self, now: float, limit: float) -> None:
         wakes = [t for t, _ in self._release] + [
-            ln.running[2] for ln in self.lanes if ln.running is not None
+            ln.running[2] for ln in self.loop.lanes.values() if ln.running is not None
         ]
         until = min([limit, now + MAX_WAIT_S, *wakes])
         try:
@@ -151,15 +141,15 @@ class ClosedLoop:
         self._inbox.put(item)  # handled by the next due()
 
     def finished(self) -> bool:
-        return not self._release and all(self._lane_done(ln) for ln in self.lanes)
+        return not self._release and all(ln.done() for ln in self.loop.lanes.values())
 
     def iteration_starts(self) -> dict[str, dict[int, float]]:
         """``{job: {iteration: instant}}`` at which this host released the
         iteration's producer-less flows (its part of the iteration's start)."""
         out: dict[str, dict[int, float]] = {}
-        for ln in self.lanes:
+        for ln in self.loop.lanes.values():
             for i, t in ln.entered.items():
-                if (ln.job, i) in self._unproduced:
+                if ln.fresh[i]:
                     out.setdefault(ln.job, {})[i] = t
         return out
 
@@ -170,56 +160,18 @@ class ClosedLoop:
                 uid, t = self._inbox.get_nowait()
             except queue.Empty:
                 return
-            self.arrived.setdefault(uid, t)
-
-    @staticmethod
-    def _lane_done(ln: _Lane) -> bool:
-        return ln.current >= len(ln.iterations)
+            self.loop.arrived.setdefault(uid, t)
 
     def _advance(self, now: float) -> None:
-        """Run every lane as far as it can go by ``now``."""
-        for ln in self.lanes:
-            while not self._lane_done(ln):
-                if ln.running is not None:
-                    task, start, end = ln.running
-                    if end > now:
-                        break
-                    ln.running = None
-                    ln.free_at = end
-                    self.ended[task.id] = end
-                    self.records[task.id] = {"job": task.job, "iteration": task.iteration,
-                                             "start": start, "end": end}  # fmt: skip
-                    self._release += [(end, uid) for uid in task.produces]
-                    continue
-                if ln.current < 0 or not ln.tasks[ln.iterations[ln.current]]:
-                    ln.current += 1  # local barrier: this lane's iteration is over
-                    if self._lane_done(ln):
-                        break
-                    i = ln.iterations[ln.current]
-                    ln.entered[i] = ln.free_at
-                    fresh = self._unproduced.get((ln.job, i), [])
-                    self._release += [(ln.free_at, uid) for uid in fresh]
-                    continue
-                task = ln.tasks[ln.iterations[ln.current]][0]
-                ready = self._ready_at(task)
-                if ready is None:
-                    break
-                ln.tasks[ln.iterations[ln.current]].popleft()
-                start = max(ln.free_at, ready)
-                ln.running = (task, start, start + task.duration)
-
-    def _ready_at(self, task: TaskSpec) -> float | None:
-        """When ``task``'s inputs were all there, or None while one is missing."""
-        times = [0.0]
-        for uid in task.after_flows:
-            if uid not in self.arrived:
-                return None
-            times.append(self.arrived[uid])
-        for tid in task.after_tasks:
-            if tid not in self.ended:
-                return None
-            times.append(self.ended[tid])
-        return max(times)
+        """Run every lane as far as it can go by ``now``; queue what it releases."""
+        for step in self.loop.advance(now, end_by=now):
+            if isinstance(step, Entered):
+                self._release += [(step.at, uid) for uid in step.lane.fresh[step.iteration]]
+            elif isinstance(step, Ended):
+                task = step.task
+                self.records[task.id] = {"job": task.job, "iteration": task.iteration,
+                                         "start": step.start, "end": step.end}  # fmt: skip
+                self._release += [(step.end, uid) for uid in task.produces]
 
 
 def releaser(sc: Scenario, host: str) -> OpenLoop | ClosedLoop:

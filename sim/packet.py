@@ -37,7 +37,8 @@ What it models, and how that maps to the emulation:
   between coalesce into it; it asks the policy at that instant over the groups
   in flight, counting every flow whole (what progress reports give), and
   quantises to ``levels`` switch levels (:func:`echelon.quantize.flow_levels`).
-* **Compute, closed loop, as the host agents play it** (:mod:`hostagent.closedloop`).
+* **Compute, closed loop, as the host agents play it** (:mod:`hostagent.closedloop`),
+  with their code, :mod:`echelon.lanes`, a task's end an event in simulated time.
   Each (job, host) taking part in a job is a *lane*: it runs its tasks one at a
   time in plan order, iteration after iteration, each starting when its
   ``after_tasks`` ended and its ``after_flows`` arrived; a task's end releases the
@@ -71,7 +72,8 @@ from typing import cast
 
 from echelon.errors import SpecError
 from echelon.jobs import opening_groups
-from echelon.model import EchelonFlow, FlowKey, IterationPlan
+from echelon.lanes import Ended, Lane, Lanes, Started, Step
+from echelon.model import ComputeTask, EchelonFlow, FlowKey, IterationPlan
 from echelon.policies import get_policy
 from echelon.quantize import flow_levels
 from echelon.schedule import Network
@@ -136,28 +138,6 @@ class _Link:
 
 
 @dataclass
-class _Task:
-    lane: tuple[str, str]  # (job, host): one task at a time
-    iteration: int
-    duration: float
-    after_tasks: tuple[str, ...]
-    after_flows: tuple[FlowKey, ...]
-    produces: list[int] = field(default_factory=list)
-    done: bool = False
-
-
-@dataclass
-class _Lane:
-    """One (job, host): its tasks per iteration, run one at a time (local barrier)."""
-
-    tasks: list[deque[str]]  # per iteration, in plan order
-    #: flows this host sends with no producer task, per iteration: released on entry
-    fresh: list[list[int]]
-    current: int = -1  # the iteration this lane is in; -1 before the start
-    running: bool = False
-
-
-@dataclass
 class _Group:
     """One instance (job, iteration, group) and what the controller knows of it."""
 
@@ -201,13 +181,23 @@ class PacketModel:
         self.iteration_start: dict[tuple[str, int], float] = {}
         self.iteration_end: dict[tuple[str, int], float] = {}
         self.level: dict[Slot, int] = dict(cfg.initial_levels)
-        self.tasks: dict[str, _Task] = {}
-        self.lanes: dict[tuple[str, str], _Lane] = {}
+        #: the closed loop; a flow released is its index in ``flows``
+        self.loop: Lanes[ComputeTask, int] = Lanes()
+        #: task id -> the flows its end releases
+        self.produces: dict[str, list[int]] = {}
         self._last_replan = -math.inf
         self._replan_pending = False
         for job in jobs:
             for it in range(cfg.iterations):
                 self._add(job.plan(it, 0.0), it)
+        tasks = [t for ln in self.loop.lanes.values() for q in ln.tasks.values() for t in q]
+        for t in tasks:  # an unknown input would stall its lane without a word
+            for dep in t.after_tasks:
+                if dep not in self.produces:
+                    raise SpecError(f"tasks.{t.id}.after_tasks", f"unknown task {dep!r}")
+            for key in t.after_flows:
+                if key not in self.by_key:
+                    raise SpecError(f"tasks.{t.id}.after_flows", f"unknown flow {key}")
 
     # ------------------------------------------------------------ set-up
 
@@ -237,27 +227,20 @@ class PacketModel:
             self.groups.append(_Group(ef, it, ids, ef.group in opening))
             self.instances.setdefault((plan.job, it), []).append(len(self.groups) - 1)
         produced: set[FlowKey] = set(plan.producer)
+        iterations = range(self.cfg.iterations)
         for t in plan.tasks:
-            if t.id in self.tasks:
+            if t.id in self.produces:
                 raise SpecError(f"tasks.{t.id}", "task ids must differ between iterations")
-            self.tasks[t.id] = _Task(
-                (plan.job, t.host), it, t.duration, t.after_tasks, t.after_flows
-            )
-            self._lane(plan.job, t.host).tasks[it].append(t.id)
+            self.produces[t.id] = []
+            self.loop.lane(plan.job, t.host, iterations).tasks[it].append(t)
         for key, task in plan.producer.items():
-            if task not in self.tasks:
+            if task not in self.produces:
                 raise SpecError(f"producer.{key[0]}#{key[1]}", f"unknown task {task!r}")
-            self.tasks[task].produces.append(self.by_key[key])
+            self.produces[task].append(self.by_key[key])
         for ef in plan.echelons:
             for f, fid in zip(ef.flows, ids_of[ef.name], strict=True):
                 if (ef.name, f.index) not in produced:
-                    self._lane(plan.job, f.src).fresh[it].append(fid)
-
-    def _lane(self, job: str, host: str) -> _Lane:
-        n = self.cfg.iterations
-        return self.lanes.setdefault(
-            (job, host), _Lane([deque() for _ in range(n)], [[] for _ in range(n)])
-        )
+                    self.loop.lane(plan.job, f.src, iterations).fresh[it].append(fid)
 
     # ------------------------------------------------------------ the loop
 
@@ -273,7 +256,7 @@ class PacketModel:
                 link, fid, hop, size = cast(tuple[str, int, int, int], what)
                 self._sent(link, fid, hop, size)
             elif kind == "task":
-                self._task_end(str(what))
+                self._task_end(cast(Lane[ComputeTask, int], what))
             else:
                 self._replan_pending = False
                 self._replan()
@@ -360,43 +343,34 @@ class PacketModel:
     def _arrived(self, fid: int) -> None:
         f = self.flows[fid]
         f.finish = self.now
+        self.loop.arrived[f.key] = self.now
         g = self.groups[f.group]
         if all(not math.isnan(self.flows[i].finish) for i in g.flows):
             g.finished = True
             self._group_event()
         self._advance_lanes()
 
-    def _task_end(self, tid: str) -> None:
-        task = self.tasks[tid]
-        task.done = True
-        self.lanes[task.lane].running = False
-        key = (task.lane[0], task.iteration)
-        self.iteration_end[key] = max(self.iteration_end.get(key, -math.inf), self.now)
-        self._release(task.produces)
+    def _task_end(self, lane: Lane[ComputeTask, int]) -> None:
+        self._play(self.loop.end(lane))
         self._advance_lanes()
 
     def _advance_lanes(self) -> None:
-        for lane in self.lanes.values():
-            while not lane.running and lane.current < self.cfg.iterations:
-                if lane.current < 0 or not lane.tasks[lane.current]:
-                    lane.current += 1  # local barrier: this lane's iteration is over
-                    if lane.current < self.cfg.iterations and lane.fresh[lane.current]:
-                        self._began(self.flows[lane.fresh[lane.current][0]].slot[0], lane.current)
-                        self._release(lane.fresh[lane.current])
-                    continue
-                task = self.tasks[lane.tasks[lane.current][0]]
-                if not all(self.tasks[t].done for t in task.after_tasks):
-                    break
-                if not all(
-                    not math.isnan(self.flows[self.by_key[k]].finish) for k in task.after_flows
-                ):
-                    break
-                lane.running = True
-                self._began(task.lane[0], lane.current)
-                self._push(self.now + task.duration, "task", lane.tasks[lane.current].popleft())
+        for step in self.loop.advance(self.now):
+            self._play(step)
 
-    def _began(self, job: str, iteration: int) -> None:
-        key = (job, iteration)
+    def _play(self, step: Step[ComputeTask, int]) -> None:
+        """Do what a step of the closed loop says, at ``self.now`` (its instant)."""
+        key = (step.lane.job, step.iteration)
+        if isinstance(step, Ended):
+            self.iteration_end[key] = max(self.iteration_end.get(key, -math.inf), self.now)
+            self._release(self.produces[step.task.id])
+            return
+        if isinstance(step, Started):
+            self._push(step.end, "task", step.lane)
+        elif step.lane.fresh[step.iteration]:
+            self._release(step.lane.fresh[step.iteration])
+        else:
+            return  # entered with nothing to release: not yet a start of the iteration
         self.iteration_start[key] = min(self.iteration_start.get(key, math.inf), self.now)
 
     # ------------------------------------------------------------ the controller

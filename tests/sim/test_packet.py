@@ -110,6 +110,21 @@ def test_compute_tasks_chain_flows() -> None:
     assert got[("j/0/out", 0)] == pytest.approx(1.5 + 0.5 + 0.25 + 2.0)
 
 
+@pytest.mark.parametrize(
+    ("task", "field"),
+    [
+        (ComputeTask("t", "h3", 0.5, after_flows=(("j/0/nope", 0),)), "tasks.t.after_flows"),
+        (ComputeTask("t", "h3", 0.5, after_tasks=("nope",)), "tasks.t.after_tasks"),
+    ],
+)
+def test_a_task_waiting_for_an_unknown_input_names_it(task: ComputeTask, field: str) -> None:
+    ef = EchelonFlow("j/0/in", "j", "in", (Flow(0, "h1", "h3", PKT, 0.0),), 0.0)
+    plan = IterationPlan("j", 0, (ef,), (task,), {})
+    with pytest.raises(SpecError) as e:
+        PacketModel([Job(plan)], StarNet({"h1>s": 1.0, "s>h3": 1.0}), cfg(online=False))
+    assert e.value.field == field and "nope" in str(e.value)
+
+
 def test_bad_config_names_the_field() -> None:
     with pytest.raises(SpecError, match="levels"):
         PacketConfig(levels=1)
