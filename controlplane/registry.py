@@ -303,13 +303,24 @@ class Registry:
             self._db.execute("ROLLBACK")
 
     def rollback(self) -> None:
+        """End the transaction without its changes. Quiet: after some failures (a full
+        disk, an I/O error) SQLite has already rolled back, and a second error from
+        ``ROLLBACK`` must not replace the one that made the caller roll back."""
         try:
-            self._db.execute("ROLLBACK")
+            self._rollback_quietly()
         finally:
-            self._used = None
             self._lock.release()
 
     # ------------------------------------------------------------ writes (inside begin)
+
+    @contextlib.contextmanager
+    def _failing_as_unavailable(self, what: str) -> Iterator[None]:
+        """A read or write that fails (the file was replaced or damaged under us, the
+        disk is full) is a 503 naming the registry, not a 500."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise RegistryUnavailableError("registry", f"cannot {what}: {exc}") from None
 
     def add_job(self, job_id: str, spec: dict[str, Any], groups: list[str]) -> JobRecord:
         """Insert a job and allocate an echelon ID and class slot per group.
@@ -317,7 +328,7 @@ class Registry:
         Raises :class:`DuplicateJobError` or :class:`IdsExhaustedError`; the caller
         rolls the transaction back on any error.
         """
-        with self._lock:
+        with self._lock, self._failing_as_unavailable("write"):
             if self._db.execute("SELECT 1 FROM jobs WHERE job_id=?", (job_id,)).fetchone():
                 raise DuplicateJobError("job", f"job {job_id!r} is already registered")
             seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs").fetchone()[0]
@@ -368,7 +379,7 @@ class Registry:
         return out
 
     def remove_job(self, job_id: str) -> None:
-        with self._lock:
+        with self._lock, self._failing_as_unavailable("write"):
             ids = self._db.execute(
                 "SELECT echelon_id, class_id FROM groups WHERE job_id=?", (job_id,)
             ).fetchall()
@@ -384,7 +395,7 @@ class Registry:
                         self._hint[column] = min(self._hint[column], freed)
 
     def set_setting(self, key: str, value: str) -> None:
-        with self._lock:
+        with self._lock, self._failing_as_unavailable("write"):
             self._db.execute(
                 "INSERT INTO settings (key, value) VALUES (?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
@@ -393,16 +404,8 @@ class Registry:
 
     # ------------------------------------------------------------ reads
 
-    @contextlib.contextmanager
-    def _reading(self) -> Iterator[None]:
-        """A read that fails (the file was replaced under us) is a 503, not a 500."""
-        try:
-            yield
-        except sqlite3.Error as exc:
-            raise RegistryUnavailableError("registry", f"cannot read: {exc}") from None
-
     def get_setting(self, key: str, default: str) -> str:
-        with self._lock:
+        with self._lock, self._failing_as_unavailable("read"):
             row = self._db.execute("SELECT value FROM settings WHERE key=?", (key,)).fetchone()
         return str(row[0]) if row else default
 
@@ -420,7 +423,7 @@ class Registry:
 
     def _records(self, where: str, args: tuple[Any, ...], specs: bool) -> list[JobRecord]:
         """The jobs ``where`` selects (a clause on ``job_id``), in registration order."""
-        with self._lock, self._reading():
+        with self._lock, self._failing_as_unavailable("read"):
             cols = "job_id, seq, spec" if specs else "job_id, seq, '{}'"
             query = f"SELECT {cols} FROM jobs {where} ORDER BY seq"
             rows = self._db.execute(query, args).fetchall()

@@ -2,7 +2,7 @@
 
 Before: a truncated, corrupt or wrong-schema registry or an unopenable path gave a
 traceback and exit 1; damage while running went unnoticed; a topology that lost a
-host used by a job made the daemon refuse to start; a locked DB gave 500.
+host used by a job made the daemon refuse to start; a locked DB or a full disk gave 500.
 """
 
 from __future__ import annotations
@@ -117,6 +117,35 @@ def test_locked_registry_is_503_not_500(tmp_path: Path) -> None:
         assert TestClient(make_app(ctl)).post("/jobs", json=spec("a")).status_code == 201
     finally:
         other.close()
+        ctl.stop()
+        srv.stop()
+
+
+@pytest.mark.slow
+def test_full_disk_mid_registration_is_503_and_leaves_nothing(tmp_path: Path) -> None:
+    """A write that fails inside the transaction (SQLite's "database or disk is full",
+    which also rolls the transaction back itself) is a 503 naming the registry, not a
+    500: neither the write's error nor the ROLLBACK's that follows may escape."""
+    srv = InProcessSwitch()
+    topo = load(write_topo(tmp_path / "t.yaml", [srv.addr]))
+    reg = Registry(tmp_path / "r.db")
+    ctl = Controller(topo, P4Info.load(P4INFO), reg, DEVICE_CONFIG)
+    ctl.start()
+    try:
+        assert ctl.wait_in_sync(10.0)
+        api = TestClient(make_app(ctl))
+        assert api.post("/jobs", json=spec("a")).status_code == 201
+        pages = reg._db.execute("PRAGMA page_count").fetchone()[0]
+        reg._db.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full now
+        big = spec("b", groups=60)  # needs pages the file cannot grow by
+        r = api.post("/jobs", json=big)
+        assert r.status_code == 503, r.text
+        assert r.json()["field"] == "registry"
+        assert [j["job"] for j in api.get("/jobs").json()] == ["a"]
+        reg._db.execute("PRAGMA max_page_count = 1073741823")  # space again
+        assert api.post("/jobs", json=big).status_code == 201
+        assert api.delete("/jobs/a").status_code == 200
+    finally:
         ctl.stop()
         srv.stop()
 
