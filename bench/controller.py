@@ -34,6 +34,7 @@ import yaml
 from bench.harness import pct, run_cli, timed
 from controlplane.daemon import DEFAULT_P4INFO, DaemonProcess
 from controlplane.registry import SYNC_MODES
+from echelon.topology import one_switch
 from p4client.p4info import P4Info
 from p4client.p4rt import SwitchConnection
 from targets.process import free_port
@@ -58,17 +59,8 @@ class Bench:
         self.grpc = free_port()
         self.p4info = P4Info.load(DEFAULT_P4INFO)
         self.topo = tmp / "topo.yaml"
-        hosts = {f"h{i}": {"ip": f"10.0.0.{i}", "mac": f"00:00:0a:00:00:0{i}"} for i in range(1, 5)}
-        self.topo.write_text(
-            yaml.safe_dump(
-                {
-                    "name": "bench",
-                    "switches": {"s1": {"grpc": f"127.0.0.1:{self.grpc}", "thrift_port": 9}},
-                    "hosts": hosts,
-                    "links": [{"a": f"h{i}", "b": "s1", "b_port": i} for i in range(1, 5)],
-                }
-            )
-        )
+        topo = one_switch("bench", f"127.0.0.1:{self.grpc}", 9)  # nothing serves Thrift
+        self.topo.write_text(yaml.safe_dump(topo))
         self.switch: Target | None = None
         self.daemon = DaemonProcess(
             self.topo, tmp / "reg.db", tmp / "daemon.log", "--log-level", "warning", *daemon_args

@@ -44,7 +44,7 @@ from bench.controller import Bench
 from bench.harness import pct, run_cli
 from p4client.p4info import P4Info
 from p4client.p4rt import SwitchConnection
-from softswitch.grpc_limits import MAX_READ_ENTITIES
+from softswitch.grpc_limits import Limits
 from targets.process import free_port, wait_until
 from targets.switch import start_target
 
@@ -139,7 +139,7 @@ def run(jobs: int, probes: int) -> int:
             for i in range(jobs):
                 bench.register(f"bg{i}")
             entries = sum(bench.status()["switches"]["s1"]["entries"].values())
-            k = max(1, min(1000, MAX_READ_ENTITIES // max(1, entries)))
+            k = max(1, min(1000, Limits().max_read_entities // max(1, entries)))
             print(f"switch: {entries} table entries; big Read = {k} table wildcards")
             rss0 = mem_mb(pid)
             alone = probe(bench, "a", probes)
@@ -172,7 +172,7 @@ def run_packets(rate: float, duration: float) -> int:
     switch_cpu, traffic_cpus = cpus[-1], ",".join(str(c) for c in cpus[:-1])
     info = P4Info.load(ssb.P4INFO)
     entries = ssb.base_entries(info) + ssb.filler_entries(info)
-    k = max(1, min(1000, MAX_READ_ENTITIES // len(entries)))
+    k = max(1, min(1000, Limits().max_read_entities // len(entries)))
     ssb.teardown_net()
     target = None
     try:

@@ -206,15 +206,19 @@ def pipeline_cost(info: P4Info, fill: bool, n: int = 20000) -> float:
 def cost_runs(trees: list[str], runs: int) -> list[list[tuple[float, float]]]:
     """Per tree, ``runs`` x (µs/packet with 10, with 10,000 entries), each run a fresh
     process importing the soft switch of that tree; the trees alternate."""
+    # imported here: the worker runs this file's top level against the other tree,
+    # which may predate this helper
+    from targets.process import pythonpath
+
     out: list[list[tuple[float, float]]] = [[] for _ in trees]
     for _ in range(runs):
         for i, tree in enumerate(trees):
-            # this file's worker, run with the other tree's packages first on the path
+            # this file's worker, run with that tree's packages first on the path
             code = (
                 "import runpy, sys; sys.argv[1:] = ['--cost-worker']; "
                 f"runpy.run_path({__file__!r}, run_name='__main__')"
             )
-            env = {**os.environ, "PYTHONPATH": tree}
+            env = {**os.environ, "PYTHONPATH": pythonpath(tree)}
             run = subprocess.run(
                 [PY, "-c", code], env=env, cwd=tree, capture_output=True, text=True
             )

@@ -31,7 +31,7 @@ from echelon.errors import EchelonError, SpecError
 from echelon.specs import read_file
 from echelon.topology import load, topology_warnings
 from p4client.p4info import P4Info
-from targets.process import free_port, stop_process, wait_until
+from targets.process import free_port, pythonpath, stop_process, wait_until
 from targets.switch import Target, TargetKind, start_target
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -319,11 +319,11 @@ class DaemonProcess:
 
     def start(self) -> None:
         """Start the child (returns at once; :meth:`wait_in_sync` awaits it)."""
-        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, "PYTHONPATH": pythonpath()}
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True,
-                                         env={**os.environ, "PYTHONPATH": path})  # fmt: skip
+                                         env=env)  # fmt: skip
 
     @property
     def pid(self) -> int:

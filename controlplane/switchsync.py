@@ -42,7 +42,7 @@ from controlplane.phased_writes import PhaseError, write_phases
 from controlplane.syncstatus import SwitchUnavailableError, SyncStatus, arbitration_refusal
 from echelon.errors import EchelonError
 from echelon.topology import Switch
-from p4client.codec import entry_from_proto
+from p4client.codec import default_entry_reads, entry_from_proto
 from p4client.p4info import P4Info, TableEntry
 from p4client.p4rt import (
     P4RuntimeConnectionError,
@@ -103,12 +103,10 @@ class SwitchSync:
         #: wildcard Read does not return defaults), compared and repaired alike; kept
         #: out of ``installed`` (the controller's desired set, which changes diff)
         self.defaults = defaults
-        self._reads = [p4r.Entity(table_entry=p4r.TableEntry())]
-        for t in sorted({e.table for e in defaults}):
-            ent = p4r.Entity()
-            ent.table_entry.table_id = p4info.table(t).id
-            ent.table_entry.is_default_action = True
-            self._reads.append(ent)
+        self._reads = [
+            p4r.Entity(table_entry=p4r.TableEntry()),
+            *default_entry_reads(p4info, sorted({e.table for e in defaults})),
+        ]
         self.conn: SwitchConnection | None = None
         self.installed: set[TableEntry] = set()
         self.status = SyncStatus()

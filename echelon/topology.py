@@ -178,6 +178,21 @@ def load(path: str | Path) -> Topology:
     return parse(read_file(path), default_name=Path(path).stem)
 
 
+def one_switch(name: str, grpc: str, thrift_port: int) -> dict[str, Any]:
+    """A topology file's data: switch ``s1`` (device 0) at ``grpc`` with host h<p>
+    (10.0.0.p) on its port p, p = 1..4, unshaped links.
+
+    Why here: the packet tests (PTF's port p is host h<p>) and the benchmarks hand a
+    controller the one switch they drive, and must describe it the same way."""
+    hosts = {f"h{p}": {"ip": f"10.0.0.{p}", "mac": f"00:00:0a:00:00:{p:02x}"} for p in range(1, 5)}
+    return {
+        "name": name,
+        "switches": {"s1": {"grpc": grpc, "thrift_port": thrift_port}},
+        "hosts": hosts,
+        "links": [{"a": h, "b": "s1", "b_port": int(h[1:])} for h in hosts],
+    }
+
+
 def _ipv4(value: Any) -> str:
     text = value if isinstance(value, str) else ""
     try:

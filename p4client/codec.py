@@ -7,6 +7,7 @@ check the exact bytes a write would carry without a switch.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterable
 
 from finsy.proto import p4r as p4runtime_pb2
 
@@ -72,6 +73,18 @@ def encoded(p4info: P4Info, entry: TableEntry) -> p4runtime_pb2.TableEntry:
             cache.clear()
         cache[entry] = msg
     return msg
+
+
+def default_entry_reads(p4info: P4Info, tables: Iterable[str]) -> list[p4runtime_pb2.Entity]:
+    """The Read entities for the default entry of each of ``tables`` (a wildcard Read
+    of table entries does not return default entries)."""
+    reads = []
+    for t in tables:
+        ent = p4runtime_pb2.Entity()
+        ent.table_entry.table_id = p4info.table(t).id
+        ent.table_entry.is_default_action = True
+        reads.append(ent)
+    return reads
 
 
 def entry_from_proto(p4info: P4Info, msg: p4runtime_pb2.TableEntry) -> TableEntry:

@@ -32,7 +32,7 @@ from finsy.proto import p4r as p4runtime_pb2
 from finsy.proto import p4r_grpc as p4runtime_pb2_grpc
 from finsy.proto import rpc_code as code_pb2
 
-from p4client.codec import ENCODED_MAX, encoded, entry_from_proto
+from p4client.codec import ENCODED_MAX, default_entry_reads, encoded, entry_from_proto
 from p4client.p4info import P4Info, TableEntry, UserValue
 from p4client.p4rt_errors import (
     P4RuntimeConnectionError,
@@ -509,13 +509,8 @@ class SwitchConnection:
         """The default entry of each of ``tables``, in one Read (a wildcard Read of
         table entries does not return default entries)."""
         info = self.loaded_p4info()
-        ents = []
-        for t in tables:
-            ent = p4runtime_pb2.Entity()
-            ent.table_entry.table_id = info.table(t).id
-            ent.table_entry.is_default_action = True
-            ents.append(ent)
-        return [entry_from_proto(info, e.table_entry) for e in self._read(*ents)]
+        reads = default_entry_reads(info, tables)
+        return [entry_from_proto(info, e.table_entry) for e in self._read(*reads)]
 
     def read_counter(self, name: str, index: int | None = None) -> dict[int, tuple[int, int]]:
         """``{index: (packets, bytes)}`` of counter ``name`` (every index when ``None``)."""

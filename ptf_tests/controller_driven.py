@@ -1,10 +1,10 @@
 """Controller-driven: the daemon, not hand-written entries, produces the ordering on the wire.
 
-The test hands the switch over to ``python -m controlplane.daemon`` (a one-switch
-topology generated for the PTF ports), registers a two-group job through the
-northbound HTTP API, reads back the priorities the controller chose, and checks
-with a frozen burst that the higher group's frames all leave before the lower
-group's, at the DSCPs the controller's levels imply.
+The test hands the switch over to ``python -m controlplane.daemon`` (the one-switch
+topology of :func:`echelon.topology.one_switch`: host h<p> on PTF's port p), registers
+a two-group job through the northbound HTTP API, reads back the priorities the
+controller chose, and checks with a frozen burst that the higher group's frames all
+leave before the lower group's, at the DSCPs the controller's levels imply.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 from controlplane.client import ApiClient
 from controlplane.daemon import DaemonProcess
+from echelon.topology import one_switch
 from ptf_tests import packets as pk
 from ptf_tests.base import EchelonTest
 from ptf_tests.burst import burst
@@ -30,16 +31,6 @@ JOB = {
         {"group": "late", "t_ref": 0.5, "flows": [{"src": "h2", "dst": "h4", "size": 3000}]},
     ],
 }
-
-
-def topology(grpc_addr: str, thrift_port: int, device_id: int) -> dict[str, Any]:
-    """One switch whose port p is PTF's port p, host h<p> behind it."""
-    return {
-        "name": "ptf",
-        "switches": {"s1": {"device_id": device_id, "grpc": grpc_addr, "thrift_port": thrift_port}},
-        "hosts": {f"h{p}": {"ip": pk.host_ip(p), "mac": pk.host_mac(p)} for p in pk.PORTS},
-        "links": [{"a": f"h{p}", "b": "s1", "b_port": p} for p in pk.PORTS],
-    }
 
 
 def level_for(group: dict[str, Any], deadline_us: int) -> int:
@@ -60,7 +51,9 @@ class ControllerDrivenOrdering(EchelonTest):
         self.sw.close()  # hand the primary role to the daemon
         with tempfile.TemporaryDirectory(prefix="ptf-ctl-") as tmp:
             topo = Path(tmp, "topo.json")
-            topo.write_text(json.dumps(topology(self.p["grpc_addr"], self.p["thrift_port"], 0)))
+            topo.write_text(
+                json.dumps(one_switch("ptf", self.p["grpc_addr"], self.p["thrift_port"]))
+            )
             extra = ["--p4info", self.p["p4info"], "--election-id", str(DAEMON_ELECTION_ID)]
             extra += ["--device-config", self.p["bmv2_json"], *self.daemon_args]
             # The daemon's log outlives the temporary directory, for post-mortems.

@@ -30,7 +30,7 @@ from types import FrameType
 from controlplane.daemon import DEFAULT_JSON, DEFAULT_P4INFO
 from echelon.errors import EchelonError
 from ptf_tests.packets import PORTS
-from targets.process import free_port
+from targets.process import free_port, pythonpath
 from targets.switch import TargetKind, resolve_kind, start_target
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,9 +134,7 @@ def run(kind: TargetKind, log_dir: Path, extra: Sequence[str]) -> int:
         raise RunError(f"BMv2 needs the compiled program {DEFAULT_JSON} (run make p4)")
     log_dir.mkdir(parents=True, exist_ok=True)
     # The soft switch, its CLI and the tests import this repository's packages.
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
-    )
+    os.environ["PYTHONPATH"] = pythonpath()
     with exclusive():
         target = None
         try:

@@ -12,8 +12,8 @@ Slots must not lock the primary out: a client holding every slot with idle
 streams (never arbitrated, or arbitrated as backups and re-opened as they close)
 kept a restarted controller off the switch. So when the switch is full, a new
 stream first takes the slot of the oldest stream that has not arbitrated for
-``EVICT_GRACE_S``; otherwise it is admitted provisionally (up to
-``MAX_PROVISIONAL`` beyond the limit) and, when it arbitrates, it stays only if it
+``evict_grace_s``; otherwise it is admitted provisionally (up to
+``max_provisional`` beyond the limit) and, when it arbitrates, it stays only if it
 becomes its role's primary, taking the slot of the oldest backup (or of a stream
 that never arbitrated); any other arbitration beyond the limit is refused with
 RESOURCE_EXHAUSTED. A primary-elect controller therefore always gets in.
@@ -35,48 +35,44 @@ from finsy.proto import p4r
 from softswitch.arbitration import Arbiter, Stream, election_of
 from softswitch.errors import ResourceExhausted
 
-#: StreamChannels open at once, over all clients.
-MAX_STREAMS = 16
-#: Streams admitted beyond MAX_STREAMS, each until it arbitrates (as a primary, or
-#: it is refused).
-MAX_PROVISIONAL = 4
-#: Seconds a stream may stay without arbitration before a new stream may take its slot.
-EVICT_GRACE_S = 1.0
-#: StreamChannels open at once on one client connection.
-MAX_STREAMS_PER_CLIENT = 8
-#: Unary RPCs (Write, Read, pipeline, Capabilities) running at once for one client.
-MAX_REQUESTS_PER_CLIENT = 8
-#: Seconds a StreamChannel may stay open without a MasterArbitrationUpdate.
-ARBITRATION_TIMEOUT_S = 10.0
-#: Updates one WriteRequest may carry (the project's client sends <= 2048).
-MAX_WRITE_UPDATES = 10_000
-#: Entities one ReadRequest may name (a client reads with a handful of wildcards).
-MAX_READ_REQUEST_ENTITIES = 10_000
-#: Entities one Read may answer, summed over the request's entities: every table
-#: entry and counter cell of the project's program (15,376) twice over. A tiny request of
-#: 1,000 wildcard ``counter_entry`` used to answer 1.04 M entities (1.17 GB, 3.5 s
-#: under the service lock); past this bound it is RESOURCE_EXHAUSTED at once.
-MAX_READ_ENTITIES = 32_768
 #: Bytes of entities one ReadResponse carries (the answer streams in such chunks,
 #: so a Read's memory is bounded by a few chunks, whatever its total).
 READ_CHUNK_BYTES = 1 << 20
-#: gRPC worker threads: every stream and every client's requests fit with room to spare.
-WORKERS = MAX_STREAMS + MAX_PROVISIONAL + 4 * MAX_REQUESTS_PER_CLIENT
 
 
 @dataclass
 class Limits:
-    """The bounds one server applies (tests shrink them)."""
+    """The bounds one server applies; the defaults are the switch's (tests shrink them)."""
 
-    max_streams: int = MAX_STREAMS
-    max_streams_per_client: int = MAX_STREAMS_PER_CLIENT
-    max_provisional: int = MAX_PROVISIONAL
-    evict_grace_s: float = EVICT_GRACE_S
-    max_requests_per_client: int = MAX_REQUESTS_PER_CLIENT
-    arbitration_timeout_s: float = ARBITRATION_TIMEOUT_S
-    max_write_updates: int = MAX_WRITE_UPDATES
-    max_read_request_entities: int = MAX_READ_REQUEST_ENTITIES
-    max_read_entities: int = MAX_READ_ENTITIES
+    #: StreamChannels open at once, over all clients.
+    max_streams: int = 16
+    #: StreamChannels open at once on one client connection.
+    max_streams_per_client: int = 8
+    #: Streams admitted beyond ``max_streams``, each until it arbitrates (as a primary,
+    #: or it is refused).
+    max_provisional: int = 4
+    #: Seconds a stream may stay without arbitration before a new stream may take its slot.
+    evict_grace_s: float = 1.0
+    #: Unary RPCs (Write, Read, pipeline, Capabilities) running at once for one client.
+    max_requests_per_client: int = 8
+    #: Seconds a StreamChannel may stay open without a MasterArbitrationUpdate.
+    arbitration_timeout_s: float = 10.0
+    #: Updates one WriteRequest may carry (the project's client sends <= 2048).
+    max_write_updates: int = 10_000
+    #: Entities one ReadRequest may name (a client reads with a handful of wildcards).
+    max_read_request_entities: int = 10_000
+    #: Entities one Read may answer, summed over the request's entities: every table
+    #: entry and counter cell of the project's program (15,376) twice over. A tiny
+    #: request of 1,000 wildcard ``counter_entry`` used to answer 1.04 M entities
+    #: (1.17 GB, 3.5 s under the service lock); past this bound it is
+    #: RESOURCE_EXHAUSTED at once.
+    max_read_entities: int = 32_768
+
+    @property
+    def workers(self) -> int:
+        """gRPC worker threads: every stream and every client's requests fit with room
+        to spare."""
+        return self.max_streams + self.max_provisional + 4 * self.max_requests_per_client
 
 
 class ClientBounds:

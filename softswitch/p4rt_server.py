@@ -41,7 +41,7 @@ from softswitch.errors import (
     SwitchError,
     Unimplemented,
 )
-from softswitch.grpc_limits import WORKERS, ClientBounds, Limits
+from softswitch.grpc_limits import ClientBounds, Limits
 from softswitch.p4rt_entities import write_counter, write_meter, write_pre, write_register
 from softswitch.p4rt_read import CounterCells, Part, RegisterCells, chunks
 from softswitch.tables import Entry, Table
@@ -500,17 +500,18 @@ def make_server(service: P4RuntimeService, address: str) -> tuple[grpc.Server, i
     """A gRPC server bound to ``address`` but not yet started, and the port it got."""
     # No SO_REUSEPORT: a second switch on the same address must fail, not share it.
     # The pool holds every allowed stream plus several clients' requests
-    # (softswitch.grpc_limits); RPCs beyond twice the pool are refused by gRPC
+    # (Limits.workers); RPCs beyond twice the pool are refused by gRPC
     # (RESOURCE_EXHAUSTED) instead of queueing without bound. Keepalive pings find
     # clients that vanished without closing their connection.
+    workers = service.limits.workers
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="p4rt"),
+        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="p4rt"),
         options=[
             ("grpc.so_reuseport", 0),
             ("grpc.keepalive_time_ms", 60_000),
             ("grpc.keepalive_timeout_ms", 20_000),
         ],
-        maximum_concurrent_rpcs=2 * WORKERS,
+        maximum_concurrent_rpcs=2 * workers,
     )
     p4r_grpc.add_P4RuntimeServicer_to_server(service, server)
     # Write's own request deserializer (:func:`_parse_write`: malformed bytes are

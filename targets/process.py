@@ -3,7 +3,8 @@
 ``wait_until`` polls a condition with a deadline (never a bare ``sleep`` as
 synchronisation); ``free_port`` picks a port for a process about to be started;
 ``stop_process`` stops a child by PID: SIGCONT (a frozen switch cannot handle
-SIGTERM), SIGTERM, then SIGKILL after a deadline.
+SIGTERM), SIGTERM, then SIGKILL after a deadline; ``pythonpath`` makes a child Python
+import this source tree.
 """
 
 from __future__ import annotations
@@ -15,11 +16,15 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from echelon.errors import EchelonError
 
 T = TypeVar("T")
+
+#: This source tree: the folder that holds the top-level packages.
+SOURCE_TREE = Path(__file__).resolve().parents[1]
 
 
 class TargetError(EchelonError):
@@ -101,6 +106,14 @@ def port_open(addr: str) -> bool:
             return True
     except OSError:
         return False
+
+
+def pythonpath(tree: str | Path = SOURCE_TREE) -> str:
+    """``PYTHONPATH`` for a child Python process: ``tree`` first, then the parent's own.
+
+    Why: the child then imports ``tree``'s packages (by default the same code as the
+    parent) even where the installed package points at another checkout."""
+    return os.pathsep.join(p for p in (str(tree), os.environ.get("PYTHONPATH")) if p)
 
 
 def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> int:

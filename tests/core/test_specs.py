@@ -15,8 +15,8 @@ import yaml
 from echelon import cli
 from echelon.errors import SpecError
 from echelon.jobs import ExplicitJob, description_models, load_description, load_job
+from echelon.topology import one_switch, topology_warnings
 from echelon.topology import parse as parse_topology
-from echelon.topology import topology_warnings
 
 ROOT = Path(__file__).resolve().parents[2]
 GPIPE = yaml.safe_load((ROOT / "echelon" / "examples" / "gpipe.yaml").read_text())
@@ -168,6 +168,18 @@ def test_topology_rejects_unknown_keys_and_warns_on_units() -> None:
     fast = copy.deepcopy(STAR)
     fast["links"][0]["bw_mbit"] = 10_000_000_000  # bit/s given as Mbit/s
     assert [w.field for w in topology_warnings(fast)] == ["links[0].bw_mbit"]
+
+
+def test_one_switch_puts_host_p_on_port_p() -> None:
+    topo = parse_topology(one_switch("rig", "127.0.0.1:50051", 9091))
+    assert topo.name == "rig" and list(topo.switches) == ["s1"]
+    s1 = topo.switches["s1"]
+    assert (s1.device_id, s1.grpc, s1.thrift_port) == (0, "127.0.0.1:50051", 9091)
+    routes = {(r.host, r.prefix, r.port, r.next_hop_mac) for r in topo.routes("s1")}
+    assert routes == {
+        (f"h{p}", f"10.0.0.{p}/32", p, f"00:00:0a:00:00:{p:02x}") for p in range(1, 5)
+    }
+    assert all(lk.bw_mbit is None for lk in topo.links)  # unshaped
 
 
 def run_show(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -19,11 +19,14 @@ from finsy.proto import p4r, p4r_grpc
 
 from p4client.p4info import P4Info
 from p4client.p4rt import P4RuntimeConnectionError, SwitchConnection
-from softswitch.grpc_limits import MAX_PROVISIONAL, MAX_READ_ENTITIES, MAX_STREAMS, Limits
+from softswitch.grpc_limits import Limits
 from softswitch.p4rt_read import READ_CHUNK
 from softswitch.p4rt_server import P4RuntimeService, make_server
 from targets.process import wait_until
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO
+
+#: The switch's own bounds (the tests below change only the timeouts they name).
+DEFAULT = Limits()
 
 
 class Served:
@@ -66,16 +69,19 @@ def test_idle_streams_do_not_freeze_the_switch() -> None:
     idle = [IdleClient(served.addr) for _ in range(40)]
     info = P4Info.load(P4INFO)
     try:
-        # the first MAX_STREAMS are held, MAX_PROVISIONAL wait to arbitrate, the rest
+        # the first max_streams are held, max_provisional wait to arbitrate, the rest
         # are refused at once
         wait_until(
-            lambda: sum(c.call.done() for c in idle) == 40 - MAX_STREAMS - MAX_PROVISIONAL,
+            lambda: (
+                sum(c.call.done() for c in idle)
+                == 40 - DEFAULT.max_streams - DEFAULT.max_provisional
+            ),
             30.0,
             "excess streams refused",
         )
         refused = [c.call for c in idle if c.call.done()]
         assert {c.code() for c in refused} == {grpc.StatusCode.RESOURCE_EXHAUSTED}
-        assert f"limit {MAX_STREAMS}" in refused[0].details()
+        assert f"limit {DEFAULT.max_streams}" in refused[0].details()
         # unary RPCs still work (a 5 s deadline, not the 10 s default)
         probe = p4r_grpc.P4RuntimeStub(idle[0].channel)
         probe.Capabilities(p4r.CapabilitiesRequest(), timeout=5.0)
@@ -102,9 +108,9 @@ def test_idle_streams_do_not_freeze_the_switch() -> None:
 def test_never_arbitrated_streams_give_way() -> None:
     """Idle streams that never arbitrated lose their slot to a new stream."""
     served = Served(Limits(arbitration_timeout_s=30.0, evict_grace_s=0.0))
-    idle = [IdleClient(served.addr) for _ in range(MAX_STREAMS)]
+    idle = [IdleClient(served.addr) for _ in range(DEFAULT.max_streams)]
     try:
-        wait_until(lambda: served.service.bounds.open_streams == MAX_STREAMS, 15.0, "held")
+        wait_until(lambda: served.service.bounds.open_streams == DEFAULT.max_streams, 15.0, "held")
         with SwitchConnection(served.addr, election_id=(0, 1)) as sw:
             assert sw.is_primary
         wait_until(lambda: any(c.call.done() for c in idle), 15.0, "an idle stream evicted")
@@ -137,12 +143,14 @@ def test_primary_elect_gets_in_past_arbitrated_idle_streams() -> None:
     """Before: 16 arbitrated idle streams (re-opened as they closed) kept a restarted
     controller out for as long as they stayed: RESOURCE_EXHAUSTED, nothing installed."""
     served = Served(Limits(arbitration_timeout_s=30.0, evict_grace_s=600.0))
-    hostile = [IdleClient(served.addr) for _ in range(MAX_STREAMS)]
+    hostile = [IdleClient(served.addr) for _ in range(DEFAULT.max_streams)]
     try:
         for i, c in enumerate(hostile):
             arbitrate(c, i + 1)  # ids 1..16: the one with 16 is primary
         wait_until(
-            lambda: len(served.service.arbiter.backups()) == MAX_STREAMS - 1, 15.0, "arbitrated"
+            lambda: len(served.service.arbiter.backups()) == DEFAULT.max_streams - 1,
+            15.0,
+            "arbitrated",
         )
         with SwitchConnection(served.addr, election_id=(0, 100)) as sw:
             assert sw.is_primary  # took the oldest backup's slot
@@ -238,7 +246,7 @@ def test_huge_read_is_refused_at_once(served: Served) -> None:
             _read(sw, *[wild] * 1000)
         assert time.perf_counter() - t0 < 2.0
         assert ei.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-        assert f"over the limit of {MAX_READ_ENTITIES}" in str(ei.value.details())
+        assert f"over the limit of {DEFAULT.max_read_entities}" in str(ei.value.details())
         with pytest.raises(grpc.RpcError) as ei:
             _read(sw, *[p4r.Entity(table_entry=p4r.TableEntry())] * 10_001)
         assert ei.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
