@@ -208,7 +208,7 @@ def predict(
     iteration 0) or ``packet`` (:mod:`sim.packet`: the agents' pacers and host queues,
     port queues that keep each packet's class, the run's every iteration closed loop
     with the agents' per-host barrier; ``echelon`` and ``echelon-online`` only)."""
-    from sim.predict import DEFAULT_HEADER_BYTES, predict_finish_times
+    from sim.predict import predict_finish_times
 
     if "topo_path" not in results or "policies" not in results:
         raise EchelonError("results: not a demo-results.json of python -m topo.run")
@@ -261,7 +261,6 @@ def predict(
         # the simulator re-plans at group events: ``echelon-online`` *is* its echelon
         policy=policy.removesuffix("-online"),
         levels_mode="k8",
-        header_bytes=DEFAULT_HEADER_BYTES,
         payload_bytes=payload,
         iterations=1,
         # online: what the controller does -- it re-plans at most every interval and
