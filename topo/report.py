@@ -279,10 +279,9 @@ def plot_finish_times(results: dict[str, Any], path: Path) -> Any:
     names it). A network-bound job (:func:`network_bound`) is warned about on stderr
     and switches the scatter panels to log axes, where its points stay apart. Returns
     the (closed) matplotlib figure, for inspection."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from sim.eval.figures import save_figure  # (importing it selects the Agg backend)
 
     warnings = network_bound(results)
     for w in warnings:
@@ -339,8 +338,5 @@ def plot_finish_times(results: dict[str, Any], path: Path) -> Any:
     if missing:
         title += f"\nno results (not drawn): {', '.join(missing)}"
     fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
     return fig
