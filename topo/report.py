@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.core.results import IterationRecord
+from sim.eval.report import pct
 
 
 def iteration_records(report: Mapping[str, Any]) -> list[IterationRecord]:
@@ -163,9 +164,7 @@ def verdict(results: dict[str, Any]) -> str:
             base = summary[label].get(ref)
             cells = []
             for p in pols:
-                v = summary[label].get(p)
-                pct = "n/a" if v is None or not base else f"{(v / base - 1) * 100:+.1f} %"
-                cells.append(f"{pct:>{w}}")
+                cells.append(f"{pct(summary[label].get(p), base, 'n/a', ' %'):>{w}}")
             lines.append(f"{('vs ' + ref + ', ' + label.split()[0]):<19} {'':>6}  "
                          + "  ".join(cells))  # fmt: skip
     for pol, notes in disturbances(results).items():
