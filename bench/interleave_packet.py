@@ -23,35 +23,31 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from echelon.constants import ECHELON_HEADER_LEN
 from echelon.jobs import JobSpec, load_job
 from echelon.topology import TopologyNetwork, load
 from sim.core.results import IterationRecord
 from sim.eval import interleave, steady
-from sim.packet import PacketConfig, PacketModel
-from sim.predict import DEFAULT_HEADER_BYTES
+from sim.packet import PacketModel
 from sim.topology import file_network
 from topo.agents import PACKET_BYTES
-from topo.crosscheck import registration_levels
-from topo.demo import host_pacing, scale_description
+from topo.crosscheck import packet_config, registration_levels
+from topo.demo import scale_description
 
 
 def play(
     specs: Sequence[JobSpec], net: TopologyNetwork, args: argparse.Namespace, iterations: int
 ) -> list[IterationRecord]:
     """One packet-model run; its iterations as records (seconds from the shared start)."""
-    pacing = host_pacing(load(args.topo), args.rate_mbit)
     online = args.mode == "online"
-    cfg = PacketConfig(
-        "echelon",
+    cfg = packet_config(
+        load(args.topo),
+        args.rate_mbit,
+        PACKET_BYTES,
+        iterations,
         online=online,
         replan_interval=args.replan_interval if online else 0.0,
         replan_delay=args.replan_delay if online else 0.0,
         initial_levels={} if online else registration_levels(specs, net),
-        header_bytes=DEFAULT_HEADER_BYTES,
-        payload_bytes=PACKET_BYTES - ECHELON_HEADER_LEN,
-        iterations=iterations,
-        pacing={h: mbit * 1e6 / 8 for h, mbit in pacing.items()},
     )
     pm = PacketModel(list(specs), net, cfg)
     pm.run()

@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from echelon.errors import EchelonError
-from targets.process import WaitTimeout, free_port, wait_until
+from echelon.waiting import WaitTimeout, wait_until
+from targets.process import free_port
 
 LOOPBACK = "127.0.0.1"
 #: Environment of every node and of a driver: keep 127.0.0.1, no usage reports.

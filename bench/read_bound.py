@@ -42,10 +42,11 @@ from finsy.proto import p4r
 from bench import softswitch as ssb
 from bench.controller import Bench
 from bench.harness import pct, run_cli
+from echelon.waiting import wait_until
 from p4client.p4info import P4Info
 from p4client.p4rt import SwitchConnection
 from softswitch.grpc_limits import Limits
-from targets.process import free_port, wait_until
+from targets.process import free_port
 from targets.switch import start_target
 
 #: Seconds the first Read may take to answer before the bench gives up.

@@ -57,9 +57,9 @@ from controlplane.daemon import DEFAULT_JSON
 from controlplane.entries import T_CLASSIFY, T_LPM, default_entries
 from controlplane.registry import Registry
 from echelon.topology import load
+from echelon.waiting import WaitTimeout, wait_until
 from p4client.p4info import P4Info, TableEntry
 from p4client.p4rt import SwitchConnection
-from targets.process import WaitTimeout, wait_until
 
 #: Jobs one worker keeps registered at most (workers x this << 1024 echelon IDs).
 PER_WORKER = 40

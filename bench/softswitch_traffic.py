@@ -21,7 +21,7 @@ import struct
 import sys
 import time
 
-from echelon.constants import ECHELON_UDP_PORT
+from echelon.constants import ECHELON_UDP_PORT, PACKET_HEADER_LEN
 from echelon.wire import pack_header
 from softswitch.bm.hashing import csum16
 
@@ -31,7 +31,7 @@ SWITCH_MAC = bytes.fromhex("0000000009aa")
 ECHELON_ID = 1
 #: deadline (µs) of kind k < 7; the benchmark maps [1000k, 1000k+999] to priority 7-k.
 KINDS = 8
-TS_OFF = 14 + 20 + 8 + 16
+TS_OFF = PACKET_HEADER_LEN
 FRAME_LEN = 100
 MAGIC = b"EBEN"
 

@@ -30,8 +30,9 @@ from controlplane.report_socket import ProgressSocket
 from echelon.errors import EchelonError, SpecError
 from echelon.specs import read_file
 from echelon.topology import load, topology_warnings
+from echelon.waiting import wait_until
 from p4client.p4info import P4Info
-from targets.process import free_port, pythonpath, stop_process, wait_until
+from targets.process import free_port, pythonpath, stop_process
 from targets.switch import Target, TargetKind, start_target
 
 ROOT = Path(__file__).resolve().parents[1]

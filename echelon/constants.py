@@ -16,6 +16,16 @@ IPV4_IHL_MIN: Final = 5
 IPV4_VERSION: Final = 4
 #: Length of the echelon header in bytes.
 ECHELON_HEADER_LEN: Final = 16
+#: Header lengths (bytes) in front of it: Ethernet II without a VLAN tag, IPv4 without
+#: options (the only IHL the switch forwards), UDP.
+ETHERNET_HEADER_LEN: Final = 14
+IPV4_HEADER_LEN: Final = IPV4_IHL_MIN * 4
+UDP_HEADER_LEN: Final = 8
+#: Header bytes of every echelon packet (58), as tc/htb counts it: what the wire carries
+#: besides the flow's data.
+PACKET_HEADER_LEN: Final = (
+    ETHERNET_HEADER_LEN + IPV4_HEADER_LEN + UDP_HEADER_LEN + ECHELON_HEADER_LEN
+)
 
 #: Strict-priority levels as simple_switch numbers them: 7 is served first, 0 last.
 NUM_PRIORITIES: Final = 8

@@ -28,6 +28,7 @@ from typing import Any
 
 from echelon.errors import EchelonError
 from echelon.specs import read_file
+from echelon.waiting import WaitTimeout, wait_until
 from hostagent.closedloop import ClosedLoop, Releaser, releaser
 from hostagent.progress import HostProgress
 from hostagent.receiver import Receiver
@@ -51,19 +52,18 @@ def wait_go(go: Path, timeout: float) -> float:
     imports); rather than guessing a start instant far enough ahead, the driver
     waits for every ``.ready`` file and then publishes the instant.
     """
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def start_at() -> float | None:
+        text = go.read_text().strip()  # FileNotFoundError: not written yet
         try:
-            text = go.read_text().strip()
-            if text:
-                return float(text)
-        except FileNotFoundError:
-            pass
+            return float(text) if text else None
         except ValueError as exc:
             raise EchelonError(f"go: {go} does not hold a time: {exc}") from exc
-        if time.monotonic() > deadline:
-            raise EchelonError(f"go: no start signal in {go} within {timeout:.0f}s")
-        time.sleep(0.005)
+
+    try:
+        return wait_until(start_at, timeout, str(go), 0.005, (FileNotFoundError,))
+    except WaitTimeout as exc:
+        raise EchelonError(f"go: no start signal in {go} within {timeout:.0f}s") from exc
 
 
 def play(

@@ -48,8 +48,6 @@ from echelon.specs import (
     validate,
 )
 
-#: Bytes of the IPv4 + UDP headers in front of the echelon header.
-IP_UDP_OVERHEAD = 28
 #: How the agents release flows (module docstring).
 RELEASE_MODES = ("closed", "open")
 

@@ -28,14 +28,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from echelon.constants import ECHELON_UDP_PORT
+from echelon.constants import (
+    ECHELON_UDP_PORT,
+    ETHERNET_HEADER_LEN,
+    IPV4_HEADER_LEN,
+    UDP_HEADER_LEN,
+)
 from echelon.model import offset_us
 from echelon.wire import pack_header
 from hostagent.closedloop import Releaser
 from hostagent.closedloop import releaser as make_releaser
-from hostagent.scenario import IP_UDP_OVERHEAD, EchelonSpec, FlowSpec, Scenario
+from hostagent.scenario import EchelonSpec, FlowSpec, Scenario
 
-ETHERNET_OVERHEAD = 14
 #: Most packets sent back-to-back before re-reading the clock (bounds bursts at ~1 ms).
 MAX_BURST = 8
 
@@ -64,12 +68,9 @@ class Sender:
         self.host = host
         self.ip = scenario.hosts[host]
         self.pad = bytes(scenario.chunk)
-        self.pps = (
-            scenario.rate_of(host)
-            * 1e6
-            / 8
-            / (scenario.packet_bytes + IP_UDP_OVERHEAD + ETHERNET_OVERHEAD)
-        )
+        # ``packet_bytes`` is the UDP payload (the echelon header inside it)
+        frame = scenario.packet_bytes + ETHERNET_HEADER_LEN + IPV4_HEADER_LEN + UDP_HEADER_LEN
+        self.pps = scenario.rate_of(host) * 1e6 / 8 / frame
         self.flows = [self._open(e, f) for e, f in scenario.flows_from(host)]
         #: wall-clock time of the last packet sent (0: none yet)
         self.last_send = 0.0

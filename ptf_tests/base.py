@@ -19,12 +19,13 @@ import ptf
 from ptf import testutils
 from ptf.base_tests import BaseTest
 
+from echelon.waiting import WaitTimeout, wait_until
 from p4client.bmruntime import RuntimeApiError, RuntimeClient
 from p4client.p4rt import SwitchConnection
 from p4client.p4rt_errors import P4RuntimeConnectionError
 from ptf_tests import entries
 from ptf_tests import packets as pk
-from targets.process import WaitTimeout, freeze_process, wait_until
+from targets.process import freeze_process
 
 #: How long a frame the switch should forward may take to show up.
 RX_TIMEOUT_S = 2.0
@@ -85,7 +86,7 @@ class EchelonTest(BaseTest):  # type: ignore[misc]
         return self.sw.read_counter(f"EchelonIngress.{name}", index)[index]
 
     def wait_for(self, cond: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
-        """:func:`targets.process.wait_until`, failing the test at the deadline."""
+        """:func:`echelon.waiting.wait_until`, failing the test at the deadline."""
         try:
             wait_until(cond, timeout, what, 0.01)
         except WaitTimeout as exc:

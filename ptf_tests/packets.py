@@ -18,7 +18,12 @@ from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Packet, Raw
 from scapy.utils import checksum
 
-from echelon.constants import ECHELON_UDP_PORT, dscp_for_priority
+from echelon.constants import (
+    ECHELON_UDP_PORT,
+    ETHERNET_HEADER_LEN,
+    IPV4_HEADER_LEN,
+    dscp_for_priority,
+)
 from echelon.wire import Echelon
 
 #: The MAC address hosts send to (the switch's "router" MAC). The P4 program
@@ -29,10 +34,11 @@ PORTS = (1, 2, 3, 4)
 #: A destination no route covers.
 UNROUTED_IP = "10.9.9.9"
 
-_ETH_LEN = 14
-_TOS_OFF = _ETH_LEN + 1
-_TTL_OFF = _ETH_LEN + 8
-_CSUM_OFF = _ETH_LEN + 10
+#: where the IPv4 header and the fields these helpers rewrite start in a frame
+_IP_OFF = ETHERNET_HEADER_LEN
+_TOS_OFF = _IP_OFF + 1
+_TTL_OFF = _IP_OFF + 8
+_CSUM_OFF = _IP_OFF + 10
 
 
 def host_ip(port: int) -> str:
@@ -124,9 +130,9 @@ def forwarded(frame: bytes, out_port: int, prio: int) -> bytes:
     out[6:12] = frame[0:6]
     out[_TOS_OFF] = (dscp_for_priority(prio) << 2) | (frame[_TOS_OFF] & 0x3)
     out[_TTL_OFF] = frame[_TTL_OFF] - 1
-    ihl = (frame[_ETH_LEN] & 0xF) * 4
+    ihl = (frame[_IP_OFF] & 0xF) * 4
     out[_CSUM_OFF : _CSUM_OFF + 2] = b"\x00\x00"
-    csum = checksum(bytes(out[_ETH_LEN : _ETH_LEN + ihl]))
+    csum = checksum(bytes(out[_IP_OFF : _IP_OFF + ihl]))
     out[_CSUM_OFF : _CSUM_OFF + 2] = struct.pack("!H", csum)
     return bytes(out)
 
@@ -135,10 +141,10 @@ def with_ip_byte(frame: bytes, offset: int, value: int, fix_checksum: bool = Tru
     """``frame`` with byte ``offset`` of its IPv4 header set to ``value``; the header
     checksum is recomputed (so only that byte is wrong) unless ``fix_checksum`` is False."""
     out = bytearray(frame)
-    out[_ETH_LEN + offset] = value
+    out[_IP_OFF + offset] = value
     if fix_checksum:
         out[_CSUM_OFF : _CSUM_OFF + 2] = b"\x00\x00"
-        csum = checksum(bytes(out[_ETH_LEN : _ETH_LEN + 20]))
+        csum = checksum(bytes(out[_IP_OFF : _IP_OFF + IPV4_HEADER_LEN]))
         out[_CSUM_OFF : _CSUM_OFF + 2] = struct.pack("!H", csum)
     return bytes(out)
 
@@ -156,8 +162,8 @@ def fragment(frame: bytes, offset_units: int, more: bool = False) -> bytes:
 
 def ipv4_checksum_ok(frame: bytes) -> bool:
     """True if the IPv4 header checksum of ``frame`` verifies (sums to 0xffff)."""
-    ihl = (frame[_ETH_LEN] & 0xF) * 4
-    return checksum(frame[_ETH_LEN : _ETH_LEN + ihl]) == 0
+    ihl = (frame[_IP_OFF] & 0xF) * 4
+    return checksum(frame[_IP_OFF : _IP_OFF + ihl]) == 0
 
 
 def describe(frame: bytes) -> str:

@@ -70,6 +70,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import cast
 
+from echelon.constants import PACKET_HEADER_LEN
 from echelon.errors import SpecError
 from echelon.jobs import opening_groups
 from echelon.lanes import Ended, Lane, Lanes, Started, Step
@@ -78,7 +79,6 @@ from echelon.policies import get_policy
 from echelon.quantize import flow_levels
 from echelon.schedule import Network
 from sim.core.config import Plannable
-from sim.predict import DEFAULT_HEADER_BYTES
 
 #: (job, group, flow index): one classification entry on the switch, as in sim.core.engine
 Slot = tuple[str, str, int]
@@ -94,7 +94,7 @@ class PacketConfig:
     replan_interval: float = 0.0
     replan_delay: float = 0.0
     initial_levels: Mapping[Slot, int] = field(default_factory=dict)
-    header_bytes: int = DEFAULT_HEADER_BYTES
+    header_bytes: int = PACKET_HEADER_LEN
     payload_bytes: int = 1400
     iterations: int = 1
     pacing: Mapping[str, float] = field(default_factory=dict)

@@ -20,15 +20,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from echelon.constants import ECHELON_HEADER_LEN
+from echelon.constants import PACKET_HEADER_LEN
 from echelon.errors import SpecError
 from echelon.model import FlowKey
 from sim.core.config import JobRun, SimConfig, parse_levels
 from sim.core.engine import Simulator
 from sim.topology import file_network
-
-#: Ethernet + IPv4 + UDP + echelon header bytes per packet (58), as tc/htb counts it.
-DEFAULT_HEADER_BYTES = 14 + 20 + 8 + ECHELON_HEADER_LEN
 
 
 def _as_run(job: Any, iterations: int) -> JobRun:
@@ -47,7 +44,7 @@ def predict_finish_times(
     policy: str = "echelon",
     levels_mode: str | int | None = "k8",
     *,
-    header_bytes: int = DEFAULT_HEADER_BYTES,
+    header_bytes: int = PACKET_HEADER_LEN,
     payload_bytes: int = 1400,
     iterations: int = 1,
     replan_interval: float = 0.0,

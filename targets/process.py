@@ -1,10 +1,10 @@
 """The process helpers every launcher, test and benchmark shares.
 
-``wait_until`` polls a condition with a deadline (never a bare ``sleep`` as
-synchronisation); ``free_port`` picks a port for a process about to be started;
+``free_port`` picks a port for a process about to be started;
 ``stop_process`` stops a child by PID: SIGCONT (a frozen switch cannot handle
 SIGTERM), SIGTERM, then SIGKILL after a deadline; ``pythonpath`` makes a child Python
-import this source tree.
+import this source tree. Waiting on a condition with a deadline is
+:func:`echelon.waiting.wait_until`.
 """
 
 from __future__ import annotations
@@ -14,14 +14,11 @@ import random
 import signal
 import socket
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from echelon.errors import EchelonError
-
-T = TypeVar("T")
+from echelon.waiting import wait_until
 
 #: This source tree: the folder that holds the top-level packages.
 SOURCE_TREE = Path(__file__).resolve().parents[1]
@@ -29,40 +26,6 @@ SOURCE_TREE = Path(__file__).resolve().parents[1]
 
 class TargetError(EchelonError):
     """A switch target (or another child process) failed to start, answer or stop."""
-
-
-class WaitTimeout(TargetError):
-    """A :func:`wait_until` deadline passed; the message names what was awaited."""
-
-
-def wait_until(
-    cond: Callable[[], T],
-    timeout: float,
-    what: str,
-    interval: float = 0.02,
-    retry_on: tuple[type[Exception], ...] = (),
-) -> T:
-    """Poll ``cond`` until it returns a truthy value and return that value.
-
-    Exceptions of the types in ``retry_on`` mean "not ready yet" (e.g. a refused
-    connection); any other exception propagates at once. At the deadline raise
-    :class:`WaitTimeout` naming ``what`` (and the last retried error).
-    """
-    deadline = time.monotonic() + timeout
-    last: Exception | None = None
-    while True:
-        try:
-            got = cond()
-        except retry_on as exc:
-            last = exc
-        else:
-            if got:
-                return got
-            last = None
-        if time.monotonic() > deadline:
-            why = f" (last: {last})" if last is not None else ""
-            raise WaitTimeout(f"timed out after {timeout:.1f}s waiting for {what}{why}")
-        time.sleep(interval)  # the polling interval of a deadline wait
 
 
 #: Where :func:`free_port` looks: below Linux's default ephemeral range (32768-60999),

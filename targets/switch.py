@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import IO, Literal
 
 from echelon.constants import NUM_PRIORITIES
+from echelon.waiting import wait_until
 from p4client.bmruntime import RuntimeApiError, RuntimeClient, run_command
-from targets.process import TargetError, freeze_process, port_open, stop_process, wait_until
+from targets.process import TargetError, freeze_process, port_open, stop_process
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,10 @@ from typing import Any
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
 from echelon.specs import read_file
+from echelon.waiting import wait_until
 from hostagent.plan import build_scenario
 from hostagent.report import formation_report
-from targets.process import stop_process, wait_until
+from targets.process import stop_process
 from topo.demo import Estimate, host_pacing
 from topo.net import EchelonNet
 

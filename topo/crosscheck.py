@@ -36,7 +36,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,7 @@ from echelon.model import ComputeTask, FlowKey, IterationPlan
 from echelon.specs import read_file
 from echelon.topology import Topology, TopologyNetwork, load, parse
 from hostagent.plan import release_times
-from sim.packet import PacketConfig, PacketModel
+from sim.packet import PacketConfig, PacketModel, Slot
 from sim.topology import file_network
 from topo.demo import host_pacing, paced_description, specs_from_results
 from topo.report import iteration_records
@@ -155,6 +155,35 @@ def registration_levels(
     return {(*slot[name], index): level for (name, index), level in levels.items()}
 
 
+def packet_config(
+    topo: Topology,
+    rate_mbit: float,
+    packet_bytes: int,
+    iterations: int,
+    *,
+    online: bool,
+    replan_interval: float,
+    replan_delay: float,
+    initial_levels: Mapping[Slot, int],
+) -> PacketConfig:
+    """The packet model's set-up for a run as ``topo.run`` plays it: the ``echelon``
+    policy, ``packet_bytes`` on the wire per packet (the echelon header inside them, the
+    model's default Ethernet/IP/UDP header on top), and each host paced as the agents pace
+    it -- ``rate_mbit``, or its own link's rate in ``topo`` if lower (:func:`host_pacing`).
+    Shared by :func:`predict` and the interleaving bench so both play the same agents."""
+    pacing = host_pacing(topo, rate_mbit)
+    return PacketConfig(
+        "echelon",
+        online=online,
+        replan_interval=replan_interval,
+        replan_delay=replan_delay,
+        initial_levels=initial_levels,
+        payload_bytes=packet_bytes - ECHELON_HEADER_LEN,
+        iterations=iterations,
+        pacing={h: mbit * 1e6 / 8 for h, mbit in pacing.items()},
+    )
+
+
 @dataclass(frozen=True)
 class Prediction:
     """A model's prediction of a run: per-flow finish times and, packet model, per
@@ -179,7 +208,7 @@ def predict(
     iteration 0) or ``packet`` (:mod:`sim.packet`: the agents' pacers and host queues,
     port queues that keep each packet's class, the run's every iteration closed loop
     with the agents' per-host barrier; ``echelon`` and ``echelon-online`` only)."""
-    from sim.predict import DEFAULT_HEADER_BYTES, predict_finish_times
+    from sim.predict import predict_finish_times
 
     if "topo_path" not in results or "policies" not in results:
         raise EchelonError("results: not a demo-results.json of python -m topo.run")
@@ -187,7 +216,8 @@ def predict(
         raise EchelonError(f"policy: {policy!r} is not in the results")
     if model not in MODELS:
         raise EchelonError(f"model: {model!r} is not one of {list(MODELS)}")
-    payload = int(results.get("packet_bytes", 1000)) - ECHELON_HEADER_LEN
+    packet_bytes = int(results.get("packet_bytes", 1000))
+    payload = packet_bytes - ECHELON_HEADER_LEN
     specs = specs_from_results(results)
     closed = results.get("release", "open") == "closed"  # files before closed loop: open
     online = policy.endswith("-online")
@@ -206,22 +236,19 @@ def predict(
             raise EchelonError(
                 "model: the packet model covers echelon and echelon-online, closed loop"
             )
-        # each host as the agents pace it: the run's rate, or its own link's if lower
-        pacing = host_pacing(load(results["topo_path"]), float(results.get("rate_mbit", 40.0)))
-        topo = scaled_links(load(results["topo_path"]), rate_scale)
+        topo = load(results["topo_path"])
         pm = PacketModel(
             list(specs),
-            file_network(topo),
-            PacketConfig(
-                "echelon",
+            file_network(scaled_links(topo, rate_scale)),
+            packet_config(
+                topo,
+                float(results.get("rate_mbit", 40.0)),
+                packet_bytes,
+                int(results.get("iterations", 1)),
                 online=online,
                 replan_interval=interval,
                 replan_delay=delay,
                 initial_levels=installed or {},
-                header_bytes=DEFAULT_HEADER_BYTES,
-                payload_bytes=payload,
-                iterations=int(results.get("iterations", 1)),
-                pacing={h: mbit * 1e6 / 8 for h, mbit in pacing.items()},
             ),
             net,
         )
@@ -234,7 +261,6 @@ def predict(
         # the simulator re-plans at group events: ``echelon-online`` *is* its echelon
         policy=policy.removesuffix("-online"),
         levels_mode="k8",
-        header_bytes=DEFAULT_HEADER_BYTES,
         payload_bytes=payload,
         iterations=1,
         # online: what the controller does -- it re-plans at most every interval and

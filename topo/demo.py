@@ -28,13 +28,12 @@ from typing import Any
 
 import yaml
 
-from echelon.constants import ECHELON_HEADER_LEN
+from echelon.constants import ECHELON_HEADER_LEN, PACKET_HEADER_LEN
 from echelon.errors import SpecError
 from echelon.jobs import JobSpec, load_job
 from echelon.schedule import Network
 from echelon.specs import read_file
 from echelon.topology import Topology
-from sim.predict import DEFAULT_HEADER_BYTES
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The demo's jobs (``make run``, and ``topo.run`` without ``--jobs``).
@@ -50,10 +49,10 @@ DEFAULT_BUDGET_S = 20.0
 def wire_factor(packet_bytes: int) -> float:
     """Bytes on the wire per byte of a flow: a packet of ``packet_bytes``
     (:mod:`topo.agents`) carries all but the echelon header of it as the flow's data,
-    and :data:`sim.predict.DEFAULT_HEADER_BYTES` of headers (Ethernet, IPv4, UDP,
+    and :data:`echelon.constants.PACKET_HEADER_LEN` of headers (Ethernet, IPv4, UDP,
     echelon), the overhead the cross-check's models count too."""
     payload = packet_bytes - ECHELON_HEADER_LEN
-    return (payload + DEFAULT_HEADER_BYTES) / payload
+    return (payload + PACKET_HEADER_LEN) / payload
 
 
 @dataclass(frozen=True)

@@ -109,10 +109,9 @@ def plot_queue_depths(results: dict[str, Any], path: Path) -> Any:
     the policy's run (solid: the bottleneck shaper; dotted: the switch's own egress
     queue, from its registers), one colour per priority in every panel, 7 (served
     first) darkest. Returns the (closed) matplotlib figure, for inspection."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from sim.eval.figures import save_figure  # (importing it selects the Agg backend)
 
     pols = [p for p, r in results["policies"].items() if r.get("queue_depths")]
     ports = max((len(results["policies"][p]["queue_depths"]) for p in pols), default=0)
@@ -150,8 +149,5 @@ def plot_queue_depths(results: dict[str, Any], path: Path) -> Any:
         "dotted: the switch's own egress queue feeding it (P4 telemetry registers)",
         fontsize=10,
     )
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
     return fig

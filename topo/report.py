@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.core.results import IterationRecord
+from sim.eval.report import pct
 
 
 def iteration_records(report: Mapping[str, Any]) -> list[IterationRecord]:
@@ -163,9 +164,7 @@ def verdict(results: dict[str, Any]) -> str:
             base = summary[label].get(ref)
             cells = []
             for p in pols:
-                v = summary[label].get(p)
-                pct = "n/a" if v is None or not base else f"{(v / base - 1) * 100:+.1f} %"
-                cells.append(f"{pct:>{w}}")
+                cells.append(f"{pct(summary[label].get(p), base, 'n/a', ' %'):>{w}}")
             lines.append(f"{('vs ' + ref + ', ' + label.split()[0]):<19} {'':>6}  "
                          + "  ".join(cells))  # fmt: skip
     for pol, notes in disturbances(results).items():
@@ -279,10 +278,9 @@ def plot_finish_times(results: dict[str, Any], path: Path) -> Any:
     names it). A network-bound job (:func:`network_bound`) is warned about on stderr
     and switches the scatter panels to log axes, where its points stay apart. Returns
     the (closed) matplotlib figure, for inspection."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from sim.eval.figures import save_figure  # (importing it selects the Agg backend)
 
     warnings = network_bound(results)
     for w in warnings:
@@ -339,8 +337,5 @@ def plot_finish_times(results: dict[str, Any], path: Path) -> Any:
     if missing:
         title += f"\nno results (not drawn): {', '.join(missing)}"
     fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
     return fig

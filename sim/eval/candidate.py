@@ -16,6 +16,7 @@ from typing import Any
 
 from echelon.policies import get_policy
 from sim.eval.experiments import POLICIES, Profile, average, batch_point
+from sim.eval.report import pct
 from sim.points import Point, Progress
 from sim.sweep import run_sweep
 
@@ -36,10 +37,6 @@ def points(name: str, profile: Profile, mixes: Sequence[str]) -> list[Point]:
         for pol in pols
         for seed in profile.seeds
     ]
-
-
-def _pct(x: float, base: float) -> str:
-    return f"{(x / base - 1) * 100:+.1f} %" if base > 0 else "n/a"
 
 
 def report(name: str, rows: Sequence[dict[str, Any]], profile: Profile) -> str:
@@ -70,14 +67,13 @@ def report(name: str, rows: Sequence[dict[str, Any]], profile: Profile) -> str:
         others = [p for p in pols if p != name]
         lines.append("")
         if "echelon" in val and name != "echelon":
-            e = val["echelon"]
-            lines.append(f"{name} vs echelon: mean {_pct(mine[0], e[0])}, "
-                         f"p99 {_pct(mine[1], e[1])}.")  # fmt: skip
+            mean, p99 = (pct(m, e, "n/a", " %") for m, e in zip(mine, val["echelon"], strict=True))
+            lines.append(f"{name} vs echelon: mean {mean}, p99 {p99}.")
         if others:
             bm = min(others, key=lambda p: val[p][0])
             bp = min(others, key=lambda p: val[p][1])
-            lines.append(f"{name} vs the best other policy: mean {_pct(mine[0], val[bm][0])} "
-                         f"({bm}), p99 {_pct(mine[1], val[bp][1])} ({bp}).")  # fmt: skip
+            mean, p99 = (pct(mine[i], val[p][i], "n/a", " %") for i, p in enumerate((bm, bp)))
+            lines.append(f"{name} vs the best other policy: mean {mean} ({bm}), p99 {p99} ({bp}).")
         lines.append("")
     return "\n".join(lines)
 

@@ -18,10 +18,12 @@ from sim.core.results import SimResult
 _JOB_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
 
 
-def _save(fig: Any, path: Path) -> Path:
-    """Every figure's ending: laid out, written at 110 dpi, closed (pyplot keeps open
-    figures alive)."""
+def save_figure(fig: Any, path: Path) -> Path:
+    """Every figure's ending, the evaluation's and the emulation's (``topo.report``,
+    ``topo.queuedepth``): laid out, written at 110 dpi into ``path``'s folder (created
+    if needed), closed (pyplot keeps open figures alive)."""
     fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -83,7 +85,7 @@ def timeline(results: Mapping[str, SimResult], title: str, path: Path) -> Path:
         "time (s); bars: compute tasks / flows (release→finish); ticks: ideal finish"
     )
     fig.suptitle(title, fontsize=10)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def policy_bars(
@@ -106,7 +108,7 @@ def policy_bars(
         ax.set_title(mix, fontsize=9)
         ax.set_ylabel("iteration time / echelon's", fontsize=8)
     axes[0, 0].legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def load_lines(
@@ -127,7 +129,7 @@ def load_lines(
     ax.set_title(f"{mix}: {metric} vs load", fontsize=9)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def scale_plot(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
@@ -139,7 +141,7 @@ def scale_plot(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     ax.set_ylabel("wall-clock seconds")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def bandwidth_lines(
@@ -176,4 +178,4 @@ def bandwidth_lines(
             ax.set_title(f"{mix}: {what} iteration time vs bandwidth", fontsize=9)
             ax.grid(alpha=0.3, which="both")
     axes[0, 0].legend(fontsize=7)
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -29,11 +29,14 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(out)
 
 
-def pct(a: float, b: float) -> str:
-    """How much larger ``a`` is than ``b``, as a signed percentage."""
-    if b == 0 or math.isnan(a) or math.isnan(b):
-        return "–"
-    return f"{(a / b - 1) * 100:+.1f}%"
+def pct(a: float | None, b: float | None, missing: str = "–", unit: str = "%") -> str:
+    """How much larger ``a`` is than ``b``, as a signed percentage followed by ``unit``;
+    ``missing`` where either is unknown (None, NaN) or ``b`` is 0. The evaluation's
+    tables write ``+1.2%``; the candidate report and ``make run``'s verdict (``topo.report``)
+    ``+1.2 %`` and ``n/a``."""
+    if a is None or b is None or b == 0 or math.isnan(a) or math.isnan(b):
+        return missing
+    return f"{(a / b - 1) * 100:+.1f}{unit}"
 
 
 #: Headers of the metrics a policy table shows after its comparisons with echelon.

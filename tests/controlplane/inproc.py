@@ -107,7 +107,8 @@ def serving(app: Any) -> Iterator[str]:
 
     import uvicorn
 
-    from targets.process import free_port, wait_until
+    from echelon.waiting import wait_until
+    from targets.process import free_port
 
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))

@@ -13,8 +13,9 @@ from typing import Any
 import httpx
 
 from controlplane.daemon import DaemonExited, DaemonProcess
+from echelon.waiting import WaitTimeout
 from p4client.p4rt import P4RuntimeError
-from targets.process import WaitTimeout, free_port, stop_process
+from targets.process import free_port, stop_process
 from targets.switch import Target, start_target
 from tests.controlplane.helpers import ROOT
 

@@ -25,9 +25,10 @@ from echelon.constants import (
     REG_QUEUE_SOJOURN,
 )
 from echelon.topology import load
+from echelon.waiting import wait_until
 from p4client.bmruntime import RuntimeClient
 from p4client.p4info import P4Info
-from targets.process import free_port, wait_until
+from targets.process import free_port
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch, serving
 

@@ -20,8 +20,8 @@ from controlplane.api import make_app
 from controlplane.controller import Controller
 from controlplane.registry import Registry, RegistryError, RegistryUnavailableError
 from echelon.topology import load
+from echelon.waiting import wait_until
 from p4client.p4info import P4Info
-from targets.process import wait_until
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch, running_controller
 

@@ -20,10 +20,11 @@ from controlplane.controller import Controller
 from controlplane.entries import T_CLASSIFY, T_LPM, default_entries
 from controlplane.registry import Registry
 from echelon.topology import load
+from echelon.waiting import wait_until
 from p4client.codec import entry_to_proto
 from p4client.p4info import P4Info, TableEntry
 from p4client.p4rt import SwitchConnection
-from targets.process import free_port, wait_until
+from targets.process import free_port
 from targets.switch import Target, start_target
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.targets.test_targets_runtime import KINDS

@@ -16,9 +16,9 @@ from controlplane.controller import Controller
 from controlplane.entries import T_CLASSIFY, T_IDS
 from controlplane.registry import Registry
 from echelon.topology import load
+from echelon.waiting import wait_until
 from p4client.p4info import P4Info
 from p4client.p4rt import P4RuntimeError, SwitchConnection
-from targets.process import wait_until
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, spec, write_topo
 from tests.controlplane.inproc import InProcessSwitch
 from tests.controlplane.test_controller_inproc import by_table, read_back

@@ -15,9 +15,9 @@ import pytest
 from google.protobuf import text_format
 
 from controlplane.entries import T_CLASSIFY, T_DEADLINE, T_IDS, T_LPM
+from echelon.waiting import wait_until
 from p4client.p4info import P4Info, TableEntry
 from p4client.p4rt import SwitchConnection
-from targets.process import wait_until
 from targets.switch import Target
 from tests.controlplane.helpers import P4INFO, spec, write_topo
 from tests.controlplane.procs import RETRY, Daemon, free_port, start_softswitch

@@ -23,8 +23,8 @@ from controlplane import entries, switchsync
 from controlplane import online as online_mod
 from controlplane.controller import Controller
 from controlplane.entries import Step, count_by_table, plan_updates
+from echelon.waiting import wait_until
 from p4client.p4info import TableEntry
-from targets.process import wait_until
 from tests.controlplane.inproc import InProcessSwitch
 from tests.controlplane.test_online_inproc import Hosts, make, read_all
 

@@ -23,10 +23,10 @@ from controlplane.entries import T_CLASSIFY
 from controlplane.registry import Registry
 from controlplane.report_socket import ProgressSocket
 from echelon.topology import load
+from echelon.waiting import wait_until
 from hostagent.progress import ProgressReporter
 from p4client.p4info import P4Info, TableEntry
 from p4client.p4rt import SwitchConnection
-from targets.process import wait_until
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO, write_topo
 from tests.controlplane.inproc import InProcessSwitch
 

@@ -23,7 +23,8 @@ import pytest
 import yaml
 
 from controlplane.client import ApiClient
-from targets.process import free_port, wait_until
+from echelon.waiting import wait_until
+from targets.process import free_port
 from tests.controlplane.helpers import ROOT
 from tests.controlplane.procs import Proc
 

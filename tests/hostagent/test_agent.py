@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from itertools import pairwise
 from pathlib import Path
@@ -15,13 +16,15 @@ from typing import Any
 import pytest
 
 from echelon.constants import ECHELON_UDP_PORT
-from echelon.errors import SpecError
+from echelon.errors import EchelonError, SpecError
+from echelon.waiting import wait_until
 from echelon.wire import unpack_header
+from hostagent.agent import wait_go
 from hostagent.receiver import Receiver
 from hostagent.report import formation_report
 from hostagent.scenario import parse
 from hostagent.sender import Sender
-from targets.process import stop_process, wait_until
+from targets.process import stop_process
 
 # Loopback addresses unique to this test process (all of 127/8 is local), so parallel
 # runs of the suite never compete for the echelon port on the same address.
@@ -248,3 +251,23 @@ def test_an_idle_timeout_does_not_cut_a_run_that_progresses(tmp_path: Path) -> N
     the run: packets keep moving, so nobody stalls and every flow completes."""
     records = play(tmp_path, scenario_dict(0.0, idle_timeout_s=0.3), list(HOSTS))
     assert all(r["complete"] and not r["stalled"] for r in records)
+
+
+def test_the_agent_reads_the_start_instant_once_the_go_file_holds_it(tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    go.write_text("")  # created before it is written: still waiting
+    later = threading.Timer(0.05, lambda: go.write_text("1234.5\n"))
+    later.start()
+    try:
+        assert wait_go(go, 10) == 1234.5
+    finally:
+        later.cancel()
+
+
+def test_the_agent_names_its_go_file_on_timeout_and_on_bad_content(tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    with pytest.raises(EchelonError, match=f"go: no start signal in {go} within 0s"):
+        wait_go(go, 0.05)
+    go.write_text("soon")
+    with pytest.raises(EchelonError, match=f"go: {go} does not hold a time"):
+        wait_go(go, 5)

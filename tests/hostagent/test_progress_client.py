@@ -18,8 +18,9 @@ import pytest
 
 from echelon.progress import ReportBody
 from echelon.specs import validate
+from echelon.waiting import wait_until
 from hostagent.progress import ProgressReporter
-from targets.process import free_port, wait_until
+from targets.process import free_port
 
 from .test_agent import play
 from .test_closedloop import chain

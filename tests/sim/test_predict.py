@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from echelon.constants import PACKET_HEADER_LEN
 from echelon.errors import SpecError
-from sim.predict import DEFAULT_HEADER_BYTES, predict_finish_times
+from sim.predict import predict_finish_times
 
 STAR = str(
     Path(__file__).resolve().parents[2] / "topo" / "star.yaml"
@@ -29,7 +30,7 @@ def gpipe(size: int, fwd: float = 0.1, bwd: float = 0.2) -> dict[str, object]:
     }
 
 
-def wire(size: int, payload: int = 1400, header: int = DEFAULT_HEADER_BYTES) -> float:
+def wire(size: int, payload: int = 1400, header: int = PACKET_HEADER_LEN) -> float:
     return size + math.ceil(size / payload) * header
 
 

@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from bench.ray_local import LocalCluster, Node
+from echelon.waiting import wait_until
 from sim.points import comparable
 from sim.traces import write_trace
 from sim.workloads import generate_mix
-from targets.process import wait_until
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
 

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from echelon.waiting import wait_until
 from p4client.p4info import P4Info
 from p4client.p4rt import SwitchConnection
 from softswitch.errors import UsageError
 from softswitch.main import main, parse_args
-from targets.process import free_port, wait_until
+from targets.process import free_port
 from tests.softswitch.helpers import JSON_PATH, P4INFO_PATH, PYTHON, ROOT
 
 

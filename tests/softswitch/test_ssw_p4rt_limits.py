@@ -17,12 +17,12 @@ import grpc
 import pytest
 from finsy.proto import p4r, p4r_grpc
 
+from echelon.waiting import wait_until
 from p4client.p4info import P4Info
 from p4client.p4rt import P4RuntimeConnectionError, SwitchConnection
 from softswitch.grpc_limits import Limits
 from softswitch.p4rt_read import READ_CHUNK
 from softswitch.p4rt_server import P4RuntimeService, make_server
-from targets.process import wait_until
 from tests.controlplane.helpers import DEVICE_CONFIG, P4INFO
 
 #: The switch's own bounds (the tests below change only the timeouts they name).

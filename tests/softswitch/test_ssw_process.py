@@ -16,9 +16,10 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from echelon.constants import priority_for_dscp
+from echelon.waiting import wait_until
 from echelon.wire import Echelon
 from p4client.bmruntime import RuntimeApiError, RuntimeClient
-from targets.process import free_port, wait_until
+from targets.process import free_port
 from targets.switch import start_target
 from tests.softswitch.helpers import (
     INSERT,

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from echelon.waiting import wait_until
 from p4client.bmruntime import RuntimeClient
 from softswitch.p4rt_server import P4RuntimeService
 from softswitch.queueing import PriorityRateQueues
 from softswitch.runtime import RuntimeServer
-from targets.process import wait_until
 
 
 @pytest.fixture

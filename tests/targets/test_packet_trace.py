@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from echelon.waiting import wait_until
 from softswitch.main import parse_args
-from targets.process import TargetError, free_port, wait_until
+from targets.process import TargetError, free_port
 from targets.switch import TRACE_FILE_BYTES, TRACE_FILES, command_line, start_target
 from tests.targets.kinds import KINDS
 from topo.run import parse_args as run_args

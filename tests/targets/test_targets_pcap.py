@@ -15,9 +15,10 @@ from scapy.layers.l2 import Ether
 
 from echelon.constants import ECHELON_UDP_PORT, dscp_for_priority
 from echelon.pcap import PcapTail, pcap_names
+from echelon.waiting import wait_until
 from echelon.wire import Echelon, unpack_header
 from p4client.p4rt import SwitchConnection
-from targets.process import free_port, wait_until
+from targets.process import free_port
 from targets.switch import command_line, start_target
 from tests.core.test_wireshark_dissector import tshark_fields
 from tests.softswitch.helpers import in_netns, raw_socket, veth_hosts

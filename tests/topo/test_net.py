@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from echelon.topology import load
-from targets.process import TargetError, wait_until
+from echelon.waiting import wait_until
+from targets.process import TargetError
 from topo import net as netmod
 from topo.net import EchelonNet, NetError, root_links
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from targets.process import free_port, stop_process, wait_until
+from echelon.waiting import wait_until
+from targets.process import free_port, stop_process
 from topo.crosscheck import (
     compare,
     completion_rows,

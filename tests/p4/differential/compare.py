@@ -17,7 +17,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from targets.process import WaitTimeout, wait_until
+from echelon.waiting import WaitTimeout, wait_until
 from tests.p4.differential.catalog import PROGRAMS
 from tests.p4.differential.rig import Outputs, rigs
 
