@@ -107,7 +107,7 @@ class Bench:
             }
 
     def close(self) -> None:
-        self.daemon.stop()
+        self.daemon.close()
         if self.switch is not None:
             self.switch.stop()
 

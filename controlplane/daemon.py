@@ -357,6 +357,13 @@ class DaemonProcess:
         if self.proc is not None:
             stop_process(self.proc, timeout)
 
+    def close(self, timeout: float = 10.0) -> None:
+        """The end: :meth:`stop`, then close :attr:`api`'s connection."""
+        try:
+            self.stop(timeout)
+        finally:
+            self.api.close()
+
 
 if __name__ == "__main__":
     sys.exit(main())

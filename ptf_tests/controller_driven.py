@@ -65,7 +65,7 @@ class ControllerDrivenOrdering(EchelonTest):
                 daemon.wait_in_sync(timeout=20, switch="s1")
                 self.drive(daemon.url)
             finally:
-                daemon.stop(10)
+                daemon.close(10)
 
     def drive(self, api: str) -> None:
         """Drive the synced daemon whose API is at ``api``."""

@@ -429,7 +429,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # A second Ctrl-C or signal must not cut the clean-up short.
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_IGN)
-        ctl.stop()
+        ctl.close()
         net.stop()
 
 

@@ -25,4 +25,4 @@ def test_a_daemon_that_exits_is_reported_with_its_log(tmp_path: Path) -> None:
         assert time.monotonic() - t0 < 30  # long before the deadline
         assert "error: --topo:" in log.read_text()  # the daemon's own message, in the log
     finally:
-        d.stop()
+        d.close()
