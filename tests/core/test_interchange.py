@@ -148,6 +148,7 @@ def test_only_nested_pairs_swap_by_default() -> None:
         judge(t, position, cls, due, grace, relayout="partial")
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     st.integers(0, 40).flatmap(

@@ -62,6 +62,7 @@ def frame(payload: bytes, dport: int = ECHELON_UDP_PORT) -> bytes:
     )
 
 
+@pytest.mark.slow
 @needs_tshark
 def test_tshark_decodes_every_field(tmp_path: Path) -> None:
     pcap = tmp_path / "demo.pcap"

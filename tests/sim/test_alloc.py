@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,6 +43,7 @@ def instances(draw: st.DrawFn) -> tuple[list[list[int]], list[int], list[float]]
     return paths, keys, cap
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(instances())
 def test_matches_reference(inst: tuple[list[list[int]], list[int], list[float]]) -> None:

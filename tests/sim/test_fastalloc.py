@@ -24,6 +24,7 @@ def _arr(paths: list[list[int]], pad: int) -> np.ndarray:
     return np.array([p + [pad] * (width - len(p)) for p in paths], dtype=np.int64)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(instances())
 def test_matches_reference_and_numpy_allocator(

@@ -186,6 +186,7 @@ def _check(program: str, te: p4r.TableEntry, needs_action: bool) -> bool:
     return len(got) == 5
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.data())
 def test_codec_agrees_with_the_reference(data: st.DataObject) -> None:

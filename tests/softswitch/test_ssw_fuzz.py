@@ -130,6 +130,7 @@ def server_and_client() -> Iterator[tuple[ServerHandle, Client]]:
         srv.stop(grace=0).wait(5)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.lists(st.tuples(st.sampled_from([0, 1, 2, 3]), _table_entries()), min_size=1, max_size=4))
 def test_server_answers_every_random_write(

@@ -53,6 +53,7 @@ def test_compute_bound_plot_has_bars_and_labelled_diagonal(
     assert {"echelon", "fifo", "ideal iteration"} <= set(bars.get_legend_handles_labels()[1])
 
 
+@pytest.mark.slow
 def test_network_bound_job_is_warned_about_and_plotted_on_log_axes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
