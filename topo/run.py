@@ -188,7 +188,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def play_with_retries(
-    play: Callable[[], dict[str, Any]], policy: str, retries: int
+    play: Callable[[], dict[str, Any]], policy: str, retries: int, hint: str = ""
 ) -> dict[str, Any]:
     """``play()`` once, and again while it lost packets and ``retries`` allow.
 
@@ -196,7 +196,9 @@ def play_with_retries(
     and the switch (BMv2 drops some at its input when it does not get the CPU in time;
     docs/demo.md) leaves a flow, and closed loop everything after it, unfinished. Such
     a run measures the loss, not the policy. The report keeps every attempt's loss
-    (``lost_packets_per_attempt``); the last attempt's data is the policy's."""
+    (``lost_packets_per_attempt``); the last attempt's data is the policy's. ``hint``
+    follows the line of a last attempt that still lost packets: what the user can change
+    (:func:`loss_hint`)."""
     losses: list[int] = []
     while True:
         report = play()
@@ -212,8 +214,18 @@ def play_with_retries(
     report["lost_packets_per_attempt"] = losses
     if losses[-1]:
         print(f"*** {policy}: {losses[-1]} packets lost in the last attempt; its flows are "
-              "reported incomplete", flush=True)  # fmt: skip
+              f"reported incomplete{'; ' + hint if hint else ''}", flush=True)  # fmt: skip
     return report
+
+
+def loss_hint(kind: str, rate_mbit: float) -> str:
+    """What to change when every attempt lost packets: the hosts' pacing sets the packets
+    per second the switch must take in (three senders at 40 Mbit/s offer ~15,000 pkt/s at
+    the start, above what one BMv2 core takes in on a slow VM: docs/measurements/demo.md),
+    and the soft switch queues where BMv2 drops."""
+    half = f"{rate_mbit / 2:g}"
+    lower = f'pace the hosts lower (RUN_ARGS="--rate-mbit {half}": half the packets per second)'
+    return lower if kind == "soft" else f"{lower}, or TARGET=soft (it queues what BMv2 drops)"
 
 
 def incomplete_policies(results: dict[str, Any]) -> list[str]:
@@ -362,7 +374,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                      rate_mbit=args.rate_mbit, release=args.release,
                                      controller=reports, entered=args.entered_reports)  # fmt: skip
 
-            return play_with_retries(once, policy, args.retries)
+            return play_with_retries(
+                once, policy, args.retries, loss_hint(net.kind, args.rate_mbit)
+            )
 
         if scenario is not None:
             results["interleave"] = topo_interleave.play_steady(

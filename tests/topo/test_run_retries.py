@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from topo.run import play_with_retries
+from topo.run import loss_hint, play_with_retries
 
 
 def fake(results: list[tuple[bool, int]]) -> tuple[list[int], Any]:
@@ -48,3 +48,15 @@ def test_an_incomplete_run_without_loss_is_not_repeated() -> None:
 def test_a_complete_run_is_played_once() -> None:
     calls, play = fake([(True, 0)])
     assert play_with_retries(play, "echelon", retries=2)["attempts"] == 1 and len(calls) == 1
+
+
+def test_a_last_attempt_that_lost_packets_says_what_to_change(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, play = fake([(False, 5), (False, 4)])
+    play_with_retries(play, "echelon", retries=1, hint=loss_hint("bmv2", 40.0))
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "echelon: 4 packets lost in the last attempt" in last
+    assert "--rate-mbit 20" in last and "TARGET=soft" in last
+    assert "TARGET=soft" not in loss_hint("soft", 40.0)
+    assert "--rate-mbit 12.5" in loss_hint("soft", 25.0)
