@@ -220,9 +220,9 @@ def play_with_retries(
 
 def loss_hint(kind: str, rate_mbit: float) -> str:
     """What to change when every attempt lost packets: the hosts' pacing sets the packets
-    per second the switch must take in (three senders at 40 Mbit/s offer ~15,000 pkt/s at
-    the start, above what one BMv2 core takes in on a slow VM: docs/measurements/demo.md),
-    and the soft switch queues where BMv2 drops."""
+    per second the switch must take in (three senders at 40 Mbit/s offer ~14,400 at the
+    start, docs/demo.md; on a throttled VM BMv2 dropped at 40 and at 20 Mbit/s, less at
+    20: docs/measurements/demo.md), and the soft switch queues where BMv2 drops."""
     half = f"{rate_mbit / 2:g}"
     lower = f'pace the hosts lower (RUN_ARGS="--rate-mbit {half}": half the packets per second)'
     return lower if kind == "soft" else f"{lower}, or TARGET=soft (it queues what BMv2 drops)"

@@ -58,5 +58,9 @@ def test_a_last_attempt_that_lost_packets_says_what_to_change(
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert "echelon: 4 packets lost in the last attempt" in last
     assert "--rate-mbit 20" in last and "TARGET=soft" in last
-    assert "TARGET=soft" not in loss_hint("soft", 40.0)
+
+
+def test_the_hint_halves_the_rate_and_names_the_soft_switch_only_on_bmv2() -> None:
     assert "--rate-mbit 12.5" in loss_hint("soft", 25.0)
+    assert "TARGET=soft" not in loss_hint("soft", 40.0)
+    assert "TARGET=soft" in loss_hint("bmv2", 40.0)
