@@ -17,6 +17,13 @@ POLICIES ?= echelon-online,echelon,coflow,fifo
 APT_PKGS := mininet iproute2 ethtool tcpdump tshark iputils-ping
 P4C     := $(shell command -v p4c-bm2-ss 2>/dev/null)
 
+# Python's default is to cache compiled modules in __pycache__/; some CI sandboxes turn it
+# off (PYTHONDONTWRITEBYTECODE=1), and then every pytest worker and every process a test
+# starts compiles the same ~250 modules again, and pytest re-rewrites every test module's
+# asserts (on a slow 2-core VM `make test-fast` took 63 s without the cache, 50 s with it:
+# docs/conventions.md).
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: help deps venv venv-ray p4 run interleave test test-fast test-unit test-root lint typecheck fmt bench eval ptf clean p4rt-shell p4rt-shell-venv
 
 help:
