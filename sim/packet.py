@@ -57,7 +57,8 @@ What it models, and how that maps to the emulation:
   iteration counts as starting at the re-plan.
 
 Not modelled: propagation and switch processing delay, the agents' 1-ms pacing
-bursts, HTB's token leaks to lower classes; links are shared by nothing else.
+bursts, the first packet each HTB class may send ahead of a higher one (its only
+leak: :mod:`topo.tc`); links are shared by nothing else.
 """
 
 from __future__ import annotations
