@@ -54,6 +54,8 @@ class _Active:
     index: int
     total: int
     release: float
+    #: the last packet's payload: what is left of the flow after ``total - 1`` full ones
+    last_pad: bytes = b""
     sent: int = 0
     released: float | None = None
     start: float | None = None
@@ -68,9 +70,11 @@ class Sender:
         self.host = host
         self.ip = scenario.hosts[host]
         self.pad = bytes(scenario.chunk)
-        # ``packet_bytes`` is the UDP payload (the echelon header inside it)
-        frame = scenario.packet_bytes + ETHERNET_HEADER_LEN + IPV4_HEADER_LEN + UDP_HEADER_LEN
-        self.pps = scenario.rate_of(host) * 1e6 / 8 / frame
+        #: Wire bytes around a packet's UDP payload (the echelon header is in the payload).
+        self.overhead = ETHERNET_HEADER_LEN + IPV4_HEADER_LEN + UDP_HEADER_LEN
+        #: Pacing rate in wire bytes per second: a flow's short last packet takes its own
+        #: length of the host's time, as on the wire and in the packet model.
+        self.bytes_per_s = scenario.rate_of(host) * 1e6 / 8
         self.flows = [self._open(e, f) for e, f in scenario.flows_from(host)]
         #: wall-clock time of the last packet sent (0: none yet)
         self.last_send = 0.0
@@ -82,11 +86,14 @@ class Sender:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind((self.ip, f.sport))
         dst = (self.sc.hosts[f.dst], ECHELON_UDP_PORT)
+        total = self.sc.packets(f)
+        last = bytes(f.size - (total - 1) * self.sc.chunk)
         return _Active(e.uid(f), s, dst, e.echelon_id, offset_us(f.offset), f.index,
-                       self.sc.packets(f), f.release)  # fmt: skip
+                       total, f.release, last)  # fmt: skip
 
     def packet(self, a: _Active) -> bytes:
-        return pack_header(a.echelon_id, a.deadline_us, a.index, a.sent) + self.pad
+        pad = a.last_pad if a.sent == a.total - 1 else self.pad
+        return pack_header(a.echelon_id, a.deadline_us, a.index, a.sent) + pad
 
     def run(
         self,
@@ -105,7 +112,7 @@ class Sender:
         by_uid = {a.uid: a for a in self.flows}
         active: list[_Active] = []
         credit_t = max(time.time(), t0)
-        sent_total = 0
+        sent_bytes = 0  # wire bytes sent since credit_t
         rr = 0
         try:
             while (active or not rel.finished()) and time.time() < stop_at:
@@ -121,23 +128,25 @@ class Sender:
                 if not active:
                     # Idle link: pacing credit restarts at the next release.
                     rel.wait(now - t0, stop_at - t0)
-                    credit_t, sent_total = time.time(), 0
+                    credit_t, sent_bytes = time.time(), 0
                     continue
-                due = min(MAX_BURST, int((now - credit_t) * self.pps) + 1 - sent_total)
-                if due <= 0:
-                    time.sleep(min(0.001, (sent_total / self.pps) - (now - credit_t)))
+                # a packet may leave once the ones before it have had their wire time
+                ahead = sent_bytes / self.bytes_per_s - (now - credit_t)
+                if ahead > 0:
+                    time.sleep(min(0.001, ahead))
                     continue
-                for _ in range(due):
-                    if not active:
+                for _ in range(MAX_BURST):
+                    if not active or sent_bytes / self.bytes_per_s > now - credit_t:
                         break
                     rr %= len(active)
                     a = active[rr]
                     if a.start is None:
                         a.start = time.time() - t0
-                    a.sock.sendto(self.packet(a), a.dst)
+                    packet = self.packet(a)
+                    a.sock.sendto(packet, a.dst)
                     self.last_send = time.time()
                     a.sent += 1
-                    sent_total += 1
+                    sent_bytes += len(packet) + self.overhead
                     if a.sent >= a.total:
                         a.end = time.time() - t0
                         active.pop(rr)
