@@ -79,7 +79,7 @@ class Receiver:
         try:
             while not self.done.is_set() and time.time() < stop_at:
                 try:
-                    data, cmsgs, _, addr = self.sock.recvmsg(2048, anc)
+                    data, cmsgs, _, addr = self.sock.recvmsg(65536, anc)
                 except TimeoutError:
                     continue
                 self.last_packet = time.time()

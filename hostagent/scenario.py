@@ -31,7 +31,13 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, WithJsonSchema
 from pydantic.functional_validators import PlainValidator
 
-from echelon.constants import ECHELON_HEADER_LEN, MAX_DEADLINE_US, MAX_ECHELON_ID
+from echelon.constants import (
+    ECHELON_HEADER_LEN,
+    IPV4_HEADER_LEN,
+    MAX_DEADLINE_US,
+    MAX_ECHELON_ID,
+    UDP_HEADER_LEN,
+)
 from echelon.errors import SpecError, UnknownHostError
 from echelon.model import EchelonFlow, Flow, offset_us
 from echelon.specs import (
@@ -132,13 +138,19 @@ class TaskSpec(SpecModel):
     produces: tuple[Text, ...] = ()
 
 
+#: A packet's UDP payload (the echelon header inside it): from 64 bytes to one jumbo
+#: frame, the emulated links' MTU of 9,000 bytes less the IPv4 and UDP headers.
+MIN_PACKET_BYTES = 64
+MAX_PACKET_BYTES = 9000 - IPV4_HEADER_LEN - UDP_HEADER_LEN
+
+
 class Scenario(SpecModel):
     """What every agent of one run reads."""
 
     start_at: NonNegative
     hosts: Annotated[dict[str, Text], Field(min_length=1)]
     echelons: tuple[EchelonSpec, ...]
-    packet_bytes: bounded_int(64, 1472, "one Ethernet frame") = 1000  # type: ignore[valid-type]
+    packet_bytes: bounded_int(MIN_PACKET_BYTES, MAX_PACKET_BYTES, "one jumbo frame") = 1000  # type: ignore[valid-type]
     rate_mbit: dict[str, Positive] = Field(default_factory=dict)
     default_rate_mbit: Positive = 20.0
     timeout_s: Positive = 60.0

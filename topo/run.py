@@ -67,12 +67,13 @@ from controlplane.planning import check_policy
 from echelon.errors import EchelonError
 from echelon.jobs import JobSpec
 from echelon.topology import TopologyNetwork, load
-from hostagent.scenario import RELEASE_MODES
+from hostagent.scenario import MAX_PACKET_BYTES, MIN_PACKET_BYTES, RELEASE_MODES
 from sim.eval import interleave as sim_interleave
 from sim.eval import steady
+from targets.switch import resolve_kind
 from topo import crosscheck, demo, portview
 from topo import interleave as topo_interleave
-from topo.agents import PACKET_BYTES, play_scenario
+from topo.agents import BMV2_PACKET_BYTES, PACKET_BYTES, default_packet_bytes, play_scenario
 from topo.controller_process import ControllerProcess
 from topo.interactive import CLI_MODES, Ticker, open_cli, resolve_cli, run_with_cli
 from topo.interleave import ONLINE_SUFFIX, base_policy, policy_dir
@@ -157,6 +158,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--prefix", default="ec", help="prefix of root-namespace interface names")
     p.add_argument("--api-port", type=int, default=8086)
     p.add_argument("--rate-mbit", type=float, default=40.0, help="host sender pacing rate")
+    p.add_argument("--packet-bytes", type=int, default=None, metavar="BYTES",
+                   help=f"UDP payload of the hosts' packets, {MIN_PACKET_BYTES}.."
+                        f"{MAX_PACKET_BYTES} (the links take jumbo frames); default "
+                        f"{PACKET_BYTES} on the soft switch, {BMV2_PACKET_BYTES} on BMv2 "
+                        "(a quarter of the packets per second: it forwards fewer), "
+                        f"{PACKET_BYTES} with --scenario")  # fmt: skip
     p.add_argument("--jobs", default=",".join(demo.JOB_FILES), help="job description files")
     p.add_argument("--scale", type=float, default=None,
                    help="multiplies every size and compute duration of the jobs (the whole "
@@ -218,14 +225,22 @@ def play_with_retries(
     return report
 
 
-def loss_hint(kind: str, rate_mbit: float) -> str:
-    """What to change when every attempt lost packets: the hosts' pacing sets the packets
-    per second the switch must take in (three senders at 40 Mbit/s offer ~14,400 at the
-    start, docs/demo.md; on a throttled VM BMv2 dropped at 40 and at 20 Mbit/s, less at
-    20: docs/measurements/demo.md), and the soft switch queues where BMv2 drops."""
+def loss_hint(kind: str, rate_mbit: float, packet_bytes: int = PACKET_BYTES) -> str:
+    """What to change when every attempt lost packets: the packets per second the switch
+    must take in, set by the hosts' pacing and the packets' size (three senders at 40
+    Mbit/s offer ~14,400 1-kB packets per second at the start, docs/demo.md; on a throttled
+    VM BMv2 dropped 1-kB packets at 40 and at 20 Mbit/s and none of 4 kB at 40:
+    docs/measurements/demo.md), and the soft switch queues where BMv2 drops."""
     half = f"{rate_mbit / 2:g}"
-    lower = f'pace the hosts lower (RUN_ARGS="--rate-mbit {half}": half the packets per second)'
-    return lower if kind == "soft" else f"{lower}, or TARGET=soft (it queues what BMv2 drops)"
+    hints = [f'pace the hosts lower (RUN_ARGS="--rate-mbit {half}": half the packets per second)']
+    if packet_bytes < BMV2_PACKET_BYTES:
+        hints.append(
+            f'send larger packets (RUN_ARGS="--packet-bytes {BMV2_PACKET_BYTES}": '
+            f"{packet_bytes / BMV2_PACKET_BYTES:.2g} of the packets per second)"
+        )
+    if kind != "soft":
+        hints.append("TARGET=soft (it queues what BMv2 drops)")
+    return ", or ".join(hints)
 
 
 def incomplete_policies(results: dict[str, Any]) -> list[str]:
@@ -279,7 +294,7 @@ def fit_jobs(
     """The jobs at ``--scale``, scaled further down when one policy's run would take
     longer than ``--budget`` on the emulated links (saying by how much)."""
     jobs = demo.load_demo_jobs(files, args.scale, hosts)
-    est = demo.estimate([j.spec for j in jobs], network, args.iterations, PACKET_BYTES)
+    est = demo.estimate([j.spec for j in jobs], network, args.iterations, args.packet_bytes)
     scale = demo.fit_to_budget(est, args.scale, args.budget)
     if scale < args.scale:
         print(f"*** scaled the jobs down {args.scale / scale:.1f}x more (--scale {args.scale:g} "
@@ -290,8 +305,22 @@ def fit_jobs(
               "(--budget 0 keeps --scale)", flush=True)  # fmt: skip
         args.scale = scale
         jobs = demo.load_demo_jobs(files, scale, hosts)
-        est = demo.estimate([j.spec for j in jobs], network, args.iterations, PACKET_BYTES)
+        est = demo.estimate([j.spec for j in jobs], network, args.iterations, args.packet_bytes)
     return jobs, est
+
+
+def packet_bytes(requested: int | None, kind: str, scenario: bool = False) -> int:
+    """The hosts' UDP payload: ``--packet-bytes``, else the target's default, except for an
+    interleaving scenario: its 9 Mbit/s links offer few packets per second and are sized
+    for 1-kB packets' headers (``topo/interleave.yaml``)."""
+    if requested is None:
+        return PACKET_BYTES if scenario else default_packet_bytes(kind)
+    if not MIN_PACKET_BYTES <= requested <= MAX_PACKET_BYTES:
+        raise EchelonError(
+            f"packet_bytes: must be {MIN_PACKET_BYTES}..{MAX_PACKET_BYTES} (one frame on the "
+            f"emulated links), got {requested}"
+        )
+    return requested
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -299,6 +328,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise EchelonError(f"iterations: must be at least 1, got {args.iterations}")
     topo = load(args.topo)
     scenario = sim_interleave.by_key(args.scenario) if args.scenario else None
+    args.packet_bytes = packet_bytes(
+        args.packet_bytes, resolve_kind(args.target), scenario is not None
+    )
     files = [f.strip() for f in args.jobs.split(",") if f.strip()] if scenario is None else []
     if files:
         demo.load_demo_jobs(files, args.scale, set(topo.hosts))  # bad files fail first
@@ -317,7 +349,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     why = "simple_switch_grpc" if net.kind == "bmv2" else "embedded soft switch"
     if net.kind == "soft" and args.target == "auto":
         why += "; BMv2 is not installed"
-    print(f"*** target: {net.kind} ({why})")
+    print(f"*** target: {net.kind} ({why}); packets of {args.packet_bytes} bytes of UDP "
+          "payload (--packet-bytes)")  # fmt: skip
     ctl = ControllerProcess(str(ctl_topo), out, args.api_port, args.idle_level)
     results: dict[str, Any] = {
         "command": " ".join(["python -m topo.run", *sys.argv[1:]]),
@@ -332,7 +365,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "estimate": {**est.as_json(), "run_s": est.run_s},
         "job_files": files,
         "jobs": [j.description for j in jobs],
-        "packet_bytes": PACKET_BYTES,
+        "packet_bytes": args.packet_bytes,
         "rate_mbit": args.rate_mbit,
         "idle_level": args.idle_level,
         # the agents report entering iteration 0 before the start (echelon-online):
@@ -365,17 +398,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         def play(run_specs: Sequence[JobSpec], iterations: int, where: Path, policy: str) -> Any:
             """One policy's run of ``run_specs`` on the hosts (played again on lost packets:
             :func:`play_with_retries`); its agents report progress when it is online."""
-            run_est = demo.estimate(run_specs, network, iterations, PACKET_BYTES)
+            run_est = demo.estimate(run_specs, network, iterations, args.packet_bytes)
             reports = f"unix:{ctl.progress_socket}" if policy.endswith(ONLINE_SUFFIX) else None
 
             def once() -> dict[str, Any]:
                 ctl.set_policy(topo_interleave.controller_policy(base_policy(policy)))  # fresh
                 return play_scenario(net, run_specs, iterations, ids, where, run_est,
-                                     rate_mbit=args.rate_mbit, release=args.release,
+                                     rate_mbit=args.rate_mbit,
+                                     packet_bytes=args.packet_bytes, release=args.release,
                                      controller=reports, entered=args.entered_reports)  # fmt: skip
 
             return play_with_retries(
-                once, policy, args.retries, loss_hint(net.kind, args.rate_mbit)
+                once,
+                policy,
+                args.retries,
+                loss_hint(net.kind, args.rate_mbit, args.packet_bytes),
             )
 
         if scenario is not None:

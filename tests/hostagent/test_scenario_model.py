@@ -34,7 +34,7 @@ def test_valid_scenario_parses() -> None:
          "echelons[0].flows[0].sport", "not 60416"),
         (lambda d: d["echelons"][1].update(echelon_id=0), "echelons[1].echelon_id", ">= 1"),
         (lambda d: d.update(release="later"), "release", "'closed'"),
-        (lambda d: d.update(packet_bytes=9000), "packet_bytes", "<= 1472"),
+        (lambda d: d.update(packet_bytes=9000), "packet_bytes", "<= 8972"),
         (lambda d: d.update(start_at="now"), "start_at", "number"),
     ],
 )  # fmt: skip

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from topo.run import loss_hint, play_with_retries
+from echelon.errors import EchelonError
+from topo.run import loss_hint, packet_bytes, play_with_retries
 
 
 def fake(results: list[tuple[bool, int]]) -> tuple[list[int], Any]:
@@ -64,3 +65,18 @@ def test_the_hint_halves_the_rate_and_names_the_soft_switch_only_on_bmv2() -> No
     assert "--rate-mbit 12.5" in loss_hint("soft", 25.0)
     assert "TARGET=soft" not in loss_hint("soft", 40.0)
     assert "TARGET=soft" in loss_hint("bmv2", 40.0)
+
+
+def test_the_hint_offers_larger_packets_only_below_bmv2s_default() -> None:
+    assert '--packet-bytes 4000": 0.25 of the packets' in loss_hint("bmv2", 40.0, 1000)
+    assert "--packet-bytes" not in loss_hint("bmv2", 40.0, 4000)
+    assert "--packet-bytes" not in loss_hint("soft", 40.0, 8000)
+
+
+def test_packet_size_defaults_by_target_and_is_bounded_by_one_jumbo_frame() -> None:
+    assert packet_bytes(None, "soft") == 1000 and packet_bytes(None, "bmv2") == 4000
+    assert packet_bytes(None, "bmv2", scenario=True) == 1000
+    assert packet_bytes(8972, "soft") == 8972
+    for bad in (63, 8973):
+        with pytest.raises(EchelonError, match=r"packet_bytes: must be 64\.\.8972"):
+            packet_bytes(bad, "bmv2")

@@ -41,7 +41,7 @@ def test_htb_has_one_class_per_priority_mapped_by_dscp() -> None:
     # every class may use the whole link.
     assert {(_value(c, "rate"), _value(c, "burst")) for c in classes} == {("8bit", "0")}
     assert {_value(c, "ceil") for c in classes} == {"10000kbit"}
-    assert {_value(c, "quantum") for c in classes} == {"1514"}
+    assert {_value(c, "quantum") for c in classes} == {"9014"}  # one jumbo frame
     # Every leaf queue is as deep as asked; unmatched traffic is best effort (CS0).
     leaves = [c for c in cmds if c[1:3] == ["qdisc", "add"] and "pfifo" in c]
     assert {_value(c, "limit") for c in leaves} == {"500"}
