@@ -67,26 +67,36 @@ def mean_iteration_s(results: dict[str, Any], policy: str) -> float:
     return float(sum(times) / len(times))
 
 
-def test_demo_runs_echelon_beats_fifo_for_the_pipeline_and_coflow_for_the_pull(
-    tmp_path: Path,
-) -> None:
+def play_demo(
+    tmp_path: Path, prefix: str, *args: str, env: dict[str, str] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """``topo.run --headless`` on the soft switch with ``args``; its log and results.
+    The run must exit 0 and leave no interface behind."""
     topo = topo_on_free_ports("topo/star.yaml", tmp_path / "star.yaml")
     out = tmp_path / "run"
     argv = [sys.executable, "-m", "topo.run", "--headless", "--target", "soft",
-            "--topo", str(topo), "--out-dir", str(out), "--prefix", PREFIX,
-            "--api-port", str(free_port()), "--iterations", "1",
-            "--jobs", ",".join(TWO_JOB_FILES), "--policies", "echelon,coflow,fifo"]  # fmt: skip
-    proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL,
+            "--topo", str(topo), "--out-dir", str(out), "--prefix", prefix,
+            "--api-port", str(free_port()), *args]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
     try:
-        text, _ = proc.communicate(timeout=150)
+        text, _ = proc.communicate(timeout=240)
     finally:
-        stop_process(proc, 60)  # SIGTERM first: the run removes its namespaces and processes
+        stop_process(proc, 60)
     log = text.decode(errors="replace")
     assert proc.returncode == 0, log
+    assert not {n for n in root_links() if n.startswith(prefix)}, "interfaces left behind"
+    return log, json.loads((out / "latest" / "demo-results.json").read_text())
+
+
+def test_demo_runs_echelon_beats_fifo_for_the_pipeline_and_coflow_for_the_pull(
+    tmp_path: Path,
+) -> None:
+    log, results = play_demo(tmp_path, PREFIX, "--iterations", "1",
+                             "--jobs", ",".join(TWO_JOB_FILES),
+                             "--policies", "echelon,coflow,fifo")  # fmt: skip
     assert "target: soft" in log
-    results = json.loads((out / "latest" / "demo-results.json").read_text())
-    assert (out / "latest" / "demo-finish-times.png").stat().st_size > 1000
+    assert (tmp_path / "run" / "latest" / "demo-finish-times.png").stat().st_size > 1000
     assert set(results["policies"]) == {"echelon", "coflow", "fifo"}
     for policy, rep in results["policies"].items():
         assert set(rep["jobs"]) == {"pipe", "dp"}, policy
@@ -151,21 +161,9 @@ def test_jumbo_packets_cross_every_link_and_agree_with_the_packet_model(tmp_path
     reach every host (the links' MTU is 9,000; otherwise the agents' sends fail), and the
     two-job static plan stays within the packet model's bound at the coarser packets
     (measured 16-20 ms for the three-job demo, docs/measurements/demo.md)."""
-    topo = topo_on_free_ports("topo/star.yaml", tmp_path / "star.yaml")
-    out = tmp_path / "run"
-    argv = [sys.executable, "-m", "topo.run", "--headless", "--target", "soft",
-            "--topo", str(topo), "--out-dir", str(out), "--prefix", PREFIX,
-            "--api-port", str(free_port()), "--iterations", "1", "--packet-bytes", "4000",
-            "--jobs", ",".join(TWO_JOB_FILES), "--policies", "echelon"]  # fmt: skip
-    proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
-    try:
-        text, _ = proc.communicate(timeout=150)
-    finally:
-        stop_process(proc, 60)
-    log = text.decode(errors="replace")
-    assert proc.returncode == 0, log
-    results = json.loads((out / "latest" / "demo-results.json").read_text())
+    log, results = play_demo(tmp_path, PREFIX, "--iterations", "1", "--packet-bytes", "4000",
+                             "--jobs", ",".join(TWO_JOB_FILES),
+                             "--policies", "echelon")  # fmt: skip
     assert results["packet_bytes"] == 4000
     rep = results["policies"]["echelon"]
     assert rep["attempts"] == 1, log  # nothing lost
@@ -182,22 +180,9 @@ def test_online_three_jobs_agrees_with_the_packet_model(tmp_path: Path) -> None:
     the packet-level model of that controller, the agents' pacers and their per-host
     barrier predicts the static plan's every group and iteration, and the online run's
     mean iteration time (the fluid model cannot: queued packets keep their class)."""
-    topo = topo_on_free_ports("topo/star.yaml", tmp_path / "star.yaml")
-    out = tmp_path / "run"
     jobs = ",".join(f"topo/jobs/{j}.yaml" for j in ("pipe", "dp", "big"))
-    argv = [sys.executable, "-m", "topo.run", "--headless", "--target", "soft",
-            "--topo", str(topo), "--out-dir", str(out), "--prefix", PREFIX,
-            "--api-port", str(free_port()), "--iterations", "2", "--jobs", jobs,
-            "--policies", "echelon-online,echelon"]  # fmt: skip
-    proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
-    try:
-        text, _ = proc.communicate(timeout=150)
-    finally:
-        stop_process(proc, 60)
-    log = text.decode(errors="replace")
-    assert proc.returncode == 0, log
-    results = json.loads((out / "latest" / "demo-results.json").read_text())
+    _, results = play_demo(tmp_path, PREFIX, "--iterations", "2", "--jobs", jobs,
+                           "--policies", "echelon-online,echelon")  # fmt: skip
     assert results["entered_reports"] is True
     online = results["policies"]["echelon-online"]
     assert online["online"]["replans"] > 0 and online["online"]["failures"] == 0
@@ -270,28 +255,6 @@ def test_sigterm_mid_run_cleans_up(tmp_path: Path) -> None:
     assert not procs_mentioning(f"@{KILL_PREFIX}s1-")
 
 
-def play_demo(
-    tmp_path: Path, prefix: str, *args: str, env: dict[str, str] | None = None
-) -> tuple[str, dict[str, Any]]:
-    """``topo.run --headless`` on the soft switch with ``args``; its log and results.
-    The run must exit 0 and leave no interface behind."""
-    topo = topo_on_free_ports("topo/star.yaml", tmp_path / "star.yaml")
-    out = tmp_path / "run"
-    argv = [sys.executable, "-m", "topo.run", "--headless", "--target", "soft",
-            "--topo", str(topo), "--out-dir", str(out), "--prefix", prefix,
-            "--api-port", str(free_port()), "--iterations", "1", *args]  # fmt: skip
-    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
-    try:
-        text, _ = proc.communicate(timeout=240)
-    finally:
-        stop_process(proc, 60)
-    log = text.decode(errors="replace")
-    assert proc.returncode == 0, log
-    assert not {n for n in root_links() if n.startswith(prefix)}, "interfaces left behind"
-    return log, json.loads((out / "latest" / "demo-results.json").read_text())
-
-
 GPT_PREFIX = f"t6g{os.getpid() % 1000}"
 
 
@@ -304,8 +267,8 @@ def test_own_gpt2_xl_job_is_scaled_to_the_budget_and_completes(tmp_path: Path) -
                            "--pp", "4", "--hosts", "h1,h2,h3,h4", "-o", str(job)],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert made.returncode == 0, made.stderr
-    log, results = play_demo(tmp_path, GPT_PREFIX, "--budget", "6", "--jobs", str(job),
-                             "--policies", "echelon,fifo")  # fmt: skip
+    log, results = play_demo(tmp_path, GPT_PREFIX, "--iterations", "1", "--budget", "6",
+                             "--jobs", str(job), "--policies", "echelon,fifo")  # fmt: skip
     assert "*** scaled the jobs down" in log and "over --budget 6 s" in log, log
     assert results["scale"] < 0.1 and results["incomplete"] == []
     for policy, rep in results["policies"].items():
@@ -324,7 +287,8 @@ def test_policy_from_outside_the_repository_plays_static_and_online(tmp_path: Pa
 
     env = install_outside(tmp_path / "outside")
     policies = [REFERENCE, f"{REFERENCE}-online"]
-    log, results = play_demo(tmp_path, PLUGIN_PREFIX, "--jobs", ",".join(TWO_JOB_FILES),
+    log, results = play_demo(tmp_path, PLUGIN_PREFIX, "--iterations", "1",
+                             "--jobs", ",".join(TWO_JOB_FILES),
                              "--policies", ",".join(policies), env=env)  # fmt: skip
     assert list(results["policies"]) == policies
     for pol, rep in results["policies"].items():
