@@ -20,7 +20,7 @@ P4C     := $(shell command -v p4c-bm2-ss 2>/dev/null)
 # Python's default is to cache compiled modules in __pycache__/; some CI sandboxes turn it
 # off (PYTHONDONTWRITEBYTECODE=1), and then every pytest worker and every process a test
 # starts compiles the same ~250 modules again, and pytest re-rewrites every test module's
-# asserts (on a slow 2-core VM `make test-fast` took 63 s without the cache, 50 s with it:
+# asserts (on a slow 2-core VM `make test-fast` took 63 s without the cache, 54 s with it:
 # docs/conventions.md).
 unexport PYTHONDONTWRITEBYTECODE
 

@@ -21,6 +21,9 @@ ECHELON_HEADER_LEN: Final = 16
 ETHERNET_HEADER_LEN: Final = 14
 IPV4_HEADER_LEN: Final = IPV4_IHL_MIN * 4
 UDP_HEADER_LEN: Final = 8
+#: MTU of every emulated link (jumbo frames): the hosts' agents may send one packet of up to
+#: this less the IPv4 and UDP headers, and the emulation's queue disciplines take it whole.
+LINK_MTU: Final = 9000
 #: Header bytes of every echelon packet (58), as tc/htb counts it: what the wire carries
 #: besides the flow's data.
 PACKET_HEADER_LEN: Final = (

@@ -34,6 +34,7 @@ from pydantic.functional_validators import PlainValidator
 from echelon.constants import (
     ECHELON_HEADER_LEN,
     IPV4_HEADER_LEN,
+    LINK_MTU,
     MAX_DEADLINE_US,
     MAX_ECHELON_ID,
     UDP_HEADER_LEN,
@@ -139,9 +140,9 @@ class TaskSpec(SpecModel):
 
 
 #: A packet's UDP payload (the echelon header inside it): from 64 bytes to one jumbo
-#: frame, the emulated links' MTU of 9,000 bytes less the IPv4 and UDP headers.
+#: frame, the emulated links' MTU less the IPv4 and UDP headers.
 MIN_PACKET_BYTES = 64
-MAX_PACKET_BYTES = 9000 - IPV4_HEADER_LEN - UDP_HEADER_LEN
+MAX_PACKET_BYTES = LINK_MTU - IPV4_HEADER_LEN - UDP_HEADER_LEN
 
 
 class Scenario(SpecModel):

@@ -28,13 +28,6 @@ PACKET_BYTES = 1000
 #: forwards at most ~9,000 packets/s on a slow 2-core VM (loss-free 4,000-6,000), where
 #: three hosts at 40 Mbit/s of 1-kB frames offer ~14,400 (docs/measurements/demo.md).
 BMV2_PACKET_BYTES = 4000
-
-
-def default_packet_bytes(kind: str) -> int:
-    """The demo's packet size on a target (``--packet-bytes`` overrides it)."""
-    return BMV2_PACKET_BYTES if kind == "bmv2" else PACKET_BYTES
-
-
 READY_TIMEOUT_S = 30.0
 #: An agent still missing packets ends when nothing moved on its host for longer than
 #: the whole run could keep it waiting (:func:`idle_timeout`), and never sooner than

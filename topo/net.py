@@ -45,10 +45,9 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import Host, Node, Switch
 
-from echelon.constants import IPV4_HEADER_LEN, UDP_HEADER_LEN
+from echelon.constants import LINK_MTU
 from echelon.errors import EchelonError
 from echelon.topology import Link, Topology
-from hostagent.scenario import MAX_PACKET_BYTES
 from targets.switch import Target, TargetKind, resolve_kind, start_target
 from topo import tc
 
@@ -61,9 +60,6 @@ SWITCH_QUEUE_DEPTH = 10000
 #: a single-threaded BMv2 near its packet rate drops at its input when they take its CPU
 #: (measured: docs/measurements/demo.md), so it runs before them.
 SWITCH_NICE = -10
-#: Every emulated link's MTU: jumbo frames, so the demo can send its bytes in fewer packets
-#: where a switch forwards too few packets per second (``topo.run --packet-bytes``).
-LINK_MTU = MAX_PACKET_BYTES + IPV4_HEADER_LEN + UDP_HEADER_LEN
 _warned_netem = False
 
 
@@ -224,7 +220,9 @@ class EchelonNet:
         for i, lk in enumerate(self.topo.links):
             self._add_link(mn, i, lk, delay_ok)
         mn.build()
-        for node in (*mn.hosts, *mn.switches):  # hosts, wires and the switches' ports
+        # jumbo frames on hosts, wires and the switches' ports, so the demo can send its bytes
+        # in fewer packets where a switch forwards too few per second (--packet-bytes)
+        for node in (*mn.hosts, *mn.switches):
             for intf in node.intfList():
                 if intf.name != "lo":
                     node.cmd("ip", "link", "set", "dev", intf.name, "mtu", str(LINK_MTU))

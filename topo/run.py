@@ -73,7 +73,7 @@ from sim.eval import steady
 from targets.switch import resolve_kind
 from topo import crosscheck, demo, portview
 from topo import interleave as topo_interleave
-from topo.agents import BMV2_PACKET_BYTES, PACKET_BYTES, default_packet_bytes, play_scenario
+from topo.agents import BMV2_PACKET_BYTES, PACKET_BYTES, play_scenario
 from topo.controller_process import ControllerProcess
 from topo.interactive import CLI_MODES, Ticker, open_cli, resolve_cli, run_with_cli
 from topo.interleave import ONLINE_SUFFIX, base_policy, policy_dir
@@ -314,7 +314,7 @@ def packet_bytes(requested: int | None, kind: str, scenario: bool = False) -> in
     interleaving scenario: its 9 Mbit/s links offer few packets per second and are sized
     for 1-kB packets' headers (``topo/interleave.yaml``)."""
     if requested is None:
-        return PACKET_BYTES if scenario else default_packet_bytes(kind)
+        return BMV2_PACKET_BYTES if kind == "bmv2" and not scenario else PACKET_BYTES
     if not MIN_PACKET_BYTES <= requested <= MAX_PACKET_BYTES:
         raise EchelonError(
             f"packet_bytes: must be {MIN_PACKET_BYTES}..{MAX_PACKET_BYTES} (one frame on the "
@@ -328,9 +328,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise EchelonError(f"iterations: must be at least 1, got {args.iterations}")
     topo = load(args.topo)
     scenario = sim_interleave.by_key(args.scenario) if args.scenario else None
-    args.packet_bytes = packet_bytes(
-        args.packet_bytes, resolve_kind(args.target), scenario is not None
-    )
+    kind = resolve_kind(args.target)
+    args.packet_bytes = packet_bytes(args.packet_bytes, kind, scenario is not None)
     files = [f.strip() for f in args.jobs.split(",") if f.strip()] if scenario is None else []
     if files:
         demo.load_demo_jobs(files, args.scale, set(topo.hosts))  # bad files fail first
@@ -344,7 +343,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     jobs, est = fit_jobs(args, files, set(topo.hosts), network)
     pcap = None if args.pcap is None else Path(args.pcap or out / "pcap")
     cli = resolve_cli(args.cli, args.headless, sys.stdin.isatty())
-    net = EchelonNet(topo, kind=args.target, prefix=args.prefix, log_dir=out / "logs",
+    net = EchelonNet(topo, kind=kind, prefix=args.prefix, log_dir=out / "logs",
                      pcap_dir=pcap, packet_trace=args.packet_trace)  # fmt: skip
     why = "simple_switch_grpc" if net.kind == "bmv2" else "embedded soft switch"
     if net.kind == "soft" and args.target == "auto":

@@ -37,15 +37,14 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
-from echelon.constants import NUM_PRIORITIES, dscp_for_priority
+from echelon.constants import ETHERNET_HEADER_LEN, LINK_MTU, NUM_PRIORITIES, dscp_for_priority
 from echelon.errors import EchelonError
 
 log = logging.getLogger(__name__)
 
 Mode = Literal["prio-tbf", "htb", "none"]
-#: One frame of the emulated links' MTU (9,000: :data:`topo.net.LINK_MTU`) and its
-#: Ethernet header.
-HTB_QUANTUM = 9014
+#: One frame of the emulated links' MTU with its Ethernet header.
+HTB_QUANTUM = LINK_MTU + ETHERNET_HEADER_LEN
 #: Own rate of every priority class of the HTB recipe: everything they send is borrowed
 #: from the link's class, which HTB lends strictly by prio (module docstring). Measured in
 #: the demo: the static plan 14 ms from the packet model (median of 8 runs) against 24 ms

@@ -82,7 +82,7 @@ def play_demo(
     try:
         text, _ = proc.communicate(timeout=240)
     finally:
-        stop_process(proc, 60)
+        stop_process(proc, 60)  # SIGTERM first: the run removes its namespaces and processes
     log = text.decode(errors="replace")
     assert proc.returncode == 0, log
     assert not {n for n in root_links() if n.startswith(prefix)}, "interfaces left behind"

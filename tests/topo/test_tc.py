@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -14,12 +13,6 @@ import pytest
 from echelon.constants import dscp_for_priority
 from topo import tc
 from topo.tc import Bottleneck, TcError, htb_commands, prio_tbf_commands, tos_of_priority
-
-
-def _kbit(arg: str) -> int:
-    m = re.fullmatch(r"(\d+)kbit", arg)
-    assert m, arg
-    return int(m.group(1))
 
 
 def _value(argv: list[str], key: str) -> str:
