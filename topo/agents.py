@@ -22,12 +22,20 @@ from topo.net import EchelonNet
 ROOT = Path(__file__).resolve().parents[1]
 #: From "every agent is ready" to the shared start instant (all agents poll the go file).
 GO_MARGIN_S = 0.3
-#: UDP payload per packet (echelon header + data) on the soft switch: ~1 kB frames.
-PACKET_BYTES = 1000
-#: ... and on BMv2, a quarter of the packets per second for the same bits: one BMv2 core
-#: forwards at most ~9,000 packets/s on a slow 2-core VM (loss-free 4,000-6,000), where
-#: three hosts at 40 Mbit/s of 1-kB frames offer ~14,400 (docs/measurements/demo.md).
+#: UDP payload per packet (echelon header + data) on the soft switch: ~2 kB frames. Three
+#: hosts at 40 Mbit/s of 1-kB frames offer ~14,400 packets/s as a run starts, more than
+#: the soft switch's one packet thread keeps up with on a slow 2-core VM: it read h1's
+#: first frames 20-50 ms after the kernel delivered them, and every later flow carried
+#: that. At 2 kB (half the packets, 1.6 ms each at 10 Mbit/s) the static plan is 5-17 ms
+#: from the packet model instead of 5-26 (docs/measurements/demo.md).
+PACKET_BYTES = 2000
+#: ... on BMv2, a quarter of 1 kB's packets per second for the same bits: one BMv2 core
+#: forwards at most ~9,000 packets/s on a slow 2-core VM (loss-free 4,000-6,000)
+#: (docs/measurements/demo.md).
 BMV2_PACKET_BYTES = 4000
+#: ... and in an interleaving scenario (``--scenario``): its 9 Mbit/s links offer few
+#: packets per second and are sized for 1-kB packets' headers (``topo/interleave.yaml``).
+SCENARIO_PACKET_BYTES = 1000
 READY_TIMEOUT_S = 30.0
 #: An agent still missing packets ends when nothing moved on its host for longer than
 #: the whole run could keep it waiting (:func:`idle_timeout`), and never sooner than

@@ -45,10 +45,11 @@ PULL_FIRST_LAYER_SHARE = 0.85
 #: Model vs emulation, a group's completion or a job's iteration time: the largest
 #: difference at most this share of the run's mean iteration time (two-job demo: about
 #: 0.4 s, so ~50 ms). Measured: fluid model 3.4 % at most, packet model 1.1 % on a quiet
-#: VM; on a throttled one the soft switch's packet thread sometimes stalls 13-18 ms as
-#: the first flow starts, which every later flow carries (27-43 ms, 6-10 %, in 2 of 4
-#: fresh-clone CI runs of 2026-12-02: docs/measurements/demo.md); a model that ignores
-#: the hosts' NICs is 17-19 % off, which this still catches.
+#: VM; on a throttled one, with 1-kB packets, the soft switch fell behind on its input as
+#: the first flow started, which every later flow carried (27-43 ms, 6-10 %, in 2 of 4
+#: fresh-clone CI runs of 2026-12-02; the 2-kB default halves the packets:
+#: docs/measurements/demo.md); a model that ignores the hosts' NICs is 17-19 % off,
+#: which this still catches.
 TWO_JOB_SHARE = 0.12
 #: The three-job static plan against the packet model: largest difference at most this
 #: share of the run's mean iteration time (~0.51 s, so ~60 ms). Measured: 1.4-5.7 %
