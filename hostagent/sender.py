@@ -7,6 +7,12 @@ packet by packet, as parallel transfers from one host would. Without pacing the
 Python senders would outrun the soft switch and packets would be lost at its
 input instead of queueing at the emulated bottleneck, which is what we study.
 
+A flow released while others are sending joins the *back* of the round (each flow
+already in it sends once more first), as in the packet model (:mod:`sim.packet`); a
+sender that slotted it in at its current position would start it up to a round early,
+and on a host link shared by several flows that moves every later finish (measured:
+docs/measurements/demo.md).
+
 Why round-robin matters: flows a host releases together -- a parameter
 server's per-layer pulls -- leave interleaved, one packet each in turn, with no
 regard to their priority (the host knows none; only the switch classifies).
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -110,10 +117,11 @@ class Sender:
         t0 = self.start_at
         rel = releaser if releaser is not None else make_releaser(self.sc, self.host)
         by_uid = {a.uid: a for a in self.flows}
-        active: list[_Active] = []
+        # the round: the next flow to send is at the left, a flow that sent goes to the
+        # right, and so does a newly released one
+        active: deque[_Active] = deque()
         credit_t = max(time.time(), t0)
         sent_bytes = 0  # wire bytes sent since credit_t
-        rr = 0
         try:
             while (active or not rel.finished()) and time.time() < stop_at:
                 if should_stop is not None and should_stop():
@@ -138,8 +146,7 @@ class Sender:
                 for _ in range(MAX_BURST):
                     if not active or sent_bytes / self.bytes_per_s > now - credit_t:
                         break
-                    rr %= len(active)
-                    a = active[rr]
+                    a = active.popleft()
                     if a.start is None:
                         a.start = time.time() - t0
                     packet = self.packet(a)
@@ -149,9 +156,8 @@ class Sender:
                     sent_bytes += len(packet) + self.overhead
                     if a.sent >= a.total:
                         a.end = time.time() - t0
-                        active.pop(rr)
                     else:
-                        rr += 1
+                        active.append(a)
         finally:
             for a in self.flows:
                 a.sock.close()

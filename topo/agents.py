@@ -26,8 +26,8 @@ GO_MARGIN_S = 0.3
 #: hosts at 40 Mbit/s of 1-kB frames offer ~14,400 packets/s as a run starts, more than
 #: the soft switch's one packet thread keeps up with on a slow 2-core VM: it read h1's
 #: first frames 20-50 ms after the kernel delivered them, and every later flow carried
-#: that. At 2 kB (half the packets, 1.6 ms each at 10 Mbit/s) the static plan is 5-17 ms
-#: from the packet model instead of 5-26 (docs/measurements/demo.md).
+#: that. At 2 kB (half the packets, 1.6 ms each at 10 Mbit/s) the start is on time and
+#: the static plan closer to the packet model (docs/measurements/demo.md).
 PACKET_BYTES = 2000
 #: ... on BMv2, a quarter of 1 kB's packets per second for the same bits: one BMv2 core
 #: forwards at most ~9,000 packets/s on a slow 2-core VM (loss-free 4,000-6,000)

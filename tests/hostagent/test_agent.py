@@ -233,6 +233,59 @@ def test_flows_released_together_are_interleaved_packet_by_packet() -> None:
     assert abs(r0["end"] - r1["end"]) < 0.01  # same size, same share: end together
 
 
+class _ReleaseAfter:
+    """Releases ``first`` at once and ``late`` once ``sender`` has sent ``after``
+    packets; records how many it had sent then (a burst may pass ``after``)."""
+
+    def __init__(self, sender: Sender, first: list[str], late: str, after: int) -> None:
+        self.sender, self.pending, self.late, self.after = sender, list(first), late, after
+        self.sent_at_release: int | None = None
+
+    def due(self, now: float) -> list[str]:
+        out, self.pending = self.pending, []
+        sent = sum(a.sent for a in self.sender.flows)
+        if self.sent_at_release is None and sent >= self.after:
+            self.sent_at_release = sent
+            out.append(self.late)
+        return out
+
+    def wait(self, now: float, limit: float) -> None:
+        time.sleep(0.001)
+
+    def finished(self) -> bool:
+        return not self.pending and self.sent_at_release is not None
+
+
+def test_a_flow_released_mid_round_waits_for_every_flow_already_in_it() -> None:
+    """Two flows share h1's pacing round; a third, released after a few packets, sends
+    its first packet only after each of the two has sent once more, as the packet model
+    (sim.packet) plays a host's round. Slotting it in at the sender's current position
+    started it up to a round early, and on the demo's h4 that moved later flows by tens of
+    ms (docs/measurements/demo.md)."""
+    d = scenario_dict(time.time(), default_rate_mbit=1.0)  # ~4 ms a packet: one per burst
+    flows = d["echelons"][0]["flows"]
+    flows.append({**flows[1], "index": 2, "offset": 0.2, "sport": 20002})
+    for f in flows:
+        f["size"] = 4000  # 9 packets of 484 bytes
+    sc = parse(d)
+    sender = Sender(sc, "h1")
+    uids = [e.uid(f) for e, f in sc.flows_from("h1")]
+    rel = _ReleaseAfter(sender, uids[:2], uids[2], after=5)
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.bind((HOSTS["h2"], ECHELON_UDP_PORT))
+    rx.settimeout(5)
+    try:
+        sender.run(time.time() + 10, rel)
+        ports = [rx.recvfrom(2048)[1][1] for _ in range(27)]
+    finally:
+        rx.close()
+    k = rel.sent_at_release
+    assert k is not None
+    # the two packets after the release: one of each earlier flow, then the new one
+    assert sorted(ports[k : k + 2]) == [20000, 20001], (k, ports)
+    assert ports.index(20002) == k + 2, (k, ports)
+
+
 @pytest.mark.slow
 def test_an_agent_waiting_for_packets_that_never_come_gives_up_when_idle(
     tmp_path: Path,
