@@ -1,12 +1,16 @@
-"""``topo.crosscheck``'s per-iteration summary, on hand-made rows."""
+"""``topo.crosscheck``'s per-iteration summary on hand-made rows, and its timing spread
+on the stock demo's jobs."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from topo.crosscheck import mean_iteration_ratio
+from topo import demo
+from topo.crosscheck import TIMING_SHIFTS_S, mean_iteration_ratio, predict, timing_spread
 
 
 def test_mean_iteration_ratio_is_of_the_sums_not_a_mean_of_ratios() -> None:
@@ -17,3 +21,39 @@ def test_mean_iteration_ratio_is_of_the_sums_not_a_mean_of_ratios() -> None:
     ]
     assert mean_iteration_ratio(rows) == pytest.approx(1.2)
     assert math.isnan(mean_iteration_ratio([]))
+
+
+def demo_results(tmp_path: Path, p50_ms: float = 6.0) -> dict[str, Any]:
+    """What ``topo.run`` stores of the stock demo, as far as the packet model reads it
+    (no emulated flows: :func:`timing_spread` compares the model with itself)."""
+    jobs = demo.load_demo_jobs(list(demo.JOB_FILES), demo.DEFAULT_SCALE, {"h1", "h2", "h3", "h4"})
+    return {
+        "topo_path": str(demo.ROOT / "topo" / "star.yaml"),
+        "controller_topo_path": str(demo.controller_topology("topo/star.yaml", 40.0, tmp_path)),
+        "jobs": [j.description for j in jobs],
+        "release": "closed",
+        "packet_bytes": 2000,
+        "rate_mbit": 40.0,
+        "iterations": 2,
+        "entered_reports": True,
+        "policies": {
+            "echelon-online": {"online": {"interval_s": 0.01, "reaction_ms": {"p50": p50_ms}}},
+            "echelon": {},
+        },
+    }
+
+
+def test_the_timing_spread_moves_the_controllers_reaction_and_brackets_the_model(
+    tmp_path: Path,
+) -> None:
+    results = demo_results(tmp_path)
+    assert timing_spread(results, "echelon") is None  # a static plan has no re-plans to move
+    base = predict(results, "echelon-online", "packet")
+    lo, hi = timing_spread(results, "echelon-online", base) or (math.nan, math.nan)
+    assert lo <= 1.0 <= hi
+    # what the spread measures: a re-plan landing later moves flows of the online plan
+    later = predict(results, "echelon-online", "packet", reaction_shift=max(TIMING_SHIFTS_S))
+    assert later.finish != base.finish
+    # the reaction never goes below zero: far earlier is the same as no delay at all
+    clamped = predict(results, "echelon-online", "packet", reaction_shift=-1.0)
+    assert clamped.finish == predict(demo_results(tmp_path, 0.0), "echelon-online", "packet").finish
