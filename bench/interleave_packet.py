@@ -29,7 +29,7 @@ from sim.core.results import IterationRecord
 from sim.eval import interleave, steady
 from sim.packet import PacketModel
 from sim.topology import file_network
-from topo.agents import SCENARIO_PACKET_BYTES
+from topo.agents import INTERLEAVE_PACKET_BYTES
 from topo.crosscheck import packet_config, registration_levels
 from topo.demo import scale_description
 
@@ -42,7 +42,7 @@ def play(
     cfg = packet_config(
         load(args.topo),
         args.rate_mbit,
-        SCENARIO_PACKET_BYTES,
+        INTERLEAVE_PACKET_BYTES,
         iterations,
         online=online,
         replan_interval=args.replan_interval if online else 0.0,

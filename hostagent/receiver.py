@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from echelon.constants import ECHELON_UDP_PORT
+from echelon.constants import ECHELON_UDP_PORT, LINK_MTU
 from echelon.wire import unpack_header
 from hostagent.scenario import Scenario
 
@@ -79,7 +79,8 @@ class Receiver:
         try:
             while not self.done.is_set() and time.time() < stop_at:
                 try:
-                    data, cmsgs, _, addr = self.sock.recvmsg(65536, anc)
+                    # a UDP payload is smaller than the links' MTU: one buffer holds any
+                    data, cmsgs, _, addr = self.sock.recvmsg(LINK_MTU, anc)
                 except TimeoutError:
                     continue
                 self.last_packet = time.time()

@@ -33,9 +33,9 @@ PACKET_BYTES = 2000
 #: forwards at most ~9,000 packets/s on a slow 2-core VM (loss-free 4,000-6,000)
 #: (docs/measurements/demo.md).
 BMV2_PACKET_BYTES = 4000
-#: ... and in an interleaving scenario (``--scenario``): its 9 Mbit/s links offer few
+#: ... and in an interleaving scenario (``topo.run --scenario``): its 9 Mbit/s links offer few
 #: packets per second and are sized for 1-kB packets' headers (``topo/interleave.yaml``).
-SCENARIO_PACKET_BYTES = 1000
+INTERLEAVE_PACKET_BYTES = 1000
 READY_TIMEOUT_S = 30.0
 #: An agent still missing packets ends when nothing moved on its host for longer than
 #: the whole run could keep it waiting (:func:`idle_timeout`), and never sooner than

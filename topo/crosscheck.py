@@ -18,8 +18,8 @@ Two models (docs/demo.md, "Cross-check with the simulator", has the numbers):
   planned on the controller's own topology), and the agents' compute with their
   per-host barrier between iterations. It covers **every iteration the run
   played and every EchelonFlow**: this is the check ``make run`` prints and the
-  end-to-end tests assert, tolerance 20 ms (~24 packet times at 10 Mbit/s:
-  HTB's per-class bursts, 1-ms pacing granularity, the switch's own latency).
+  end-to-end tests assert, tolerance 20 ms (~12 packet times of 2 kB, the soft
+  switch's default, at 10 Mbit/s: 1-ms pacing granularity, the switch's own latency).
   It ends with a race check (:func:`race_flows`): the flows whose predicted
   finish moves more than 1.5 % slower links explain, i.e. where a race decides
   the plan's outcome (docs/demo.md); online also with the timing spread

@@ -73,7 +73,7 @@ from sim.eval import steady
 from targets.switch import resolve_kind
 from topo import crosscheck, demo, portview
 from topo import interleave as topo_interleave
-from topo.agents import BMV2_PACKET_BYTES, PACKET_BYTES, SCENARIO_PACKET_BYTES, play_scenario
+from topo.agents import BMV2_PACKET_BYTES, INTERLEAVE_PACKET_BYTES, PACKET_BYTES, play_scenario
 from topo.controller_process import ControllerProcess
 from topo.interactive import CLI_MODES, Ticker, open_cli, resolve_cli, run_with_cli
 from topo.interleave import ONLINE_SUFFIX, base_policy, policy_dir
@@ -163,7 +163,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         f"{MAX_PACKET_BYTES} (the links take jumbo frames); default "
                         f"{PACKET_BYTES} on the soft switch, {BMV2_PACKET_BYTES} on BMv2 "
                         "(it forwards fewer packets per second), "
-                        f"{SCENARIO_PACKET_BYTES} with --scenario")  # fmt: skip
+                        f"{INTERLEAVE_PACKET_BYTES} with --scenario")  # fmt: skip
     p.add_argument("--jobs", default=",".join(demo.JOB_FILES), help="job description files")
     p.add_argument("--scale", type=float, default=None,
                    help="multiplies every size and compute duration of the jobs (the whole "
@@ -309,12 +309,12 @@ def fit_jobs(
     return jobs, est
 
 
-def packet_bytes(requested: int | None, kind: str, scenario: bool = False) -> int:
+def packet_bytes(requested: int | None, kind: str, interleave: bool = False) -> int:
     """The hosts' UDP payload: ``--packet-bytes``, else the target's default, or the
-    interleaving scenario's (:data:`topo.agents.SCENARIO_PACKET_BYTES`)."""
+    interleaving scenario's (:data:`topo.agents.INTERLEAVE_PACKET_BYTES`)."""
     if requested is None:
-        if scenario:
-            return SCENARIO_PACKET_BYTES
+        if interleave:
+            return INTERLEAVE_PACKET_BYTES
         return BMV2_PACKET_BYTES if kind == "bmv2" else PACKET_BYTES
     if not MIN_PACKET_BYTES <= requested <= MAX_PACKET_BYTES:
         raise EchelonError(

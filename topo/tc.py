@@ -43,8 +43,10 @@ from echelon.errors import EchelonError
 log = logging.getLogger(__name__)
 
 Mode = Literal["prio-tbf", "htb", "none"]
-#: One frame of the emulated links' MTU with its Ethernet header.
-HTB_QUANTUM = LINK_MTU + ETHERNET_HEADER_LEN
+#: The largest frame on the emulated links: their MTU with the Ethernet header.
+MAX_FRAME_BYTES = LINK_MTU + ETHERNET_HEADER_LEN
+#: Bytes an HTB class may send per round: one largest frame.
+HTB_QUANTUM = MAX_FRAME_BYTES
 #: Own rate of every priority class of the HTB recipe: everything they send is borrowed
 #: from the link's class, which HTB lends strictly by prio (module docstring). Measured in
 #: the demo: the static plan 14 ms from the packet model (median of 8 runs) against 24 ms
@@ -115,7 +117,7 @@ def htb_commands(b: Bottleneck) -> list[list[str]]:
 def prio_tbf_commands(b: Bottleneck) -> list[list[str]]:
     """tc argv lists for ``tbf`` (rate) over an 8-band ``prio`` (band 0 first)."""
     dev = ["dev", b.iface]
-    limit_bytes = b.limit_pkts * HTB_QUANTUM
+    limit_bytes = b.limit_pkts * MAX_FRAME_BYTES
     cmds = [
         ["tc", "qdisc", "add", *dev, "root", "handle", "1:", "tbf", "rate", _kbit(b.rate_mbit),
          "burst", "15kb", "limit", str(limit_bytes)],

@@ -53,12 +53,14 @@ PULL_FIRST_LAYER_SHARE = 0.85
 TWO_JOB_SHARE = 0.12
 #: The three-job static plan against the packet model: largest difference at most this
 #: share of the run's mean iteration time (~0.51 s, so ~60 ms). Measured: 1.4-5.7 %
-#: (7-29 ms), once 10 % with other work on both cores; the order flipping at h4 (the
-#: failure: a race) moves groups by 120-260 ms, 23-50 %.
+#: (7-29 ms), once 10 % with other work on both cores; with 2-kB packets 3.4-13.6 ms in
+#: six runs; the order flipping at h4 (the failure: a race) moves groups by 120-260 ms,
+#: 23-50 %.
 STATIC_SHARE = 0.12
 #: Online: the emulated mean iteration time within this share of the packet model's.
-#: Measured 0.8-6.2 %; a controller that stopped re-planning runs the static plan,
-#: 11.8-13.2 % above the online model.
+#: Measured 0.8-6.2 %, with 2-kB packets -4.5 … +0.7 % in six runs (three iterations
+#: stray further: -14 … +2 %, docs/measurements/demo.md); a controller that stopped
+#: re-planning runs the static plan, 11.8-13.2 % above the online model.
 ONLINE_MEAN_BOUND = 0.08
 #: The two-job scenario: the pipeline and the parameter server alone.
 TWO_JOB_FILES = JOB_FILES[:2]
@@ -163,9 +165,10 @@ def test_demo_runs_echelon_beats_fifo_for_the_pipeline_and_coflow_for_the_pull(
 def test_jumbo_packets_cross_every_link(tmp_path: Path) -> None:
     """``--packet-bytes 4000`` (BMv2's default): frames larger than Ethernet's 1,500 bytes
     reach every host at the first attempt (the links' MTU is 9,000; without it the agents'
-    sends fail). How close the model comes at 4 kB is measured, not asserted here: 16-20 ms
-    for the three-job demo on a quiet machine, and this test's two-job run was 102 ms off
-    once on a throttled one (docs/measurements/demo.md)."""
+    sends fail). How close the model comes at 4 kB is measured, not asserted here: 10-17 ms
+    for the three-job demo's static plan (4 runs), and this test's two-job run was 102 ms
+    off once on a throttled machine, before the sender's round-robin fix
+    (docs/measurements/demo.md)."""
     log, results = play_demo(tmp_path, PREFIX, "--iterations", "1", "--packet-bytes", "4000",
                              "--jobs", ",".join(TWO_JOB_FILES),
                              "--policies", "echelon")  # fmt: skip

@@ -75,8 +75,8 @@ def test_the_hint_offers_larger_packets_only_below_bmv2s_default() -> None:
 
 def test_packet_size_defaults_by_target_and_is_bounded_by_one_jumbo_frame() -> None:
     assert packet_bytes(None, "soft") == 2000 and packet_bytes(None, "bmv2") == 4000
-    assert packet_bytes(None, "bmv2", scenario=True) == 1000
-    assert packet_bytes(None, "soft", scenario=True) == 1000
+    assert packet_bytes(None, "bmv2", interleave=True) == 1000
+    assert packet_bytes(None, "soft", interleave=True) == 1000
     assert packet_bytes(8972, "soft") == 8972
     for bad in (63, 8973):
         with pytest.raises(EchelonError, match=r"packet_bytes: must be 64\.\.8972"):
