@@ -12,7 +12,7 @@ computed at registration from iteration 0, for good). One background thread:
    the evaluation reports is the rate this thread produces for the same events.
 3. A re-plan, under the controller lock: the alive instances -> the core policy
    at ``now`` over exactly those groups (:func:`controlplane.planning.plan_instances`:
-   ``get_policy(name).schedule(echelons, network, None, now)`` then
+   ``policy.schedule(echelons, network, None, now)`` on one policy object per planner, then
    ``echelon.quantize.quantize``) -> their :class:`GroupPlan` replaces the
    group's previous plan -> the controller writes only the entries that changed,
    inserts and modifies before deletes, through the same path as a registration
@@ -50,6 +50,8 @@ from controlplane.planning import plan_instances
 from controlplane.registry import GroupIds
 from echelon.errors import SpecError
 from echelon.jobs import Description
+from echelon.policies import get_policy
+from echelon.schedule import Policy
 from echelon.topology import TopologyNetwork
 
 log = logging.getLogger(__name__)
@@ -146,6 +148,9 @@ class OnlinePlanner:
         self._frozen_at = time.monotonic()
         self.freezes = 0
         self._stop = False
+        #: the policy object every re-plan asks (its starvation guard remembers between
+        #: re-plans, as the simulator's does within a run), by policy name
+        self._core: tuple[str, Policy] | None = None
         self._thread = threading.Thread(target=self._run, name="online-replan", daemon=True)
         # measurements
         self.replans = 0
@@ -246,7 +251,10 @@ class OnlinePlanner:
                     if gid is not None:
                         instances.append((job, gid, inst.iteration_start - self.started_at))
                 now = t0 - self.started_at
-                plans = plan_instances(self.ctl.policy, instances, self.ctl.network, now)
+                name = self.ctl.policy
+                if self._core is None or self._core[0] != name:
+                    self._core = (name, get_policy(name))
+                plans = plan_instances(name, instances, self.ctl.network, now, self._core[1])
                 if self.idle == "lowest" and self.ctl.policy != "fifo":
                     plans += self._lowest({(j.job_id, g.group) for j, g, _ in instances})
                 t_plan = time.monotonic()

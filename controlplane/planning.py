@@ -53,7 +53,7 @@ from echelon.jobs import Description
 from echelon.model import EchelonFlow, FlowKey, offset_us
 from echelon.policies.echelon import EchelonPolicy
 from echelon.policies.table import Floats, FlowTable, Ints, TablePolicy, job_ids
-from echelon.schedule import DeadlineRange, EchelonLevels, Schedule
+from echelon.schedule import DeadlineRange, EchelonLevels, Policy, Schedule
 from echelon.topology import TopologyNetwork
 
 #: The core's policies that the switch can express on its strict-priority queues:
@@ -500,6 +500,7 @@ def plan_instances(
     instances: Sequence[tuple[Description, GroupIds, float]],
     network: TopologyNetwork,
     now: float,
+    core: Policy | None = None,
 ) -> list[GroupPlan]:
     """Plans for the groups in flight (online re-planning, :mod:`controlplane.online`).
 
@@ -510,12 +511,15 @@ def plan_instances(
     makes at a group event, over the same set (released, unfinished groups).
     Remaining bytes are not reported, so every flow counts whole. Deadline ranges
     are split per offset (:func:`fine_ranges`), so a re-plan only modifies entries.
+    ``core``: the policy object to ask, kept by the caller across re-plans as the
+    simulator keeps its own (``echelon``'s starvation guard remembers which groups
+    passed which); by default a fresh one.
     """
     check_policy(policy)
     efs = [ef for job, gid, start in instances for ef in job.shifted(gid.group, start)]
     levels: dict[str, EchelonLevels] = {}
     if policy != "fifo" and efs:
-        schedule = core_policies.get_policy(policy).schedule(efs, network, None, now)
+        schedule = (core or core_policies.get_policy(policy)).schedule(efs, network, None, now)
         schedule = switch_schedule(schedule)
         levels = dict(core_quantize.quantize(schedule, efs))
     return [group_plan(policy, job, gid, levels, fine=True) for job, gid, _ in instances]
