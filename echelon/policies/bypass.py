@@ -27,8 +27,9 @@ from echelon.policies.table import FlowTable, Ints
 #: Distinct groups that may pass an overdue group (ranked ahead of it on a link it
 #: uses while it is overdue) before the guard lifts it. 1 lifts at the first pass
 #: (one link 1.0053 / max 1.245 against the optimum); 2 and more leave one link as
-#: without the guard (1.0026 / 1.167) and 2 keeps the steady state's worst job
-#: closest to the guard without a memory (docs/measurements/scheduling.md).
+#: without the guard (1.0026 / 1.167); of those, 2 keeps the steady state closest to
+#: the guard without the count, 4 lets a small job's slowdown grow
+#: (docs/measurements/scheduling.md).
 BYPASS = 2
 
 _NONE = np.iinfo(np.int64).max

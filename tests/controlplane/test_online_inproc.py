@@ -132,6 +132,40 @@ def test_order_follows_what_is_in_flight(online: tuple[Controller, InProcessSwit
     assert view["online"]["reaction_ms"]["n"] >= 3
 
 
+def test_replans_ask_one_policy_object(
+    online: tuple[Controller, InProcessSwitch], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The starvation guard counts the groups that passed an overdue one across
+    re-plans (echelon.policies.bypass), as the simulator's one policy object per run
+    does: the planner must not build a fresh policy for every re-plan."""
+    import controlplane.online as online_mod
+    from echelon.policies import get_policy
+
+    made: list[object] = []
+    asked: list[object] = []
+
+    def counting(name: str) -> Any:
+        policy = get_policy(name)
+        schedule = policy.schedule
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            asked.append(policy)
+            return schedule(*args, **kwargs)
+
+        policy.schedule = spy  # type: ignore[method-assign]
+        made.append(policy)
+        return policy
+
+    monkeypatch.setattr(online_mod, "get_policy", counting)
+    ctl, _ = online
+    hosts = Hosts(ctl)
+    hosts.report("big", "h1", 0, ["g"], [])
+    hosts.report("small", "h2", 0, ["g"], [])
+    hosts.report("small", "h4", 0, [], ["g"])
+    assert ctl.progress_view()["online"]["replans"] >= 3
+    assert len(made) == 1 and len(asked) >= 3 and set(map(id, asked)) == {id(made[0])}
+
+
 def test_duplicate_report_does_not_replan(online: tuple[Controller, InProcessSwitch]) -> None:
     ctl, _ = online
     hosts = Hosts(ctl)
