@@ -38,13 +38,15 @@ _NONE = np.iinfo(np.int64).max
 class Passers:
     """Per live group, the names of the groups that passed it while it was overdue."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int | None = None) -> None:
+        #: a group with this many passers is not looked at again (the guard asks no more)
+        self.limit = limit
         self._by: dict[str, set[str]] = {}
         self._now = -math.inf
 
     def count(self, t: FlowTable, rank: Ints, overdue: Ints, now: float) -> Ints:
         """Record this re-plan's passes and return, per group, how many distinct
-        groups have passed it so far.
+        groups have passed it so far (at most a little over ``limit``).
 
         ``rank``: the flows' ranks without the guard (0 first); ``overdue``: per flow,
         1 where its group is overdue. A group ``b`` passes an overdue group ``a`` on a
@@ -59,6 +61,9 @@ class Passers:
         live = t.remaining > 0
         od_group = np.zeros(len(names), dtype=bool)
         od_group[t.ech[live & (overdue == 1)]] = True
+        if self.limit is not None:
+            full = [i for i, n in enumerate(names) if len(self._by.get(n, ())) >= self.limit]
+            od_group[full] = False
         if od_group.any():
             ok = live[t.inc_flow]
             flows = t.inc_flow[ok]

@@ -234,7 +234,7 @@ class EchelonPolicy(TablePolicy):
         self.interleave = interleave
         self.overdue = overdue
         self.bypass = bypass
-        self._passers = Passers()
+        self._passers = Passers(limit=bypass)
 
     def decide(self, t: FlowTable, now: float) -> Schedule:
         order, rank = self.rank_flows(t, now)

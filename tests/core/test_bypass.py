@@ -59,3 +59,14 @@ def test_an_earlier_now_starts_a_new_run_and_gone_groups_are_forgotten() -> None
     assert counts(p, table(group("big"), group("b")), [1, 0], ["big"], 8.0)["big"] == 1
     # a new run (now back to 0): nothing carried over from the last one
     assert counts(p, table(group("big"), group("c")), [0, 1], ["big"], 0.0)["big"] == 0
+
+
+def test_a_group_at_the_limit_is_not_looked_at_again() -> None:
+    """The guard asks only whether the count reached BYPASS: past the limit the passes
+    are not recorded (what keeps a long-overdue group from costing every re-plan)."""
+    p = Passers(limit=1)
+    assert counts(p, table(group("big"), group("a")), [1, 0], ["big"], 1.0)["big"] == 1
+    assert counts(p, table(group("big"), group("b")), [1, 0], ["big"], 2.0)["big"] == 1
+    free = Passers()
+    assert counts(free, table(group("big"), group("a")), [1, 0], ["big"], 1.0)["big"] == 1
+    assert counts(free, table(group("big"), group("b")), [1, 0], ["big"], 2.0)["big"] == 2
