@@ -55,7 +55,12 @@ class Schedule:
 @runtime_checkable
 class Policy(Protocol):
     """A scheduling policy. ``remaining`` maps flows to bytes still to send (all of
-    a flow's bytes when absent); ``now`` is the current time in seconds."""
+    a flow's bytes when absent); ``now`` is the current time in seconds.
+
+    The simulator, the packet model and the online controller each ask one object
+    again at every re-plan of a run, with ``now`` not going back, so a policy may
+    remember between calls (``echelon``'s starvation guard counts who passed whom);
+    an earlier ``now`` means a new run."""
 
     name: str
 
