@@ -148,8 +148,8 @@ class OnlinePlanner:
         self._frozen_at = time.monotonic()
         self.freezes = 0
         self._stop = False
-        #: the policy object every re-plan asks (its starvation guard remembers between
-        #: re-plans, as the simulator's does within a run), by policy name
+        #: the policy object every re-plan asks, by policy name: a policy may remember
+        #: between re-plans, as it does between the simulator's within a run
         self._core: tuple[str, Policy] | None = None
         self._thread = threading.Thread(target=self._run, name="online-replan", daemon=True)
         # measurements

@@ -512,8 +512,8 @@ def plan_instances(
     Remaining bytes are not reported, so every flow counts whole. Deadline ranges
     are split per offset (:func:`fine_ranges`), so a re-plan only modifies entries.
     ``core``: the policy object to ask, kept by the caller across re-plans as the
-    simulator keeps its own (``echelon``'s starvation guard remembers which groups
-    passed which); by default a fresh one.
+    simulator keeps its own (a policy may remember between calls:
+    :class:`echelon.schedule.Policy`); by default a fresh one.
     """
     check_policy(policy)
     efs = [ef for job, gid, start in instances for ef in job.shifted(gid.group, start)]

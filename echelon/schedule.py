@@ -59,8 +59,8 @@ class Policy(Protocol):
 
     The simulator, the packet model and the online controller each ask one object
     again at every re-plan of a run, with ``now`` not going back, so a policy may
-    remember between calls (``echelon``'s starvation guard counts who passed whom);
-    an earlier ``now`` means a new run."""
+    remember between calls (how long a group has waited, who passed whom); an earlier
+    ``now`` means a new run. The built-in policies do not."""
 
     name: str
 

@@ -35,19 +35,11 @@ docs/measurements/model.md, docs/evaluation.md):
 
 6. **Starvation guard.** A group already overdue (``now`` past the latest finish of
    its first flow with bytes left) by more than ``OVERDUE`` (1) of its own bottleneck
-   times, and passed by at least ``BYPASS`` (2) other groups while overdue
-   (``bypass.py``), leaves its class: all such groups share one rank above every
-   class. Without it the size classes starve a large job for as long as small jobs'
-   traffic keeps its links busy (a job iterating at 20x its contention-free time in
-   steady state, docs/measurements/scheduling.md); sharing, not an order among the
-   overdue groups, is what keeps every job's compute busy. The bypass count keeps it
-   from firing where a group is only late behind a peer, not starved: there sharing
-   makes every lifted group late (one link: 1.0197 against the optimum without the
-   count, 1.0026 with it). ``echelon-noguard`` is the policy without the guard,
-   ``echelon-guardall`` the guard without the count.
-
-   The count makes a policy object remember between calls: one object per run (the
-   simulator, the packet model and the online controller each keep theirs).
+   times leaves its class: all such groups share one rank above every class. Without
+   it the size classes starve a large job for as long as small jobs' traffic keeps its
+   links busy (a job iterating at 20x its contention-free time in steady state,
+   docs/measurements/scheduling.md); sharing, not an order among the overdue groups,
+   is what keeps every job's compute busy. ``echelon-noguard`` is the policy without it.
 
 Between steps 3 and 4, one pass of adjacent interchanges of each class's group
 order, judged on the interleaved layout, repairs where the key puts a group after
@@ -77,7 +69,6 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from echelon.policies.bypass import BYPASS, Passers
 from echelon.policies.group import mdd_key
 from echelon.policies.interchange import SWAP_TRIALS, interchange
 from echelon.policies.table import (
@@ -105,9 +96,8 @@ LATENESS_SHARE = 0.25
 #: to this counts whole (peers served one after another), only the rest by the share.
 LATENESS_GRACE = 3.0
 #: Starvation guard: a group already overdue (past the latest finish of its first flow
-#: with bytes left) by more than this many of its own bottleneck times, and passed by
-#: ``BYPASS`` groups while overdue, leaves its size class; all such groups share one
-#: rank above every class (max-min between them).
+#: with bytes left) by more than this many of its own bottleneck times leaves its size
+#: class; all such groups share one rank above every class (max-min between them).
 OVERDUE = 1.0
 #: Tier 0 holds the smallest jobs whose work adds up to at most this share of the largest's.
 TIER_SHARE = 0.3
@@ -219,7 +209,6 @@ class EchelonPolicy(TablePolicy):
         swaps: int = SWAP_TRIALS,
         pairs: Literal["nested", "any"] = "nested",
         overdue: float | None = OVERDUE,
-        bypass: int = BYPASS,
     ) -> None:
         if tiers not in ("job", "size", "none"):
             raise ValueError(f"tiers must be 'job', 'size' or 'none', got {tiers!r}")
@@ -233,8 +222,6 @@ class EchelonPolicy(TablePolicy):
         self.pairs: Literal["nested", "any"] = pairs
         self.interleave = interleave
         self.overdue = overdue
-        self.bypass = bypass
-        self._passers = Passers(limit=bypass)
 
     def decide(self, t: FlowTable, now: float) -> Schedule:
         order, rank = self.rank_flows(t, now)
@@ -295,12 +282,7 @@ class EchelonPolicy(TablePolicy):
             return order, dense_rank(*keys)
         # the starvation guard: the flows of overdue groups leave their class and share
         # one rank above every class (max-min between them: all their keys are 0)
-        over = overdue_groups(t, due, p_gamma[0], now, self.overdue)
-        if self.bypass > 0:
-            # ... once enough other groups have passed them while overdue (bypass.py)
-            passed = self._passers.count(t, dense_rank(*keys), over, now)
-            over = over * (passed >= self.bypass)[t.ech]
-        calm = 1 - over
+        calm = 1 - overdue_groups(t, due, p_gamma[0], now, self.overdue)
         rank = dense_rank(calm, *(calm * k for k in keys))
         return order, rank
 
@@ -317,5 +299,4 @@ ABLATIONS: dict[str, Callable[[], EchelonPolicy]] = {
     "echelon-noswap": lambda: EchelonPolicy(swaps=0),
     "echelon-swapany": lambda: EchelonPolicy(pairs="any"),
     "echelon-noguard": lambda: EchelonPolicy(overdue=None),
-    "echelon-guardall": lambda: EchelonPolicy(bypass=0),
 }

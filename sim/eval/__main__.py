@@ -470,9 +470,7 @@ def _ablation_section(w: Any, rows: list[dict[str, Any]], n_runs: int) -> None:
         "order); `echelon-noswap`: without the adjacent interchange of the group order (the "
         "policy before the interchange joined it; section 9 gives both one-link ratios); "
         "`echelon-swapany`: the interchange on every pair of groups that shares a link, not "
-        "only nested ones (docs/model.md); `echelon-guardall`: the starvation guard "
-        "without its bypass count (every overdue group lifted, not only those two groups "
-        "have passed; the policy until 2026-12-02); `echelon-nograce`: without the "
+        "only nested ones (docs/model.md); `echelon-nograce`: without the "
         "grace, all serial lateness counted by β = 1/4 on the serial layout only (the policy "
         "until 2026-12-01); `echelon-v1`: the first policy.\n"
     )

@@ -33,7 +33,6 @@ ABLATION_POLICIES = (
     "echelon-noswap",
     "echelon-swapany",
     "echelon-noguard",
-    "echelon-guardall",
     "echelon-v1",
 )
 #: Variants also run on the held-out seeds, so that the (mean, p99) plane there has the
@@ -101,7 +100,7 @@ class Profile:
     """Seeds of the steady-state headline (:mod:`sim.eval.steady`; ``--steady-seeds``)."""
     steady_gbits: tuple[float, ...] = (100.0, 25.0, 10.0)
     steady_mixes: tuple[str, ...] = ("hybrid", "dp", "mixed")
-    steady_policies: tuple[str, ...] = (*CORE_POLICIES, "echelon-noguard", "echelon-guardall")
+    steady_policies: tuple[str, ...] = (*CORE_POLICIES, "echelon-noguard")
     steady_horizon: float = STEADY_HORIZON
     """Horizon of a steady-state run in the draw's largest contention-free iterations."""
 

@@ -41,7 +41,6 @@ from sim.eval.report import (
 #: Policies measured against the exact one-link optimum, and the instance count.
 ORACLE_POLICIES = (
     "echelon",
-    "echelon-guardall",
     "echelon-noswap",
     "echelon-nograce",
     "echelon-v1",

@@ -181,8 +181,7 @@ def section(w: Any, rows: Sequence[Row], profile: Any, wall_s: float) -> None:
         + " Gbit/s host links (same leaf-spine, 8 jobs per draw); "
         + _design_note(list(profile.steady_seeds))
         + f"; {len(rows)} runs in {wall_s:.0f} s. `echelon-noguard` is the policy without "
-        "its starvation guard (the shipped policy until 2026-12-01), `echelon-guardall` the "
-        "guard without its bypass count (until 2026-12-02).\n"
+        "its starvation guard (the shipped policy until 2026-12-01).\n"
     )
     w("**Stability of the window estimate.** " + stability(rows) + "\n")
     for (mix, gbit), per in cells(rows).items():

@@ -135,9 +135,9 @@ def test_order_follows_what_is_in_flight(online: tuple[Controller, InProcessSwit
 def test_replans_ask_one_policy_object(
     online: tuple[Controller, InProcessSwitch], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The starvation guard counts the groups that passed an overdue one across
-    re-plans (echelon.policies.bypass), as the simulator's one policy object per run
-    does: the planner must not build a fresh policy for every re-plan."""
+    """A policy may remember between re-plans (echelon.schedule.Policy), as the
+    simulator's one policy object per run does: the planner must not build a fresh
+    policy for every re-plan."""
     import controlplane.online as online_mod
     from echelon.policies import get_policy
 
