@@ -255,7 +255,7 @@ class OnlinePlanner:
                 if self._core is None or self._core[0] != name:
                     self._core = (name, get_policy(name))
                 plans = plan_instances(name, instances, self.ctl.network, now, self._core[1])
-                if self.idle == "lowest" and self.ctl.policy != "fifo":
+                if self.idle == "lowest" and name != "fifo":
                     plans += self._lowest({(j.job_id, g.group) for j, g, _ in instances})
                 t_plan = time.monotonic()
                 done = self.ctl.apply_overlay(plans)
