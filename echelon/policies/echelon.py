@@ -33,13 +33,18 @@ docs/measurements/model.md, docs/evaluation.md):
    higher mean (peers progress in lockstep and stop overlapping one job's
    computation with another's communication).
 
-6. **Starvation guard.** A group already overdue (``now`` past the latest finish of
-   its first flow with bytes left) by more than ``OVERDUE`` (1) of its own bottleneck
-   times leaves its class: all such groups share one rank above every class. Without
-   it the size classes starve a large job for as long as small jobs' traffic keeps its
-   links busy (a job iterating at 20x its contention-free time in steady state,
+6. **Starvation guard.** A group already overdue by more than ``OVERDUE`` (1) of its
+   own bottleneck times leaves its class: all such groups share one rank above every
+   class. Overdue is measured against each flow's *own pace* (``pace.py``): the later
+   of its latest finish and where its job's own flows alone would have finished it,
+   plus that own-pace time once more, fixed when the flow was first seen. Without the
+   guard the size classes starve a large job for as long as small jobs' traffic keeps
+   its links busy (a job iterating at 20x its contention-free time in steady state,
    docs/measurements/scheduling.md); sharing, not an order among the overdue groups,
-   is what keeps every job's compute busy. ``echelon-noguard`` is the policy without it.
+   is what keeps every job's compute busy. Measured from the latest finish alone (the
+   infinite-bandwidth timeline) it lifted jobs that only their own traffic holds, and
+   groups merely queued behind peers of a closed batch. ``echelon-noguard`` is the
+   policy without it.
 
 Between steps 3 and 4, one pass of adjacent interchanges of each class's group
 order, judged on the interleaved layout, repairs where the key puts a group after
@@ -71,6 +76,7 @@ import numpy.typing as npt
 
 from echelon.policies.group import mdd_key
 from echelon.policies.interchange import SWAP_TRIALS, interchange
+from echelon.policies.pace import OwnPace
 from echelon.policies.table import (
     Floats,
     FlowTable,
@@ -95,9 +101,10 @@ LATENESS_SHARE = 0.25
 #: Grace, in median bottleneck times of the group's size class: serial-order lateness up
 #: to this counts whole (peers served one after another), only the rest by the share.
 LATENESS_GRACE = 3.0
-#: Starvation guard: a group already overdue (past the latest finish of its first flow
-#: with bytes left) by more than this many of its own bottleneck times leaves its size
-#: class; all such groups share one rank above every class (max-min between them).
+#: Starvation guard: a group already overdue (past the own-pace reference of its first
+#: flow with bytes left, ``pace.py``) by more than this many of its own bottleneck times
+#: leaves its size class; all such groups share one rank above every class (max-min
+#: between them).
 OVERDUE = 1.0
 #: Tier 0 holds the smallest jobs whose work adds up to at most this share of the largest's.
 TIER_SHARE = 0.3
@@ -175,7 +182,7 @@ def job_tiers(work: Floats, share: float = TIER_SHARE) -> Ints:
 
 def overdue_groups(t: FlowTable, due: Floats, p: Floats, now: float, limit: float) -> Ints:
     """Per flow, 1 where its group is already more than ``limit`` bottleneck times ``p``
-    past the latest finish of its first flow with bytes left (0 elsewhere)."""
+    past the reference ``due`` of its first flow with bytes left (0 elsewhere)."""
     first = np.full(len(t.names), np.inf)
     np.minimum.at(first, t.ech, np.where(t.remaining > 0, due, np.inf))
     behind = np.maximum(now - first, 0.0)
@@ -222,6 +229,7 @@ class EchelonPolicy(TablePolicy):
         self.pairs: Literal["nested", "any"] = pairs
         self.interleave = interleave
         self.overdue = overdue
+        self._pace = OwnPace()  # the guard's memory: one object per run
 
     def decide(self, t: FlowTable, now: float) -> Schedule:
         order, rank = self.rank_flows(t, now)
@@ -282,7 +290,8 @@ class EchelonPolicy(TablePolicy):
             return order, dense_rank(*keys)
         # the starvation guard: the flows of overdue groups leave their class and share
         # one rank above every class (max-min between them: all their keys are 0)
-        calm = 1 - overdue_groups(t, due, p_gamma[0], now, self.overdue)
+        reference = self._pace.reference(t, due, now)
+        calm = 1 - overdue_groups(t, reference, p_gamma[0], now, self.overdue)
         rank = dense_rank(calm, *(calm * k for k in keys))
         return order, rank
 
