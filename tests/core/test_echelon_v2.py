@@ -141,28 +141,63 @@ def test_overdue_peer_goes_first_where_v1_starves_it() -> None:
     assert ours.echelon_order == ("y", "x")  # the serial (key) order is still y, x
     v1 = get_policy("echelon-v1").schedule([x, y], NET, rem, now=100.0)
     assert v1.flow_rank[("y", 0)] < v1.flow_rank[("x", 0)]
-    # with the whole serial lateness (β = 1) and no starvation guard it waits again
-    serial = EchelonPolicy(share=1.0, overdue=None).schedule([x, y], NET, rem, now=100.0)
-    assert serial.flow_rank[("y", 0)] < serial.flow_rank[("x", 0)]
-    # the guard (x is 100 s overdue, 20 of its bottleneck times) puts it first anyway
-    serial = get_policy("echelon-serial").schedule([x, y], NET, rem, now=100.0)
-    assert serial.flow_rank[("x", 0)] < serial.flow_rank[("y", 0)]
+    # with the whole serial lateness (β = 1) y goes first: x is seen for the first time,
+    # so the starvation guard has not watched it starve yet
+    serial = get_policy("echelon-serial")
+    assert serial.schedule([x, y], NET, rem, now=100.0).flow_rank[("y", 0)] == 0
+    # x was seen at 100 and alone would have finished at 105: its reference is
+    # 105 + 5 = 110; once it is more than its bottleneck time (5 s) past that and still
+    # has bytes left, the guard puts it first
+    y2 = ef("y2", [2], [0.0], t_ref=117.0)  # key 3 at 114, 2 at 116: ahead of x (5)
+    rem2 = {("x", 0): 5, ("y2", 0): 2}
+    r = serial.schedule([x, y2], NET, rem2, now=114.0).flow_rank
+    assert r[("y2", 0)] < r[("x", 0)]
+    r = serial.schedule([x, y2], NET, rem2, now=116.0).flow_rank
+    assert r[("x", 0)] < r[("y2", 0)]
+    # without the guard it waits again
+    r = EchelonPolicy(share=1.0, overdue=None).schedule([x, y2], NET, rem2, now=116.0).flow_rank
+    assert r[("y2", 0)] < r[("x", 0)]
 
 
 def test_classes_keep_small_groups_first_until_the_starvation_guard() -> None:
-    """A 50 s group (key 50: class 4) 40 s overdue does not pass a 1 s one due in 1 s
-    (key 1: class 3): different decades. Once it is overdue by more than its own
-    bottleneck time (:data:`OVERDUE` = 1 x 50 s) it leaves its class and goes on top;
-    without the guard (``echelon-noguard``, the policy before it) it would wait for as
-    long as small groups keep coming."""
-    small = ef("small", [1], [0.0], t_ref=101.0)
-    for overdue_s, big_first in ((40.0, False), (60.0, True)):
-        big = ef("big", [50], [0.0], t_ref=100.0 - overdue_s)
-        r = get_policy("echelon").schedule([big, small], NET, now=100.0).flow_rank
-        assert (r[("big", 0)] < r[("small", 0)]) == big_first, overdue_s
-        r = get_policy("echelon-noguard").schedule([big, small], NET, now=100.0).flow_rank
-        assert r[("small", 0)] < r[("big", 0)]
+    """A 50 s group (key 50: class 4) does not pass 1 s ones (key 1: class 3):
+    different decades. It was first seen at 0 (its reference: alone it would have
+    finished at 50, so 50 + 50 = 100); once it is overdue by more than its own
+    bottleneck time past that (:data:`OVERDUE` = 1 x 50 s) it leaves its class and goes
+    on top; without the guard (``echelon-noguard``, the policy before it) it would wait
+    for as long as small groups keep coming."""
+    big = ef("big", [50], [0.0], t_ref=0.0)
+    ours, noguard = get_policy("echelon"), get_policy("echelon-noguard")
+    ours.schedule([big], NET, now=0.0)
+    for now, big_first in ((140.0, False), (160.0, True)):
+        small = ef(f"small{now:g}", [1], [0.0], t_ref=now + 1.0)
+        r = ours.schedule([big, small], NET, now=now).flow_rank
+        assert (r[("big", 0)] < r[(small.name, 0)]) == big_first, now
+        r = noguard.schedule([big, small], NET, now=now).flow_rank
+        assert r[(small.name, 0)] < r[("big", 0)]
     assert OVERDUE == 1.0
+
+
+def test_a_job_held_by_its_own_traffic_is_not_lifted() -> None:
+    """Job f: two 100 s groups needed at 0 (the infinite-bandwidth timeline), on one
+    link, so b queues behind a with nobody else in its way; job s: a 1 s group. At 150,
+    a done and b half sent, b is 150 s past its latest finish -- three of its bottleneck
+    times -- but its own pace (seen at 0: alone it finishes at 200, reference 400) says
+    it is not starved: the small group keeps its class's place ahead of it. Measured
+    from the latest finish (the guard before) b would go on top."""
+    a = ef("f/a", [100], [0.0], t_ref=0.0, job="f")
+    b = ef("f/b", [100], [0.0], t_ref=0.0, job="f")
+    ours = get_policy("echelon")
+    assert ours.schedule([a, b], NET, now=0.0).flow_rank[("f/a", 0)] == 0
+    s = ef("s/x", [1], [0.0], t_ref=151.0, job="s")
+    rem = {("f/a", 0): 0, ("f/b", 0): 50, ("s/x", 0): 1}
+    r = ours.schedule([a, b, s], NET, rem, now=150.0).flow_rank
+    assert r[("s/x", 0)] < r[("f/b", 0)]
+    # still there at 460 (more than 50 s, its bottleneck time, past 400) behind a new
+    # small group: starved, on top
+    s2 = ef("s/y", [1], [0.0], t_ref=461.0, job="s")
+    r = ours.schedule([a, b, s2], NET, {**rem, ("s/y", 0): 1}, now=460.0).flow_rank
+    assert r[("f/b", 0)] < r[("s/y", 0)]
 
 
 def test_slack_lets_a_transfer_wait() -> None:
