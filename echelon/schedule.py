@@ -60,7 +60,9 @@ class Policy(Protocol):
     The simulator, the packet model and the online controller each ask one object
     again at every re-plan of a run, with ``now`` not going back, so a policy may
     remember between calls (how long a group has waited, who passed whom); an earlier
-    ``now`` means a new run. The built-in policies do not."""
+    ``now`` means a new run. Of the built-in policies only ``echelon`` does: its
+    starvation guard fixes each flow's reference when it first sees the flow
+    (``echelon.policies.pace``)."""
 
     name: str
 
