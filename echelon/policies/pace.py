@@ -29,20 +29,14 @@ import math
 import numpy as np
 
 from echelon.model import FlowKey
-from echelon.policies.table import Floats, FlowTable, incidence_finish
+from echelon.policies.table import Floats, FlowTable, layout_finish
 
 
 def own_pace_finish(t: FlowTable, due: Floats, now: float) -> Floats:
     """Per flow: when it would finish if only its own job's live flows used the links,
     each link serving them one at a time at full capacity in (latest finish ``due``,
     index) order from ``now`` (finished flows: ``now``)."""
-    live = t.remaining[t.inc_flow] > 0
-    f, lk = t.inc_flow[live], t.inc_link[live]
-    own_link = t.job[t.ech[f]] * len(t.cap) + lk  # every job on links of its own
-    done = incidence_finish(own_link, t.remaining[f] / t.cap[lk], (t.index[f], due[f]), now)
-    out = np.full(len(t.keys), now, dtype=np.float64)
-    np.maximum.at(out, f, done)
-    return out
+    return layout_finish(t, (t.index, due), now, alone=True)
 
 
 class OwnPace:

@@ -253,14 +253,18 @@ def serial_finish(t: FlowTable, position: Ints, now: float) -> Floats:
     return layout_finish(t, (t.index, position[t.ech]), now)
 
 
-def layout_finish(t: FlowTable, keys: tuple[npt.NDArray[np.generic], ...], now: float) -> Floats:
+def layout_finish(
+    t: FlowTable, keys: tuple[npt.NDArray[np.generic], ...], now: float, alone: bool = False
+) -> Floats:
     """Finish time of every flow if each link served its flows one at a time, at full
     capacity, in the order of the per-flow ``keys`` (``np.lexsort`` convention: the
     last key is the most significant); same bound and conventions as
-    :func:`serial_finish`."""
+    :func:`serial_finish`. ``alone``: every job on links of its own (its flows queue
+    only behind its own)."""
     live = t.remaining[t.inc_flow] > 0
     f, lk = t.inc_flow[live], t.inc_link[live]
-    done = incidence_finish(lk, t.remaining[f] / t.cap[lk], tuple(k[f] for k in keys), now)
+    queue = t.job[t.ech[f]] * len(t.cap) + lk if alone else lk
+    done = incidence_finish(queue, t.remaining[f] / t.cap[lk], tuple(k[f] for k in keys), now)
     out = np.full(len(t.keys), now, dtype=np.float64)
     np.maximum.at(out, f, done)
     return out
