@@ -7,7 +7,7 @@ sending (``released``) and which groups' flows addressed to them have all
 arrived (``finished``). A report is a *snapshot*, not an event::
 
     {"job": "dp", "host": "h4", "iteration": 3, "session": "9f2c", "seq": 17,
-     "released": ["push"], "finished": ["pull"]}
+     "released": ["push"], "finished": ["pull"], "sent": {"push": [[0, 65536]]}}
 
 ``released``/``finished`` list everything this host has seen of ``iteration`` so
 far, so a report carries the whole state of its (job, host) and any later report
@@ -54,6 +54,14 @@ until a first real release of that iteration sets its start, an anticipated grou
 counts as starting at the moment of each re-plan (it may start any moment; the
 report's own time would make the job look overdue and rank it above jobs that did
 start).
+
+**Bytes sent.** A snapshot also says, per released group, how many payload bytes each
+of this host's flows has sent (``sent``); the host agent refreshes it every progress
+period (50 ms by default) while it sends. Such a refresh changes nothing in flight, so it
+starts no re-plan; the next re-plan an event starts reads the latest figures, and the
+policy ranks each flow by the bytes it has left, as the simulator does. Without them
+every flow in flight counts whole, and a group half sent loses its place to an equal one
+just released: measured on two jobs that take turns on a link (docs/measurements/demo.md).
 
 Why hosts and not the switch's per-class counters (docs/controller.md, "Progress
 signals"): counters tell that bytes of a class passed, not that a group was
@@ -102,6 +110,9 @@ class Instance:
     iteration: int
     released_at: float
     iteration_start: float
+    #: flow index -> payload bytes its sender has reported sent in ``iteration``
+    #: (absent: nothing reported; the flow counts whole)
+    sent: Mapping[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -165,7 +176,7 @@ class ProgressTracker:
             job = self._jobs.get(rep.job)
             if job is None:
                 raise UnknownJobError("job", f"no job {rep.job!r} is registered")
-            for name in ("released", "finished"):
+            for name in ("released", "finished", "sent"):
                 for g in sorted(getattr(rep, name)):
                     if g not in job.groups:
                         raise SpecError(name, f"job {rep.job!r} has no group {g!r}")
@@ -241,6 +252,18 @@ class ProgressTracker:
             snap.iteration == iteration and group in snap.finished
         )
 
+    @staticmethod
+    def _sent(job: _Job, group: str, iteration: int) -> dict[int, int]:
+        """Bytes sent per flow of ``group``'s instance: from each host's snapshot of that
+        iteration (a flow has one sender; the largest figure wins should two disagree)."""
+        out: dict[int, int] = {}
+        for snap in job.snaps.values():
+            if snap.iteration != iteration:
+                continue
+            for index, nbytes in snap.sent.get(group, ()):
+                out[index] = max(out.get(index, 0), nbytes)
+        return out
+
     # ------------------------------------------------------------ queries
 
     def alive(self) -> list[Instance]:
@@ -260,7 +283,8 @@ class ProgressTracker:
                             # anticipated, nothing of the iteration sent yet: it starts
                             # any moment, i.e. now
                             start = now if g.anticipated else g.released_at - g.t_ref
-                        out.append(Instance(job_id, name, g.iteration, g.released_at, start))
+                        sent = self._sent(job, name, g.iteration)
+                        out.append(Instance(job_id, name, g.iteration, g.released_at, start, sent))
         return out
 
     def next_expiry(self) -> float | None:

@@ -11,8 +11,9 @@ computed at registration from iteration 0, for good). One background thread:
    rule (``SimConfig.replan_interval``, ``sim/core/engine.py``), so the re-plan rate
    the evaluation reports is the rate this thread produces for the same events.
 3. A re-plan, under the controller lock: the alive instances -> the core policy
-   at ``now`` over exactly those groups (:func:`controlplane.planning.plan_instances`:
-   ``policy.schedule(echelons, network, None, now)`` on one policy object per planner, then
+   at ``now`` over exactly those groups and the bytes their hosts reported sent
+   (:func:`controlplane.planning.plan_instances`:
+   ``policy.schedule(echelons, network, remaining, now)`` on one policy object per planner, then
    ``echelon.quantize.quantize``) -> their :class:`GroupPlan` replaces the
    group's previous plan -> the controller writes only the entries that changed,
    inserts and modifies before deletes, through the same path as a registration
@@ -249,14 +250,15 @@ class OnlinePlanner:
                     job, ids = jobs[inst.job]
                     gid = next((g for g in ids if g.group == inst.group), None)
                     if gid is not None:
-                        instances.append((job, gid, inst.iteration_start - self.started_at))
+                        start = inst.iteration_start - self.started_at
+                        instances.append((job, gid, start, inst.sent))
                 now = t0 - self.started_at
                 name = self.ctl.policy
                 if self._core is None or self._core[0] != name:
                     self._core = (name, get_policy(name))
                 plans = plan_instances(name, instances, self.ctl.network, now, self._core[1])
                 if self.idle == "lowest" and name != "fifo":
-                    plans += self._lowest({(j.job_id, g.group) for j, g, _ in instances})
+                    plans += self._lowest({(j.job_id, g.group) for j, g, _, _ in instances})
                 t_plan = time.monotonic()
                 done = self.ctl.apply_overlay(plans)
                 written, t_write = done.updates, done.seconds

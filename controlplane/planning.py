@@ -495,34 +495,52 @@ class Planner:
         return changed
 
 
+#: One group in flight: (job, group IDs, the instance's iteration start on the
+#: controller clock, payload bytes sent per flow index as the hosts reported them).
+InFlight = tuple[Description, GroupIds, float, Mapping[int, int]]
+
+
 def plan_instances(
     policy: str,
-    instances: Sequence[tuple[Description, GroupIds, float]],
+    instances: Sequence[InFlight],
     network: TopologyNetwork,
     now: float,
     core: Policy | None = None,
 ) -> list[GroupPlan]:
     """Plans for the groups in flight (online re-planning, :mod:`controlplane.online`).
 
-    Each instance is (job, group IDs, the instance's iteration start on the
-    controller clock): the group's EchelonFlows get ``t_ref`` shifted by that
-    start, exactly as ``JobSpec.plan(i, t0)`` places iteration ``i`` in the
-    simulator, and the policy is asked at ``now`` — the same call the simulator
-    makes at a group event, over the same set (released, unfinished groups).
-    Remaining bytes are not reported, so every flow counts whole. Deadline ranges
-    are split per offset (:func:`fine_ranges`), so a re-plan only modifies entries.
-    ``core``: the policy object to ask, kept by the caller across re-plans as the
-    simulator keeps its own (a policy may remember between calls:
+    Each instance's EchelonFlows get ``t_ref`` shifted by its iteration start,
+    exactly as ``JobSpec.plan(i, t0)`` places iteration ``i`` in the simulator, and
+    the policy is asked at ``now`` — the same call the simulator makes at a group
+    event, over the same set (released, unfinished groups), with each flow's bytes
+    left: its size less what its host reported sent (:func:`bytes_left`). Deadline
+    ranges are split per offset (:func:`fine_ranges`), so a re-plan only modifies
+    entries. ``core``: the policy object to ask, kept by the caller across re-plans
+    as the simulator keeps its own (a policy may remember between calls:
     :class:`echelon.schedule.Policy`); by default a fresh one.
     """
     check_policy(policy)
-    efs = [ef for job, gid, start in instances for ef in job.shifted(gid.group, start)]
+    efs = []
+    remaining: dict[FlowKey, int] = {}
+    for job, gid, start, sent in instances:
+        for ef in job.shifted(gid.group, start):
+            efs.append(ef)
+            remaining.update(bytes_left(ef, sent))
     levels: dict[str, EchelonLevels] = {}
     if policy != "fifo" and efs:
-        schedule = (core or core_policies.get_policy(policy)).schedule(efs, network, None, now)
+        policy_obj = core or core_policies.get_policy(policy)
+        schedule = policy_obj.schedule(efs, network, remaining or None, now)
         schedule = switch_schedule(schedule)
         levels = dict(core_quantize.quantize(schedule, efs))
-    return [group_plan(policy, job, gid, levels, fine=True) for job, gid, _ in instances]
+    return [group_plan(policy, job, gid, levels, fine=True) for job, gid, _, _ in instances]
+
+
+def bytes_left(ef: EchelonFlow, sent: Mapping[int, int]) -> dict[FlowKey, int]:
+    """Bytes left of each flow of ``ef`` its host reported sending: size less sent, at
+    least 1 (a flow whose last bytes left the host may still be queued on the way,
+    and a policy drops a flow with nothing left); flows not reported are left out
+    (they count whole)."""
+    return {(ef.name, f.index): max(1, f.size - sent[f.index]) for f in ef.flows if f.index in sent}
 
 
 #: At most this many deadline ranges per group when split per offset (the
@@ -559,6 +577,7 @@ def _keys(job: Description, ids: Sequence[GroupIds]) -> dict[GroupKey, None]:
 
 
 def _table(s: _State, cap: Floats) -> FlowTable:
+    job, job_names = job_ids(s.echelons)
     return FlowTable(
         keys=s.keys,
         names=s.names,
@@ -573,5 +592,6 @@ def _table(s: _State, cap: Floats) -> FlowTable:
         inc_flow=s.inc_flow,
         inc_link=s.inc_link,
         cap=cap,
-        job=job_ids(s.echelons),
+        job=job,
+        job_names=job_names,
     )

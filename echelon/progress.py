@@ -13,10 +13,30 @@ from echelon.specs import Index, Name, SpecModel, Text
 
 #: Bound on groups one report may list (a registration has far fewer).
 MAX_GROUPS_PER_REPORT = 4096
+#: Bound on flows of one group a report may give bytes for.
+MAX_FLOWS_PER_GROUP = 65536
+
+#: How often a host refreshes its bytes sent while it sends (seconds). Why 50 ms: the
+#: controller re-plans at group events, so between two of them a flow's figure is at
+#: most this old; on the emulation's links a group takes hundreds of ms, and the
+#: packet model (:mod:`sim.packet`) finds the same result from 20 ms to 200 ms.
+REPORT_PERIOD_S = 0.05
+
+#: ``(flow index in its group, payload bytes of that flow this host has sent)``.
+SentBytes = tuple[Index, Index]
 
 
 class ReportBody(SpecModel):
-    """``POST /progress``: one host's progress snapshot in one iteration of a job."""
+    """``POST /progress``: one host's progress snapshot in one iteration of a job.
+
+    ``sent`` is how far this host's flows of each released, unfinished group of
+    ``iteration`` have got: per group, (flow index, payload bytes sent so far). Why:
+    the policy ranks a flow by the bytes it has left, as the simulator does; without
+    them every flow in flight counts whole and a group half sent loses its place to
+    one just released. A host leaves out what it has not started; a flow it finished
+    sending stays listed at its size for the rest of the iteration (left out, it would
+    count whole again).
+    """
 
     job: Name
     host: Name
@@ -27,3 +47,7 @@ class ReportBody(SpecModel):
     run: Index = 0
     released: Annotated[tuple[Name, ...], Field(max_length=MAX_GROUPS_PER_REPORT)] = ()
     finished: Annotated[tuple[Name, ...], Field(max_length=MAX_GROUPS_PER_REPORT)] = ()
+    sent: Annotated[
+        dict[Name, Annotated[tuple[SentBytes, ...], Field(max_length=MAX_FLOWS_PER_GROUP)]],
+        Field(max_length=MAX_GROUPS_PER_REPORT),
+    ] = Field(default_factory=dict)

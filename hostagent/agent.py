@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 import threading
@@ -30,7 +31,7 @@ from echelon.errors import EchelonError
 from echelon.specs import read_file
 from echelon.waiting import WaitTimeout, wait_until
 from hostagent.closedloop import ClosedLoop, Releaser, releaser
-from hostagent.progress import HostProgress
+from hostagent.progress import DEFAULT_PERIOD_S, HostProgress
 from hostagent.receiver import Receiver
 from hostagent.report import formation_report
 from hostagent.scenario import load
@@ -74,6 +75,7 @@ def play(
     go: str | None = None,
     controller: str | None = None,
     entered: bool = True,
+    progress_period: float = DEFAULT_PERIOD_S,
 ) -> dict[str, Any]:
     sc = load(scenario_path)
     if host not in sc.hosts:
@@ -82,12 +84,13 @@ def play(
     sender = Sender(sc, host)
     rel: Releaser = releaser(sc, host)
     loop = rel if isinstance(rel, ClosedLoop) else None
-    progress = HostProgress(sc, host, controller) if controller else None
+    progress = HostProgress(sc, host, controller, progress_period) if controller else None
     if loop is not None:  # first: it releases the next task
         receiver.on_complete.append(loop.arrive)
     if progress is not None:
         receiver.on_complete.append(progress.arrived)
         sender.on_release = progress.released
+        progress.watch(sender)  # bytes sent: at each release and every progress_period
     if progress is not None and entered:
         # before "ready": the controller hears that iteration 0 is about to start while
         # the driver gathers the other hosts, and plans the opening groups in time
@@ -143,6 +146,17 @@ def play(
     return record
 
 
+def period(text: str) -> float:
+    """``--progress-period``: seconds, finite and not negative (0: no sampling)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="echelon-agent", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -162,6 +176,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_false",
         help="with --controller: do not report entering iteration 0 before the start",
     )
+    p.add_argument(
+        "--progress-period",
+        type=period,
+        default=DEFAULT_PERIOD_S,
+        metavar="SECONDS",
+        help="with --controller: report the bytes sent this often while sending "
+        f"(default {DEFAULT_PERIOD_S}; 0: only at releases)",
+    )
     r = sub.add_parser("report", help="formation report from agent records")
     r.add_argument("--scenario", required=True)
     r.add_argument("records", nargs="+")
@@ -175,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.cmd == "play":
             rec = play(args.scenario, args.host, args.out, args.bind, args.go, args.controller,
-                       args.entered)  # fmt: skip
+                       args.entered, args.progress_period)  # fmt: skip
             if not args.out:
                 print(json.dumps(rec, indent=1))
             return 0 if rec["complete"] else 1

@@ -9,6 +9,7 @@ starts sending a group and when a group's flows to this host have all arrived::
     rep.entered(iteration=0)                    # about to start: before any byte leaves
     rep.released(iteration=3, group="push")     # before the first byte of push leaves
     rep.finished(iteration=3, group="pull")     # the last layer of pull arrived
+    rep.sending(iteration=3, group="push", sent={0: 65536, 1: 8192})  # bytes so far
     rep.close()                                 # flushes the last snapshot
 
 ``api`` may also be ``unix:/path/to/socket``: the controller's ``--progress-socket``
@@ -24,6 +25,10 @@ training. Sent with the standard library (``http.client``); the body is the core
 
 Why snapshots and not events: see :mod:`controlplane.inflight` (idempotent,
 loss-tolerant, rebuilt after restarts).
+
+Bytes sent: a snapshot also carries, per group, the payload bytes this host has sent
+of each of its flows (``sent``). The host agent's :class:`HostProgress` samples them
+every ``period`` while it sends (:data:`DEFAULT_PERIOD_S`) and at each release.
 """
 
 from __future__ import annotations
@@ -34,12 +39,23 @@ import logging
 import socket
 import threading
 import uuid
+from collections.abc import Mapping
+from typing import Protocol
 from urllib.parse import urlsplit
 
-from echelon.progress import ReportBody
-from hostagent.scenario import Scenario
+from echelon.progress import REPORT_PERIOD_S, ReportBody
+from hostagent.scenario import FlowSpec, Scenario
 
 log = logging.getLogger(__name__)
+
+#: How often (seconds) :class:`HostProgress` samples the bytes sent while a host sends:
+#: the core's figure, which the packet model plays too (why 50 ms: its docstring); 20
+#: small reports a second per sending job cost the controller little, and an unchanged
+#: figure sends none.
+DEFAULT_PERIOD_S = REPORT_PERIOD_S
+
+#: Per group name: flow index -> payload bytes this host has sent of that flow.
+GroupBytes = Mapping[str, Mapping[int, int]]
 
 
 class ProgressReporter:
@@ -74,6 +90,8 @@ class ProgressReporter:
         self.iteration = -1
         self._released: set[str] = set()
         self._finished: set[str] = set()
+        #: group -> flow index -> payload bytes sent, in ``iteration``
+        self._sent: dict[str, dict[int, int]] = {}
         self._cond = threading.Condition()
         self._latest: ReportBody | None = None
         self._busy = False
@@ -94,28 +112,63 @@ class ProgressReporter:
         byte (the host agent does, for iteration 0, before it reports ready)."""
         self._mark(iteration, None, finished=False)
 
-    def released(self, iteration: int, group: str) -> None:
-        """This host started sending ``group`` in ``iteration``."""
-        self._mark(iteration, group, finished=False)
+    def released(self, iteration: int, group: str, sent: GroupBytes | None = None) -> None:
+        """This host started sending ``group`` in ``iteration``; ``sent``: the bytes
+        sent so far of its flows of ``iteration`` (as :meth:`sending_groups`), in the
+        same snapshot."""
+        self._mark(iteration, group, finished=False, sent=sent)
 
     def finished(self, iteration: int, group: str) -> None:
         """Every flow of ``group`` in ``iteration`` addressed to this host has arrived."""
         self._mark(iteration, group, finished=True)
 
-    def _mark(self, iteration: int, group: str | None, finished: bool) -> None:
+    def sending(self, iteration: int, group: str, sent: Mapping[int, int]) -> None:
+        """This host has sent ``sent[index]`` payload bytes of its flow ``index`` of
+        ``group`` in ``iteration`` so far.
+
+        Why: the controller ranks the flows in flight by the bytes they have left (as
+        the simulator does); events alone would leave those figures as old as the last
+        release, so the host agent calls this every progress period while it sends
+        (:class:`HostProgress`). Rules, as for the events: an older ``iteration`` is
+        ignored, a newer one starts afresh (as :meth:`entered`). Figures merge into the
+        iteration's: an index not given keeps its figure, and a figure never goes down
+        (bytes sent only grow; a lower one was sampled earlier). Nothing changed: no
+        snapshot. A flow stays listed, fully sent at its size, for the rest of the
+        iteration -- the controller counts a flow it has no figure for as whole, so
+        leaving out what this host finished sending would make it look unsent.
+        """
+        self._mark(iteration, None, finished=False, sent={group: sent})
+
+    def sending_groups(self, iteration: int, sent: GroupBytes) -> None:
+        """:meth:`sending` for several groups of ``iteration`` at once: one snapshot."""
+        self._mark(iteration, None, finished=False, sent=sent)
+
+    def _merge(self, group: str, sent: Mapping[int, int]) -> bool:
+        """Merge ``sent`` into ``group``'s figures (each only grows); ``True`` if any did."""
+        have = self._sent.get(group, {})
+        grown = {int(i): int(b) for i, b in sent.items() if b > have.get(i, -1)}
+        if grown:
+            self._sent[group] = {**have, **grown}
+        return bool(grown)
+
+    def _mark(
+        self, iteration: int, group: str | None, finished: bool, sent: GroupBytes | None = None
+    ) -> None:
         with self._cond:
             if iteration < self.iteration:
                 return  # a late call about an iteration this host has left
-            if iteration > self.iteration:
+            changed = iteration > self.iteration
+            if changed:
                 self.iteration = iteration
-                self._released, self._finished = set(), set()
-            elif group is None:
-                return  # entering an iteration this host already reported
+                self._released, self._finished, self._sent = set(), set(), {}
             into = self._finished if finished else self._released
-            if group is not None:
-                if group in into:
-                    return
+            if group is not None and group not in into:
                 into.add(group)
+                changed = True
+            for g, flows in (sent or {}).items():
+                changed = self._merge(g, flows) or changed
+            if not changed:
+                return  # nothing this host has not reported already
             self.seq += 1
             # unvalidated: the controller validates, and training never sees an error
             self._latest = ReportBody.model_construct(
@@ -127,6 +180,7 @@ class ProgressReporter:
                 run=self.run,
                 released=tuple(sorted(self._released)),
                 finished=tuple(sorted(self._finished)),
+                sent={g: tuple(sorted(v.items())) for g, v in sorted(self._sent.items())},
             )
             self._cond.notify_all()
 
@@ -191,6 +245,16 @@ class ProgressReporter:
         return False
 
 
+class PayloadSource(Protocol):
+    """What :meth:`HostProgress.watch` reads: a :class:`hostagent.sender.Sender`."""
+
+    def payload_sent(self) -> Mapping[str, int]:
+        """Payload bytes sent of each flow (by uid) released and not fully sent; a
+        flow is listed before its release is reported, so a released flow missing
+        here was fully sent."""
+        ...
+
+
 class HostProgress:
     """The host agent's hook: reports from what the agent sees (scenario flows).
 
@@ -199,25 +263,47 @@ class HostProgress:
     ``arrived(uid)``: a flow to this host completed -> once every flow of that group
     instance addressed to this host has, the group is finished here (a
     :class:`hostagent.receiver.Receiver` listener).
+    ``watch(sender)``: from then on, the bytes sent of this host's released flows go
+    into the reports (:meth:`ProgressReporter.sending`): at each release, and every
+    ``period`` seconds from a daemon thread (``period <= 0``: only at releases).
     """
 
-    def __init__(self, sc: Scenario, host: str, api: str) -> None:
+    def __init__(self, sc: Scenario, host: str, api: str, period: float = DEFAULT_PERIOD_S) -> None:
         # the scenario's start instant numbers this run of its jobs: a scenario played
         # again (a later start) is a restart, and the controller forgets the old progress
         run = round(sc.start_at * 1000)
+        self.period = period
         self.reporters: dict[str, ProgressReporter] = {}
         self._of: dict[str, tuple[str, int, str]] = {}
         self._left: dict[tuple[str, int, str], int] = {}
+        #: the flows this host sends, by uid
+        self._sends: dict[str, FlowSpec] = {}
         for e in sc.echelons:
             for f in e.flows:
                 if host in (f.src, f.dst):
                     self._of[e.uid(f)] = (e.job, e.iteration, e.group)
+                if f.src == host:
+                    self._sends[e.uid(f)] = f
                 if f.dst == host:
                     key = (e.job, e.iteration, e.group)
                     self._left[key] = self._left.get(key, 0) + 1
                 if host in (f.src, f.dst) and e.job not in self.reporters:
                     self.reporters[e.job] = ProgressReporter(api, e.job, host, run=run)
         self._lock = threading.Lock()
+        self._source: PayloadSource | None = None
+        #: released flows this host sends not yet seen fully sent (an ordered set)
+        self._watched: dict[str, None] = {}
+        self._stop = threading.Event()
+        #: the sampling thread (``None``: not watching, or ``period <= 0``)
+        self.sampler: threading.Thread | None = None
+
+    def watch(self, source: PayloadSource) -> None:
+        """Report the bytes ``source`` (the sender) says it has sent; starts sampling."""
+        self._source = source
+        if self.period > 0 and self.sampler is None:
+            self.sampler = threading.Thread(target=self._sample_every, name="progress-sampler",
+                                            daemon=True)  # fmt: skip
+            self.sampler.start()
 
     def entered(self, iteration: int) -> None:
         """This host is about to start ``iteration`` of every job it takes part in."""
@@ -230,7 +316,11 @@ class HostProgress:
 
     def released(self, uid: str) -> None:
         job, it, group = self._of[uid]
-        self.reporters[job].released(it, group)
+        if uid in self._sends:
+            with self._lock:
+                self._watched[uid] = None
+        sent = self._bytes((job, it)).get(job, {}).get(it)
+        self.reporters[job].released(it, group, sent=sent)
 
     def arrived(self, uid: str, t: float = 0.0) -> None:
         """A flow to this host completed (at ``t``: a :class:`Receiver` listener)."""
@@ -241,6 +331,55 @@ class HostProgress:
         if done:
             self.reporters[job].finished(it, group)
 
+    def sample(self) -> None:
+        """Give each reporter the bytes sent of every flow released and not yet seen
+        fully sent (one call per job and iteration; unchanged figures send nothing)."""
+        for job, by_it in self._bytes().items():
+            for it, groups in sorted(by_it.items()):
+                self.reporters[job].sending_groups(it, groups)
+
+    def _bytes(
+        self, only: tuple[str, int] | None = None
+    ) -> dict[str, dict[int, dict[str, dict[int, int]]]]:
+        """job -> iteration -> group -> flow index -> payload bytes sent, of the watched
+        flows (``only``: of that (job, iteration)). A watched flow the source no longer
+        lists was fully sent: its size, and it is watched no more."""
+        out: dict[str, dict[int, dict[str, dict[int, int]]]] = {}
+        if self._source is None:
+            return out
+        # under the lock: a flow released after the source was read is not watched yet
+        # (the sender lists a flow before it reports its release), so "missing" is sure
+        with self._lock:
+            live = self._source.payload_sent()
+            for uid in list(self._watched):
+                job, it, group = self._of[uid]
+                if only is not None and (job, it) != only:
+                    continue
+                f = self._sends[uid]
+                nbytes = live.get(uid)
+                if nbytes is None:
+                    nbytes = f.size
+                    del self._watched[uid]
+                out.setdefault(job, {}).setdefault(it, {}).setdefault(group, {})[f.index] = nbytes
+        return out
+
+    def _sample_every(self) -> None:
+        # Event.wait is the period's timer (and wakes at once on close)
+        while not self._stop.wait(self.period):
+            try:
+                self.sample()
+            except Exception:  # never let a bad sample end the reports
+                log.exception("progress sample failed")
+
     def close(self) -> None:
+        """Stop sampling, report the last figures (what the sender finished since the
+        last sample) and flush every reporter."""
+        self._stop.set()
+        if self.sampler is not None:
+            self.sampler.join(5.0)
+        try:
+            self.sample()
+        except Exception:
+            log.exception("progress sample failed")
         for r in self.reporters.values():
             r.close()

@@ -63,6 +63,8 @@ class _Active:
     release: float
     #: the last packet's payload: what is left of the flow after ``total - 1`` full ones
     last_pad: bytes = b""
+    #: the flow's payload bytes (``FlowSpec.size``)
+    size: int = 0
     sent: int = 0
     released: float | None = None
     start: float | None = None
@@ -87,6 +89,9 @@ class Sender:
         self.last_send = 0.0
         #: Called with each flow's uid as it is released (the progress reports).
         self.on_release: Callable[[str], None] | None = None
+        #: Released flows not fully sent yet, by uid: written by :meth:`run` only (at a
+        #: release and at a flow's last packet), read by :meth:`payload_sent`.
+        self._inflight: dict[str, _Active] = {}
 
     def _open(self, e: EchelonSpec, f: FlowSpec) -> _Active:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -96,7 +101,17 @@ class Sender:
         total = self.sc.packets(f)
         last = bytes(f.size - (total - 1) * self.sc.chunk)
         return _Active(e.uid(f), s, dst, e.echelon_id, offset_us(f.offset), f.index,
-                       total, f.release, last)  # fmt: skip
+                       total, f.release, last, f.size)  # fmt: skip
+
+    def payload_sent(self) -> dict[str, int]:
+        """Payload bytes sent so far of each flow released and not fully sent, by uid.
+
+        For the progress reports (:class:`hostagent.progress.HostProgress`), from
+        another thread: it reads the packet counts :meth:`run` keeps anyway (no work per
+        packet). A flow is listed from before its ``on_release`` call until its last
+        packet has left, so a released flow missing here was fully sent."""
+        chunk = self.sc.chunk
+        return {uid: min(a.size, a.sent * chunk) for uid, a in self._inflight.copy().items()}
 
     def packet(self, a: _Active) -> bytes:
         pad = a.last_pad if a.sent == a.total - 1 else self.pad
@@ -128,9 +143,10 @@ class Sender:
                     break
                 now = time.time()
                 for uid in rel.due(now - t0):
+                    a = by_uid[uid]
+                    self._inflight[uid] = a  # before on_release: see payload_sent
                     if self.on_release is not None:
                         self.on_release(uid)
-                    a = by_uid[uid]
                     a.released = now - t0
                     active.append(a)
                 if not active:
@@ -156,6 +172,7 @@ class Sender:
                     sent_bytes += len(packet) + self.overhead
                     if a.sent >= a.total:
                         a.end = time.time() - t0
+                        self._inflight.pop(a.uid, None)
                     else:
                         active.append(a)
         finally:

@@ -35,8 +35,12 @@ What it models, and how that maps to the emulation:
   released) or finish (its last flow delivered) a re-plan is due at
   ``max(last re-plan + replan_interval, event + replan_delay)``, events in
   between coalesce into it; it asks the policy at that instant over the groups
-  in flight, counting every flow whole (what progress reports give), and
+  in flight, each flow counting the bytes its host last reported it had left, and
   quantises to ``levels`` switch levels (:func:`echelon.quantize.flow_levels`).
+  The hosts report what they have sent every ``report_period`` (all at once) and
+  with each release (the releasing host's flows), as the host agents do
+  (:data:`echelon.progress.REPORT_PERIOD_S`); ``report_period`` 0: never (every
+  flow counts whole).
 * **Compute, closed loop, as the host agents play it** (:mod:`hostagent.closedloop`),
   with their code, :mod:`echelon.lanes`, a task's end an event in simulated time.
   Each (job, host) taking part in a job is a *lane*: it runs its tasks one at a
@@ -47,7 +51,7 @@ What it models, and how that maps to the emulation:
   releases the flows of ``i + 1`` it sends that have no producer (a parameter
   server's pull). ``iterations`` (config) says how many; every lane enters
   iteration 0 at time 0.
-* **What the controller knows of an iteration** (:mod:`controlplane.progress`):
+* **What the controller knows of an iteration** (:mod:`controlplane.inflight`):
   a group instance is in flight from its first released flow until its last flow
   arrived; only the newest instance of a (job, group) is planned; a job's
   *opening* groups (:func:`echelon.jobs.opening_groups`) are in flight as soon as
@@ -77,6 +81,7 @@ from echelon.jobs import opening_groups
 from echelon.lanes import Ended, Lane, Lanes, Started, Step
 from echelon.model import ComputeTask, EchelonFlow, FlowKey, IterationPlan
 from echelon.policies import get_policy
+from echelon.progress import REPORT_PERIOD_S
 from echelon.quantize import flow_levels
 from echelon.schedule import Network
 from sim.core.config import Plannable
@@ -98,6 +103,7 @@ class PacketConfig:
     header_bytes: int = PACKET_HEADER_LEN
     payload_bytes: int = 1400
     iterations: int = 1
+    report_period: float = REPORT_PERIOD_S
     pacing: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -111,6 +117,8 @@ class PacketConfig:
             raise SpecError("pacing", "host pacing rates must be > 0 bytes/s")
         if self.replan_interval < 0 or self.replan_delay < 0:
             raise SpecError("replan_delay", "re-plan interval and delay must be >= 0")
+        if not self.report_period >= 0:
+            raise SpecError("report_period", "must be >= 0 seconds")
 
 
 @dataclass
@@ -122,6 +130,8 @@ class _Flow:
     last_bytes: int
     group: int
     sent: int = 0
+    #: packets sent as of the host's last report (what the controller knows)
+    reported: int = 0
     delivered: int = 0
     finish: float = math.nan
 
@@ -250,6 +260,8 @@ class PacketModel:
         the common start); ``nan`` for a flow that never arrives (it cannot: every queue
         drains)."""
         self._advance_lanes()
+        if self.cfg.online and self.cfg.report_period > 0:
+            self._push(self.cfg.report_period, "report", None)
         while self._heap:
             t, _, kind, what = heapq.heappop(self._heap)
             self.now = t
@@ -258,6 +270,11 @@ class PacketModel:
                 self._sent(link, fid, hop, size)
             elif kind == "task":
                 self._task_end(cast(Lane[ComputeTask, int], what))
+            elif kind == "report":
+                for f in self.flows:
+                    f.reported = f.sent
+                if self._heap:  # anything else to come: report again a period on
+                    self._push(self.now + self.cfg.report_period, "report", None)
             else:
                 self._replan_pending = False
                 self._replan()
@@ -279,6 +296,9 @@ class PacketModel:
                 g.released = True
                 events = True
                 self._started(g)
+                if self.cfg.report_period > 0:  # the release's report carries the host's bytes
+                    for other in first.ready:
+                        self.flows[other].reported = self.flows[other].sent
             self._serve(f.path[0])
         if events:
             self._group_event()
@@ -401,10 +421,22 @@ class PacketModel:
         ]
         if not alive:
             return
-        sched = self.policy.schedule(alive, self.plan_net, None, self.now)
+        sched = self.policy.schedule(alive, self.plan_net, self._left(alive), self.now)
         levels = flow_levels(sched, alive, tuple(range(1, self.cfg.levels)))
         for ef in alive:
             for f in ef.flows:
                 lv = levels.get((ef.name, f.index))
                 if lv is not None:
                     self.level[(ef.job, ef.group, f.index)] = lv
+
+    def _left(self, alive: Sequence[EchelonFlow]) -> dict[FlowKey, int] | None:
+        """Bytes left of each flow in flight as its host last reported them (at least
+        1, as the controller counts them: :func:`controlplane.planning.bytes_left`)."""
+        left = {}
+        for ef in alive:
+            for fl in ef.flows:
+                f = self.flows[self.by_key[(ef.name, fl.index)]]
+                if f.reported:
+                    done = min(fl.size, f.reported * self.cfg.payload_bytes)
+                    left[(ef.name, fl.index)] = max(1, fl.size - done)
+        return left or None

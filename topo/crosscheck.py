@@ -272,10 +272,9 @@ def predict(
         levels_mode="k8",
         payload_bytes=payload,
         iterations=1,
-        # online: what the controller does -- it re-plans at most every interval and
-        # knows only releases and finishes, so its policy counts in-flight flows whole
+        # online: what the controller does -- it re-plans at most every interval, on
+        # bytes left as the hosts report them (at most a progress period old)
         replan_interval=interval if online else 0.0,
-        policy_sizes="registered" if online else "remaining",
         # ... acts on an event after its reaction time (the run's median), and a
         # group released before that competes at the levels it had (at first:
         # ``installed``, ``--idle-level keep``)

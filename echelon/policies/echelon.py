@@ -37,7 +37,10 @@ docs/measurements/model.md, docs/evaluation.md):
    own bottleneck times leaves its class: all such groups share one rank above every
    class. Overdue is measured against each flow's *own pace* (``pace.py``): the later
    of its latest finish and where its job's own flows alone would have finished it,
-   plus that own-pace time once more, fixed when the flow was first seen. Without the
+   plus that own-pace time once more, fixed when the flow was first seen; for a job
+   the guard lifted within the last ``LIFT_MEMORY`` (10) of its bottleneck times the
+   bound is ``OVERDUE_AGAIN`` (1/2): each wait is bounded, and a job starved once is
+   not made to wait as long again, iteration after iteration. Without the
    guard the size classes starve a large job for as long as small jobs' traffic keeps
    its links busy (a job iterating at 20x its contention-free time in steady state,
    docs/measurements/scheduling.md); sharing, not an order among the overdue groups,
@@ -106,6 +109,11 @@ LATENESS_GRACE = 3.0
 #: leaves its size class; all such groups share one rank above every class (max-min
 #: between them).
 OVERDUE = 1.0
+#: ... and by more than this many for a job the guard lifted less than
+#: :data:`LIFT_MEMORY` of the group's bottleneck times ago (``pace.py``: a job starved
+#: once is not made to wait as long again). Measured: docs/measurements/scheduling.md.
+OVERDUE_AGAIN = 0.5
+LIFT_MEMORY = 10.0
 #: Tier 0 holds the smallest jobs whose work adds up to at most this share of the largest's.
 TIER_SHARE = 0.3
 
@@ -180,9 +188,10 @@ def job_tiers(work: Floats, share: float = TIER_SHARE) -> Ints:
     return tier
 
 
-def overdue_groups(t: FlowTable, due: Floats, p: Floats, now: float, limit: float) -> Ints:
-    """Per flow, 1 where its group is already more than ``limit`` bottleneck times ``p``
-    past the reference ``due`` of its first flow with bytes left (0 elsewhere)."""
+def overdue_groups(t: FlowTable, due: Floats, p: Floats, now: float, limit: float | Floats) -> Ints:
+    """Per flow, 1 where its group is already more than ``limit`` (per echelon, or one
+    for all) bottleneck times ``p`` past the reference ``due`` of its first flow with
+    bytes left (0 elsewhere)."""
     first = np.full(len(t.names), np.inf)
     np.minimum.at(first, t.ech, np.where(t.remaining > 0, due, np.inf))
     behind = np.maximum(now - first, 0.0)
@@ -216,6 +225,7 @@ class EchelonPolicy(TablePolicy):
         swaps: int = SWAP_TRIALS,
         pairs: Literal["nested", "any"] = "nested",
         overdue: float | None = OVERDUE,
+        again: float = OVERDUE_AGAIN,
     ) -> None:
         if tiers not in ("job", "size", "none"):
             raise ValueError(f"tiers must be 'job', 'size' or 'none', got {tiers!r}")
@@ -229,6 +239,7 @@ class EchelonPolicy(TablePolicy):
         self.pairs: Literal["nested", "any"] = pairs
         self.interleave = interleave
         self.overdue = overdue
+        self.again = again
         self._pace = OwnPace()  # the guard's memory: one object per run
 
     def decide(self, t: FlowTable, now: float) -> Schedule:
@@ -291,7 +302,10 @@ class EchelonPolicy(TablePolicy):
         # the starvation guard: the flows of overdue groups leave their class and share
         # one rank above every class (max-min between them: all their keys are 0)
         reference = self._pace.reference(t, due, now)
-        calm = 1 - overdue_groups(t, reference, p_gamma[0], now, self.overdue)
+        bound = self._pace.limits(t, p_gamma[0], now, self.overdue, self.again, LIFT_MEMORY)
+        lifted = overdue_groups(t, reference, p_gamma[0], now, bound)
+        self._pace.lift(t, lifted, now)
+        calm = 1 - lifted
         rank = dense_rank(calm, *(calm * k for k in keys))
         return order, rank
 

@@ -17,6 +17,16 @@ make a flow take about twice as long as its job alone would before its group cou
 as starved. A group seen for the first time is never overdue yet, whatever its
 latest finish says: starvation is something the guard must have watched happen.
 
+That bound holds each wait, not their sum. Two equal jobs that take turns on a link
+(the interleaving scenario incompatible-2) can let the same one win every turn: each of
+the other's waits stays inside the bound, and it waits again next iteration (emulated:
+1.42x / 2.25x its time alone against fair sharing's 1.74x for both). So the memory also
+keeps when the guard last lifted a group of each job, and a job lifted within the last
+``window`` of its group's bottleneck times is lifted at a tighter bound (``again``):
+a job starved once is not made to wait as long again (1.63x / 1.62x). A job never
+lifted keeps the loose bound, which the policy's order needs to follow the optimum on
+one link (docs/model.md).
+
 The memory is keyed by flow and latest finish, so a flow of another run with the
 same name is new; an earlier ``now`` than the last call's starts a new run (the
 :class:`echelon.schedule.Policy` contract).
@@ -29,7 +39,7 @@ import math
 import numpy as np
 
 from echelon.model import FlowKey
-from echelon.policies.table import Floats, FlowTable, layout_finish
+from echelon.policies.table import Floats, FlowTable, Ints, layout_finish
 
 
 def own_pace_finish(t: FlowTable, due: Floats, now: float) -> Floats:
@@ -40,17 +50,20 @@ def own_pace_finish(t: FlowTable, due: Floats, now: float) -> Floats:
 
 
 class OwnPace:
-    """Remembers each flow's guard reference from the call that first saw it."""
+    """Remembers each flow's guard reference from the call that first saw it, and when
+    the guard last lifted a group of each job."""
 
     def __init__(self) -> None:
         self._ref: dict[tuple[FlowKey, float], float] = {}
         self._last = -math.inf
+        self._lifted: dict[str, float] = {}
 
     def reference(self, t: FlowTable, due: Floats, now: float) -> Floats:
         """Per flow of ``t``: ``max(due, F) + (F - seen)`` with ``F`` its own-pace finish
         as of ``seen``, the call that first saw it (this one for a new flow)."""
         if now < self._last:
             self._ref.clear()
+            self._lifted.clear()
         self._last = now
         ids = list(zip(t.keys, due.tolist(), strict=True))
         known = np.array([self._ref.get(i, math.nan) for i in ids], dtype=np.float64)
@@ -61,3 +74,19 @@ class OwnPace:
         # only the flows of this table are kept: a finished group's entries go with it
         self._ref = dict(zip(ids, known.tolist(), strict=True))
         return known
+
+    def limits(
+        self, t: FlowTable, p: Floats, now: float, loose: float, again: float, window: float
+    ) -> Floats:
+        """Per echelon, the guard's bound in bottleneck times ``p``: ``again`` if the guard
+        lifted a group of its job less than ``window`` of its own ``p`` ago, else
+        ``loose``."""
+        since = np.array([now - self._lifted.get(j, -math.inf) for j in t.job_names])
+        recent = since[t.job] < window * p if len(t.job_names) else np.zeros(0, dtype=bool)
+        return np.where(recent, again, loose)
+
+    def lift(self, t: FlowTable, lifted: Ints, now: float) -> None:
+        """Note the jobs of the groups the guard lifts at ``now`` (``lifted``: per flow, 1
+        where its group is lifted)."""
+        for e in np.unique(t.ech[lifted.astype(bool)]).tolist():
+            self._lifted[t.job_names[int(t.job[e])]] = now

@@ -39,6 +39,7 @@ class FlowTable:
     inc_link: Ints  # i
     cap: Floats  # per link, bytes/s
     job: Ints  # e: the echelon's training job, dense ids in job-name order
+    job_names: tuple[str, ...]  # per dense job id: the job's name (stable across calls)
 
     @property
     def deadline(self) -> Floats:
@@ -91,6 +92,7 @@ def build_table(
     inc_flow, hop = np.nonzero(hops >= 0)
     name_rank = np.empty(len(names), dtype=np.int64)
     name_rank[np.argsort(np.array(names, dtype=object), kind="stable")] = np.arange(len(names))
+    job, job_names = job_ids(echelons)
     return FlowTable(
         keys=keys,
         names=names,
@@ -105,15 +107,19 @@ def build_table(
         inc_flow=inc_flow.astype(np.int64),
         inc_link=hops[inc_flow, hop].astype(np.int64),
         cap=np.array([network.links[x] for x in link_names], dtype=np.float64),
-        job=job_ids(echelons),
+        job=job,
+        job_names=job_names,
     )
 
 
-def job_ids(echelons: Sequence[EchelonFlow]) -> Ints:
-    """Dense job id per echelon, numbered in sorted job-name order (deterministic ties)."""
-    jobs = np.array([ef.job for ef in echelons], dtype=object)
-    _names, ids = np.unique(jobs, return_inverse=True)
-    return ids.astype(np.int64).reshape(len(echelons))
+def job_ids(echelons: Sequence[EchelonFlow]) -> tuple[Ints, tuple[str, ...]]:
+    """Dense job id per echelon, numbered in sorted job-name order (deterministic ties),
+    and the job names by id (in Python: a few dozen strings, where numpy's object sort
+    costs more)."""
+    jobs = [ef.job for ef in echelons]
+    names = tuple(sorted(set(jobs)))
+    pos = {j: i for i, j in enumerate(names)}
+    return np.fromiter((pos[j] for j in jobs), dtype=np.int64, count=len(jobs)), names
 
 
 def segments(t: FlowTable) -> tuple[Ints, Ints, Ints, Floats, Ints]:

@@ -21,7 +21,7 @@ import numpy.typing as npt
 from echelon.errors import SpecError
 from echelon.model import EchelonFlow, Flow, FlowKey
 from echelon.policies.baselines import FifoPolicy
-from echelon.policies.table import FlowTable, TablePolicy
+from echelon.policies.table import FlowTable, TablePolicy, job_ids
 from echelon.quantize import FlowRows, flow_level_array, rank_array, us_of
 from echelon.schedule import Network, Policy, Schedule
 from sim.core.state import GrowArray
@@ -120,8 +120,7 @@ class Ranker:
             inc_flow, hop = np.nonzero(hops >= 0)
             inc_link = hops[inc_flow, hop]
         rem = (self.remaining if told else self.size).data[gids]
-        jobs = [ef.job for ef in groups]
-        job_id = {j: i for i, j in enumerate(sorted(set(jobs)))}  # as np.unique numbers them
+        job, job_names = job_ids(groups)
         t = FlowTable(
             keys=keys,
             names=names,
@@ -136,7 +135,8 @@ class Ranker:
             inc_flow=inc_flow.astype(np.int64, copy=False),
             inc_link=inc_link.astype(np.int64, copy=False),
             cap=self.cap.copy(),
-            job=np.fromiter((job_id[j] for j in jobs), dtype=np.int64, count=len(jobs)),
+            job=job,
+            job_names=job_names,
         )
         return t, gids
 

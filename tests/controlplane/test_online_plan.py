@@ -4,7 +4,8 @@ For random sets of in-flight groups of the example jobs, at random instants, the
 levels the controller would install (``planning.plan_instances`` -> per-offset
 deadline ranges) equal, flow by flow, the levels the simulator uses at a re-plan
 (``echelon.quantize.flow_levels`` of the same ``get_policy("echelon").schedule``
-call on the same EchelonFlows).
+call on the same EchelonFlows, with the same bytes left: a flow's size less what its
+host reported sent).
 """
 
 from __future__ import annotations
@@ -44,14 +45,25 @@ def test_online_levels_equal_the_simulators(tmp_path: Path, seed: int) -> None:
         for job in jobs:
             for group in job.groups:
                 if len(job.of_group(group)[0]) == 1 and rng.random() < 0.4:
-                    instances.append((job, GroupIds(group, eid, eid), rng.uniform(0, 2.0)))
+                    (ef,) = job.of_group(group)[0]
+                    # some flows partly sent, as the hosts report them
+                    sent = {
+                        f.index: rng.randrange(f.size + 1) for f in ef.flows if rng.random() < 0.5
+                    }
+                    gid = GroupIds(group, eid, eid)
+                    instances.append((job, gid, rng.uniform(0, 2.0), sent))
                 eid += 1
         if not instances:
             continue
         now = rng.uniform(0, 3.0)
         plans = plan_instances("echelon", instances, net, now)
-        efs = [job.shifted(gid.group, start)[0] for job, gid, start in instances]
-        sim = flow_levels(get_policy("echelon").schedule(efs, net, None, now), efs)
+        efs = [job.shifted(gid.group, start)[0] for job, gid, start, _ in instances]
+        left = {
+            (ef.name, i): max(1, {f.index: f.size for f in ef.flows}[i] - b)
+            for ef, (_, _, _, sent) in zip(efs, instances, strict=True)
+            for i, b in sent.items()
+        }
+        sim = flow_levels(get_policy("echelon").schedule(efs, net, left, now), efs)
         for plan, ef in zip(plans, efs, strict=True):
             los = [r.lo_us for r in plan.ranges]
             for f in ef.flows:

@@ -365,3 +365,38 @@ def test_a_socket_never_started_stops_cleanly(tmp_path: Path) -> None:
     assert (tmp_path / "p.sock").exists()
     sock.stop()
     assert not (tmp_path / "p.sock").exists()
+
+
+def sent_rep(host: str, it: int, seq: int, sent: dict[str, list[list[int]]],
+             rel: tuple[str, ...] = ()) -> Any:  # fmt: skip
+    return parse_report(
+        {"job": "j", "host": host, "iteration": it, "session": "s1", "seq": seq,
+         "released": list(rel), "sent": sent}
+    )  # fmt: skip
+
+
+def test_bytes_sent_reach_the_instance_without_a_replan(tracker: Any) -> None:
+    tr, _ = tracker
+    assert tr.ingest(sent_rep("h1", 0, 1, {"a": [[0, 100]]}, rel=("a",)))
+    assert tr.alive()[0].sent == {0: 100}
+    # a refresh of the bytes changes nothing in flight: no re-plan, but the next sees it
+    assert not tr.ingest(sent_rep("h1", 0, 2, {"a": [[0, 700], [1, 50]]}, rel=("a",)))
+    (inst,) = tr.alive()
+    assert inst.sent == {0: 700, 1: 50}
+    # an older snapshot does not take the figures back
+    assert not tr.ingest(sent_rep("h1", 0, 1, {"a": [[0, 10]]}, rel=("a",)))
+    assert tr.alive()[0].sent == {0: 700, 1: 50}
+
+
+def test_bytes_of_another_iteration_do_not_count(tracker: Any) -> None:
+    tr, _ = tracker
+    assert tr.ingest(sent_rep("h1", 0, 1, {"a": [[0, 900]]}, rel=("a",)))
+    assert tr.ingest(sent_rep("h1", 1, 2, {}, rel=("a",)))
+    (inst,) = tr.alive()
+    assert (inst.iteration, inst.sent) == (1, {}), "iteration 1's a has sent nothing yet"
+
+
+def test_bytes_of_an_unknown_group_are_refused(tracker: Any) -> None:
+    tr, _ = tracker
+    with pytest.raises(SpecError, match="sent"):
+        tr.ingest(sent_rep("h1", 0, 1, {"zz": [[0, 1]]}))

@@ -19,7 +19,7 @@ from echelon.constants import ECHELON_UDP_PORT
 from echelon.errors import EchelonError, SpecError
 from echelon.waiting import wait_until
 from echelon.wire import unpack_header
-from hostagent.agent import wait_go
+from hostagent.agent import main, wait_go
 from hostagent.receiver import Receiver
 from hostagent.report import formation_report
 from hostagent.scenario import parse
@@ -207,6 +207,16 @@ def test_cli_bad_scenario_exits_2(tmp_path: Path) -> None:
     _, err = p.communicate(timeout=30)
     assert p.returncode == 2
     assert err.decode().startswith("error: packet_bytes")
+
+
+@pytest.mark.parametrize("bad", ["-0.1", "soon", "inf"])
+def test_cli_bad_progress_period_is_named(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["play", "--scenario", "x.json", "--host", "h1", "--progress-period", bad])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "error: argument --progress-period: " in err and repr(bad) in err
+    assert "Traceback" not in err
 
 
 def test_flows_released_together_are_interleaved_packet_by_packet() -> None:

@@ -133,9 +133,11 @@ def test_bad_api_address() -> None:
 def test_agent_reports_releases_and_finishes(sink: Sink, tmp_path: Path) -> None:
     """Two real agents (closed loop, 2 iterations; h1 sends pull and a, h2 sends b)
     report to the controller address they are given: each host's last snapshot of
-    each iteration lists what it sent as released and what it received as finished."""
+    each iteration lists what it sent as released and what it received as finished,
+    and the bytes sent of its flows (3,000 each), all of them by the very last."""
     api = f"http://127.0.0.1:{sink.server.server_address[1]}"
-    records = play(tmp_path, chain(iterations=2), ["h1", "h2"], ("--controller", api))
+    records = play(tmp_path, chain(iterations=2), ["h1", "h2"],
+                   ("--controller", api, "--progress-period", "0.005"))  # fmt: skip
     assert all(r["complete"] for r in records)
     assert all(r["progress_reports"]["j"]["errors"] == 0 for r in records)
     last: dict[tuple[str, int], dict[str, Any]] = {}
@@ -149,6 +151,14 @@ def test_agent_reports_releases_and_finishes(sink: Sink, tmp_path: Path) -> None
         assert last[("h1", it)]["finished"] == ["b"]
         assert last[("h2", it)]["released"] == ["b"]
         assert last[("h2", it)]["finished"] == ["a", "pull"]
+        for host in ("h1", "h2"):
+            sent = last[(host, it)]["sent"]
+            assert set(sent) <= set(last[(host, it)]["released"])
+            assert all(i == 0 and 0 <= n <= 3000 for g in sent.values() for i, n in g)
+    assert last[("h1", 1)]["sent"] == {"a": [[0, 3000]], "pull": [[0, 3000]]}
+    assert last[("h2", 1)]["sent"] == {"b": [[0, 3000]]}
+    for b in sink.bodies:
+        validate(ReportBody, b)
     for host in ("h1", "h2"):
         seqs = [b["seq"] for b in sink.bodies if b["host"] == host]
         assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)

@@ -134,6 +134,8 @@ def test_bad_config_names_the_field() -> None:
         PacketConfig(iterations=0)
     with pytest.raises(SpecError, match="pacing"):
         PacketConfig(pacing={"h1": 0.0})
+    with pytest.raises(SpecError, match="report_period"):
+        PacketConfig(report_period=-0.1)
 
 
 class Iterated:
@@ -210,3 +212,24 @@ def test_replans_rank_on_the_controllers_network() -> None:
     got = simulate_packets(JOBS, NET, cfg(online=True, initial_levels=STALE), slow_h1)
     assert got[("b/0/g", 0)] == pytest.approx(0.25 + 8.0)
     assert got[("a/0/g", 0)] == pytest.approx(0.25 + 8.0 + 2.0)
+
+
+def test_reported_bytes_keep_a_group_half_sent_ahead_of_a_bigger_one_just_released() -> None:
+    """a (8 packets) leaves h1 from 0 s; b (4 packets) is released at 6 s by a task on h2.
+    Every link carries one packet per second. Counting every flow whole, b (4,000 bytes)
+    ranks above a (8,000) and passes it: a ends at 13 s. With the hosts' bytes sent
+    (reported every 0.5 s) a has at most 3,000 left, keeps its place and ends at 10 s;
+    b's first packet, on the port before the re-plan reaches it, is the only one ahead."""
+    net = StarNet({"h1>s": 1000.0, "h2>s": 1000.0, "s>h3": 1000.0})
+    a = EchelonFlow("a/0/g", "a", "g", (Flow(0, "h1", "h3", 8 * PKT, 0.0),), 0.0)
+    b = EchelonFlow("b/0/g", "b", "g", (Flow(0, "h2", "h3", 4 * PKT, 0.0),), 6.0)
+    jobs = [
+        Job(IterationPlan("a", 0, (a,), (), {})),
+        Job(IterationPlan("b", 0, (b,), (ComputeTask("t", "h2", 6.0),), {("b/0/g", 0): "t"})),
+    ]
+    whole = simulate_packets(jobs, net, replace(cfg(online=True), report_period=0.0))
+    assert whole[("b/0/g", 0)] == pytest.approx(11.0)
+    assert whole[("a/0/g", 0)] == pytest.approx(13.0)
+    reported = simulate_packets(jobs, net, replace(cfg(online=True), report_period=0.5))
+    assert reported[("a/0/g", 0)] == pytest.approx(10.0)
+    assert reported[("b/0/g", 0)] == pytest.approx(13.0)
