@@ -11,7 +11,9 @@ from echelon.policies import ABLATIONS, get_policy
 from echelon.policies.echelon import (
     LATENESS_GRACE,
     LATENESS_SHARE,
+    LIFT_MEMORY,
     OVERDUE,
+    OVERDUE_AGAIN,
     TIER_SHARE,
     EchelonPolicy,
     counted_lateness,
@@ -176,6 +178,35 @@ def test_classes_keep_small_groups_first_until_the_starvation_guard() -> None:
         r = noguard.schedule([big, small], NET, now=now).flow_rank
         assert r[(small.name, 0)] < r[("big", 0)]
     assert OVERDUE == 1.0
+
+
+def test_a_job_lifted_once_is_lifted_at_the_tighter_bound_for_a_while() -> None:
+    """Job b's 50 s groups beside a stream of 1 s groups of job s (a higher class). b/1,
+    first seen at 0 (reference 50 + 50 = 100), is lifted only past 100 + 1 x 50 = 150. b/2,
+    first seen at 200 (reference 300), is then lifted past 300 + 1/2 x 50 = 325: the guard
+    lifted b at 160, within :data:`LIFT_MEMORY` x 50 s. A policy that did not watch b/1
+    starve waits until 350. Once the last lift is more than that window ago, the loose
+    bound is back (b/3, reference 1100: not lifted at 1130)."""
+    ours, fresh = get_policy("echelon"), get_policy("echelon")
+
+    def big_first(p: EchelonPolicy, big: EchelonFlow, now: float) -> bool:
+        small = ef(f"s/{now:g}", [1], [0.0], t_ref=now + 1.0, job="s")
+        r = p.schedule([big, small], NET, now=now).flow_rank
+        return bool(r[(big.name, 0)] < r[(small.name, 0)])
+
+    b1 = ef("b/1", [50], [0.0], t_ref=0.0, job="b")
+    ours.schedule([b1], NET, now=0.0)
+    assert not big_first(ours, b1, 140.0) and big_first(ours, b1, 160.0)
+    b2 = ef("b/2", [50], [0.0], t_ref=200.0, job="b")
+    for p in (ours, fresh):
+        p.schedule([b2], NET, now=200.0)
+    assert OVERDUE_AGAIN * 50 < 30 < OVERDUE * 50 and LIFT_MEMORY * 50 > 330 - 160
+    assert big_first(ours, b2, 330.0)
+    assert not big_first(fresh, b2, 330.0)
+    b3 = ef("b/3", [50], [0.0], t_ref=1000.0, job="b")
+    ours.schedule([b3], NET, now=1000.0)
+    assert LIFT_MEMORY * 50 < 1130 - 330
+    assert not big_first(ours, b3, 1130.0)
 
 
 def test_a_job_held_by_its_own_traffic_is_not_lifted() -> None:

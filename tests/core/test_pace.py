@@ -61,3 +61,19 @@ def test_a_new_run_forgets() -> None:
     ty = build_table([y], NET)
     pace.reference(ty, ty.latest, 7.0)
     assert np.array_equal(pace.reference(t, t.latest, 8.0), [16.0])  # x seen anew at 8
+
+
+def test_the_bound_is_tighter_for_a_job_lifted_within_the_window() -> None:
+    """Bound per echelon: ``again`` for a job lifted less than ``window`` of the group's
+    bottleneck times ago, ``loose`` otherwise; a new run forgets the lifts."""
+    pace = OwnPace()
+    a, b = ef("a/1", "a", [4], 0.0), ef("b/1", "b", [2], 0.0, dst="h3")
+    t = build_table([a, b], NET)
+    p = np.array([4.0, 2.0])
+    pace.reference(t, t.latest, 10.0)
+    assert pace.limits(t, p, 10.0, 1.0, 0.5, 10.0).tolist() == [1.0, 1.0]
+    pace.lift(t, np.array([0, 1]), 10.0)  # b's one flow: b/1 lifted
+    assert pace.limits(t, p, 29.0, 1.0, 0.5, 10.0).tolist() == [1.0, 0.5]
+    assert pace.limits(t, p, 31.0, 1.0, 0.5, 10.0).tolist() == [1.0, 1.0]  # 21 > 10 x 2
+    pace.reference(t, t.latest, 5.0)  # earlier: a new run
+    assert pace.limits(t, p, 6.0, 1.0, 0.5, 10.0).tolist() == [1.0, 1.0]

@@ -243,6 +243,18 @@ def test_flows_released_together_are_interleaved_packet_by_packet() -> None:
     assert abs(r0["end"] - r1["end"]) < 0.01  # same size, same share: end together
 
 
+def three_flow_sender() -> tuple[Sender, list[str]]:
+    """h1's sender of three 4,000-byte flows (9 packets of 484 bytes) at 1 Mbit/s (~4 ms a
+    packet: one per burst), and their uids: flows 0 and 1 of the scenario and a third."""
+    d = scenario_dict(time.time(), default_rate_mbit=1.0)
+    flows = d["echelons"][0]["flows"]
+    flows.append({**flows[1], "index": 2, "offset": 0.2, "sport": 20002})
+    for f in flows:
+        f["size"] = 4000
+    sc = parse(d)
+    return Sender(sc, "h1"), [e.uid(f) for e, f in sc.flows_from("h1")]
+
+
 class _ReleaseAfter:
     """Releases ``first`` at once and ``late`` once ``sender`` has sent ``after``
     packets; records how many it had sent then (a burst may pass ``after``)."""
@@ -272,14 +284,7 @@ def test_a_flow_released_mid_round_waits_for_every_flow_already_in_it() -> None:
     (sim.packet) plays a host's round. Slotting it in at the sender's current position
     started it up to a round early, and on the demo's h4 that moved later flows by tens of
     ms (docs/measurements/demo.md)."""
-    d = scenario_dict(time.time(), default_rate_mbit=1.0)  # ~4 ms a packet: one per burst
-    flows = d["echelons"][0]["flows"]
-    flows.append({**flows[1], "index": 2, "offset": 0.2, "sport": 20002})
-    for f in flows:
-        f["size"] = 4000  # 9 packets of 484 bytes
-    sc = parse(d)
-    sender = Sender(sc, "h1")
-    uids = [e.uid(f) for e, f in sc.flows_from("h1")]
+    sender, uids = three_flow_sender()
     rel = _ReleaseAfter(sender, uids[:2], uids[2], after=5)
     rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     rx.bind((HOSTS["h2"], ECHELON_UDP_PORT))

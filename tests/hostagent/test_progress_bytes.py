@@ -20,9 +20,8 @@ from echelon.specs import validate
 from echelon.waiting import wait_until
 from hostagent.progress import DEFAULT_PERIOD_S, HostProgress, ProgressReporter
 from hostagent.scenario import parse
-from hostagent.sender import Sender
 
-from .test_agent import HOSTS, _ReleaseAfter, scenario_dict
+from .test_agent import HOSTS, _ReleaseAfter, scenario_dict, three_flow_sender
 from .test_progress_client import Sink
 
 
@@ -199,14 +198,7 @@ def test_the_sender_lists_the_bytes_of_its_released_flows_until_fully_sent() -> 
     """Two flows share h1; a third is released after 5 packets. At that release the
     sender lists each released flow's payload bytes (packets x chunk), the new one at
     0; once everything has left it lists nothing."""
-    d = scenario_dict(time.time(), default_rate_mbit=1.0)
-    flows = d["echelons"][0]["flows"]
-    flows.append({**flows[1], "index": 2, "offset": 0.2, "sport": 20002})
-    for f in flows:
-        f["size"] = 4000  # 9 packets of 484 bytes
-    sc = parse(d)
-    sender = Sender(sc, "h1")
-    uids = [e.uid(f) for e, f in sc.flows_from("h1")]
+    sender, uids = three_flow_sender()
     seen: dict[str, dict[str, int]] = {}
 
     def on_release(uid: str) -> None:
@@ -225,5 +217,5 @@ def test_the_sender_lists_the_bytes_of_its_released_flows_until_fully_sent() -> 
     assert k is not None
     at_third = seen[uids[2]]
     assert set(at_third) == set(uids) and at_third[uids[2]] == 0
-    assert sum(at_third[u] for u in uids[:2]) == k * sc.chunk
+    assert sum(at_third[u] for u in uids[:2]) == k * sender.sc.chunk
     assert sender.payload_sent() == {}  # all fully sent
