@@ -6,6 +6,7 @@ import math
 
 from sim.eval.cases import CASES, run_case
 from sim.eval.experiments import average
+from sim.eval.headline import ORACLE_MAX_TARGET, oracle_verdict
 from sim.eval.report import levels_table, pct, verdict
 
 
@@ -114,3 +115,11 @@ def test_tail_gap_in_first_iterations_is_called_cold_start() -> None:
     assert "cold start" in cold and "echelon is ahead" in cold
     warm = analysis([r("echelon", 10.0, 20.0, 9.0, 11.0), r("edf", 11.0, 13.0, 12.0, 10.5)], ["m"])
     assert "cold start" not in warm and "later ones 11 s vs 10.5 s (+4.8%)" in warm
+
+
+def test_the_one_link_verdict_says_by_how_much_and_where() -> None:
+    assert "met (1.040)" in oracle_verdict([1.0, 1.04])
+    missed = oracle_verdict([1.0, 1.2, 1.06, ORACLE_MAX_TARGET])
+    assert "missed by 0.150" in missed and "2 of 4 instances" in missed
+    assert "#1 (1.200), #2 (1.060)" in missed and "Why:" in missed
+    assert oracle_verdict([]) == ""
