@@ -53,6 +53,7 @@ from echelon.jobs import Description
 from echelon.model import EchelonFlow, FlowKey, offset_us
 from echelon.policies.echelon import EchelonPolicy
 from echelon.policies.table import Floats, FlowTable, Ints, TablePolicy, job_ids
+from echelon.progress import bytes_left
 from echelon.schedule import DeadlineRange, EchelonLevels, Policy, Schedule
 from echelon.topology import TopologyNetwork
 
@@ -513,7 +514,8 @@ def plan_instances(
     exactly as ``JobSpec.plan(i, t0)`` places iteration ``i`` in the simulator, and
     the policy is asked at ``now`` — the same call the simulator makes at a group
     event, over the same set (released, unfinished groups), with each flow's bytes
-    left: its size less what its host reported sent (:func:`bytes_left`). Deadline
+    left: its size less what its host reported sent
+    (:func:`echelon.progress.bytes_left`). Deadline
     ranges are split per offset (:func:`fine_ranges`), so a re-plan only modifies
     entries. ``core``: the policy object to ask, kept by the caller across re-plans
     as the simulator keeps its own (a policy may remember between calls:
@@ -533,14 +535,6 @@ def plan_instances(
         schedule = switch_schedule(schedule)
         levels = dict(core_quantize.quantize(schedule, efs))
     return [group_plan(policy, job, gid, levels, fine=True) for job, gid, _, _ in instances]
-
-
-def bytes_left(ef: EchelonFlow, sent: Mapping[int, int]) -> dict[FlowKey, int]:
-    """Bytes left of each flow of ``ef`` its host reported sending: size less sent, at
-    least 1 (a flow whose last bytes left the host may still be queued on the way,
-    and a policy drops a flow with nothing left); flows not reported are left out
-    (they count whole)."""
-    return {(ef.name, f.index): max(1, f.size - sent[f.index]) for f in ef.flows if f.index in sent}
 
 
 #: At most this many deadline ranges per group when split per offset (the

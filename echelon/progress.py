@@ -5,10 +5,12 @@ import it and neither may import the other."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 from pydantic import Field
 
+from echelon.model import EchelonFlow, FlowKey
 from echelon.specs import Index, Name, SpecModel, Text
 
 #: Bound on groups one report may list (a registration has far fewer).
@@ -51,3 +53,12 @@ class ReportBody(SpecModel):
         dict[Name, Annotated[tuple[SentBytes, ...], Field(max_length=MAX_FLOWS_PER_GROUP)]],
         Field(max_length=MAX_GROUPS_PER_REPORT),
     ] = Field(default_factory=dict)
+
+
+def bytes_left(ef: EchelonFlow, sent: Mapping[int, int]) -> dict[FlowKey, int]:
+    """What the policy is told of ``ef``'s flows a host reported sending (``sent``: flow
+    index -> payload bytes): size less sent, at least 1 (a flow whose last bytes left
+    the host may still be queued on the way, and a policy drops a flow with nothing
+    left); flows not reported are left out (they count whole). The controller's re-plan
+    and the packet model both tell the policy this."""
+    return {(ef.name, f.index): max(1, f.size - sent[f.index]) for f in ef.flows if f.index in sent}

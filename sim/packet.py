@@ -81,7 +81,7 @@ from echelon.jobs import opening_groups
 from echelon.lanes import Ended, Lane, Lanes, Started, Step
 from echelon.model import ComputeTask, EchelonFlow, FlowKey, IterationPlan
 from echelon.policies import get_policy
-from echelon.progress import REPORT_PERIOD_S
+from echelon.progress import REPORT_PERIOD_S, bytes_left
 from echelon.quantize import flow_levels
 from echelon.schedule import Network
 from sim.core.config import Plannable
@@ -430,13 +430,14 @@ class PacketModel:
                     self.level[(ef.job, ef.group, f.index)] = lv
 
     def _left(self, alive: Sequence[EchelonFlow]) -> dict[FlowKey, int] | None:
-        """Bytes left of each flow in flight as its host last reported them (at least
-        1, as the controller counts them: :func:`controlplane.planning.bytes_left`)."""
-        left = {}
+        """Bytes left of each flow in flight as its host last reported them, told as the
+        controller tells them (:func:`echelon.progress.bytes_left`)."""
+        left: dict[FlowKey, int] = {}
         for ef in alive:
+            sent = {}
             for fl in ef.flows:
                 f = self.flows[self.by_key[(ef.name, fl.index)]]
                 if f.reported:
-                    done = min(fl.size, f.reported * self.cfg.payload_bytes)
-                    left[(ef.name, fl.index)] = max(1, fl.size - done)
+                    sent[fl.index] = min(fl.size, f.reported * self.cfg.payload_bytes)
+            left.update(bytes_left(ef, sent))
         return left or None

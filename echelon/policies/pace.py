@@ -23,7 +23,7 @@ the other's waits stays inside the bound, and it waits again next iteration (emu
 1.42x / 2.25x its time alone against fair sharing's 1.74x for both). So the memory also
 keeps when the guard last lifted a group of each job, and a job lifted within the last
 ``window`` of its group's bottleneck times is lifted at a tighter bound (``again``):
-a job starved once is not made to wait as long again (1.63x / 1.62x). A job never
+a job starved once is not made to wait as long again (1.57-1.63x / 1.62-1.75x). A job never
 lifted keeps the loose bound, which the policy's order needs to follow the optimum on
 one link (docs/model.md).
 
