@@ -81,9 +81,8 @@ class OwnPace:
         """Per echelon, the guard's bound in bottleneck times ``p``: ``again`` if the guard
         lifted a group of its job less than ``window`` of its own ``p`` ago, else
         ``loose``."""
-        since = np.array([now - self._lifted.get(j, -math.inf) for j in t.job_names])
-        recent = since[t.job] < window * p if len(t.job_names) else np.zeros(0, dtype=bool)
-        return np.where(recent, again, loose)
+        since = np.array([now - self._lifted.get(j, -math.inf) for j in t.job_names], dtype=float)
+        return np.where(since[t.job] < window * p, again, loose)
 
     def lift(self, t: FlowTable, lifted: Ints, now: float) -> None:
         """Note the jobs of the groups the guard lifts at ``now`` (``lifted``: per flow, 1
