@@ -78,7 +78,12 @@ import numpy as np
 import numpy.typing as npt
 
 from echelon.policies.group import mdd_key
-from echelon.policies.interchange import SWAP_TRIALS, interchange
+from echelon.policies.interchange import (
+    FLOW_TRIALS,
+    SWAP_TRIALS,
+    flow_interchange,
+    interchange,
+)
 from echelon.policies.pace import OwnPace
 from echelon.policies.table import (
     Floats,
@@ -226,6 +231,7 @@ class EchelonPolicy(TablePolicy):
         pairs: Literal["nested", "any"] = "nested",
         overdue: float | None = OVERDUE,
         again: float = OVERDUE_AGAIN,
+        moves: int = FLOW_TRIALS,
     ) -> None:
         if tiers not in ("job", "size", "none"):
             raise ValueError(f"tiers must be 'job', 'size' or 'none', got {tiers!r}")
@@ -240,6 +246,7 @@ class EchelonPolicy(TablePolicy):
         self.interleave = interleave
         self.overdue = overdue
         self.again = again
+        self.moves = moves
         self._pace = OwnPace()  # the guard's memory: one object per run
 
     def decide(self, t: FlowTable, now: float) -> Schedule:
@@ -297,6 +304,9 @@ class EchelonPolicy(TablePolicy):
                     layout_finish(t, (position[t.ech], due, virtual, flow_cls), now)
                 )
         keys = (cls[t.ech], virtual, due) if self.interleave else (position[t.ech], virtual)
+        if self.interleave and self.graced and self.moves > 0:
+            # step 7: single flows moved where the group order cannot say it
+            keys = (flow_interchange(t, dense_rank(*keys), position[t.ech], due, now, self.moves),)
         if self.overdue is None:
             return order, dense_rank(*keys)
         # the starvation guard: the flows of overdue groups leave their class and share
@@ -320,6 +330,7 @@ ABLATIONS: dict[str, Callable[[], EchelonPolicy]] = {
     "echelon-grouped": lambda: EchelonPolicy(interleave=False),
     "echelon-nograce": lambda: EchelonPolicy(grace=False),
     "echelon-noswap": lambda: EchelonPolicy(swaps=0),
+    "echelon-nomove": lambda: EchelonPolicy(moves=0),
     "echelon-swapany": lambda: EchelonPolicy(pairs="any"),
     "echelon-noguard": lambda: EchelonPolicy(overdue=None),
 }

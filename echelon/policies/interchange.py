@@ -38,7 +38,16 @@ from typing import Literal
 
 import numpy as np
 
-from echelon.policies.table import Floats, FlowTable, Ints, group_lateness, incidence_finish
+from echelon.policies.table import (
+    Floats,
+    FlowTable,
+    Ints,
+    dense_rank,
+    group_lateness,
+    group_paths,
+    incidence_finish,
+    path_ids,
+)
 
 #: Most candidate pairs judged per re-plan, from the head of the order (bounds the
 #: refinement's cost at any scale). Under strict priority the head is what is being
@@ -240,3 +249,86 @@ def interchange(
             late[groups] = np.maximum(trial_late[groups], 0.0)
             seq[k], seq[k + 1] = b, a
     return position, late
+
+
+#: Most flow moves judged per re-plan (:func:`flow_interchange`), from the head of the
+#: order; 1, 4 and 16 gave the same one-link ratio (docs/measurements/scheduling.md).
+FLOW_TRIALS = 4
+
+
+def flow_interchange(
+    t: FlowTable, rank: Ints, tie: Ints, due: Floats, now: float, trials: int = FLOW_TRIALS
+) -> Ints:
+    """Per flow, ``rank`` after one pass of single-flow moves between groups that each
+    keep all their bytes on one path (the same one).
+
+    Where flow ``y`` follows ``x`` of another group on that path and ``y``'s group is
+    late on the layout (flows one at a time in (``rank``, ``tie``) order on every link),
+    two moves are judged: ``y`` just ahead of ``x``, and ``x`` just behind the run of
+    ``y``'s group that follows it; the one that lowers the total formation delay most
+    is kept. Groups move whole in :func:`interchange`, in one size class; this moves
+    one flow, across classes, which is what an echelon whose first flow is due now
+    beside a group whose later flows have time to spare needs. One path only: there
+    the layout times a move exactly (the module docstring's reason for nested pairs).
+    Equal ranks stay equal (they share); the result is dense."""
+    path = path_ids(t)
+    on_path = (path >= 0) & (group_paths(t, path)[t.ech] == path)
+    cand = np.flatnonzero(on_path)
+    if len(cand) < 2 or trials <= 0:
+        return rank
+    cand = cand[np.lexsort((tie[cand], rank[cand], path[cand]))]  # by path, then rank
+    x_all, y_all = cand[:-1], cand[1:]
+    pair = (path[x_all] == path[y_all]) & (t.ech[x_all] != t.ech[y_all])
+    pair &= rank[x_all] < rank[y_all]
+    if not pair.any():
+        return rank
+    live_inc = t.remaining[t.inc_flow] > 0
+    fi, li = t.inc_flow[live_inc], t.inc_link[live_inc]
+    secs = t.remaining[fi] / t.cap[li]
+    by_link = _Csr.of(li, len(t.cap))
+    inc = incidence_finish(li, secs, (tie[fi], rank[fi]), now)
+    late = _lateness(t, fi, inc, due, now)
+    new = rank.astype(np.float64)
+    tried = 0
+    head_first = np.argsort(rank[x_all[pair]], kind="stable")
+    for x, y in zip(
+        x_all[pair][head_first].tolist(), y_all[pair][head_first].tolist(), strict=True
+    ):
+        if late[t.ech[y]] <= 0 or new[y] <= new[x]:
+            continue
+        if tried >= trials:
+            break
+        tried += 1
+        same = cand[path[cand] == path[x]]
+        same = same[np.lexsort((tie[same], new[same]))]
+        after = same[int(np.flatnonzero(same == x)[0]) + 1 :]
+        same_group = t.ech[after] == t.ech[y]  # the run: y's group's flows right after x
+        run = after[: len(after) if same_group.all() else int(np.argmin(same_group))]
+        ahead = new.copy()
+        ahead[y] = new[x] - 0.5
+        trials_here = [ahead]
+        if len(run) > 1:
+            behind = new.copy()
+            behind[x] = new[run[-1]] + 0.5
+            trials_here.append(behind)
+        rows = by_link.rows_of(np.unique(li[fi == x]))
+        best: tuple[float, Floats, Floats, Floats] | None = None
+        for trial in trials_here:
+            trial_inc = inc.copy()
+            trial_inc[rows] = incidence_finish(
+                li[rows], secs[rows], (tie[fi[rows]], trial[fi[rows]]), now
+            )
+            trial_late = _lateness(t, fi, trial_inc, due, now)
+            gain = float((t.weight * (trial_late - late)).sum())
+            if gain < -1e-12 and (best is None or gain < best[0]):
+                best = (gain, trial, trial_inc, trial_late)
+        if best is not None:
+            new, inc, late = dense_rank(best[1]).astype(np.float64), best[2], best[3]
+    return dense_rank(new)
+
+
+def _lateness(t: FlowTable, fi: Ints, inc: Floats, due: Floats, now: float) -> Floats:
+    """Per group, its lateness when each flow finishes with its last incidence ``inc``."""
+    finish = np.full(len(t.keys), now)
+    np.maximum.at(finish, fi, inc)
+    return group_lateness(t, finish, due)

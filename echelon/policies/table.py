@@ -301,3 +301,32 @@ def group_lateness(t: FlowTable, finish: Floats, due: Floats) -> Floats:
     late = np.zeros(len(t.names))
     np.maximum.at(late, t.ech[live], (finish - due)[live])
     return late
+
+
+def path_ids(t: FlowTable) -> Ints:
+    """Per flow, an id shared by the flows whose bytes left cross the very same links
+    (-1 for a flow with none left)."""
+    live = t.remaining[t.inc_flow] > 0
+    fi, li = t.inc_flow[live], t.inc_link[live]
+    out = np.full(len(t.keys), -1, dtype=np.int64)
+    if not len(fi):
+        return out
+    by_flow = np.argsort(fi, kind="stable")  # each flow's incidences stay in hop order
+    fi, li = fi[by_flow], li[by_flow]
+    flows, start, count = np.unique(fi, return_index=True, return_counts=True)
+    padded = np.full((len(flows), int(count.max())), -1, dtype=np.int64)
+    padded[
+        np.repeat(np.arange(len(flows)), count), np.arange(len(fi)) - np.repeat(start, count)
+    ] = li
+    out[flows] = np.unique(padded, axis=0, return_inverse=True)[1].ravel()
+    return out
+
+
+def group_paths(t: FlowTable, path: Ints) -> Ints:
+    """Per group, the path id all its flows with bytes left share (-1 where they do not)."""
+    live = path >= 0
+    lo = np.full(len(t.names), np.iinfo(np.int64).max)
+    hi = np.full(len(t.names), -1, dtype=np.int64)
+    np.minimum.at(lo, t.ech[live], path[live])
+    np.maximum.at(hi, t.ech[live], path[live])
+    return np.where(lo == hi, lo, -1)

@@ -69,14 +69,17 @@ def test_tier_zero_is_the_smallest_jobs_up_to_the_documented_share() -> None:
 def test_job_tier_small_job_goes_first_however_late_a_large_one_is() -> None:
     """``echelon-jobtier``: job big (50 s, due 100 s ago) and job small (1 s, due in
     1 s): small's work is 1/50 of big's, so small is tier 0 and goes first. With one
-    class for all (``echelon-noclass``) the overdue group goes first (virtual deadline
-    0 vs 101)."""
+    class for all (``echelon-noclass``) the overdue group's rank is first (virtual
+    deadline 0 vs 101); step 7's single-flow move then puts small ahead, as that cuts
+    the total formation delay from 200 (150 + 50) to 151."""
     big, small = ef("big", [50], [0.0], t_ref=0.0), ef("small", [1], [0.0], t_ref=101.0)
     tier = EchelonPolicy(tiers="job", grace=False, overdue=None)  # jobtier without the guard
     r = tier.schedule([big, small], NET, now=100.0).flow_rank
     assert r[("small", 0)] < r[("big", 0)]
-    r = get_policy("echelon-noclass").schedule([big, small], NET, now=100.0).flow_rank
+    r = EchelonPolicy(tiers="none", moves=0).schedule([big, small], NET, now=100.0).flow_rank
     assert r[("big", 0)] < r[("small", 0)]
+    r = get_policy("echelon-noclass").schedule([big, small], NET, now=100.0).flow_rank
+    assert r[("small", 0)] < r[("big", 0)]
 
 
 def test_large_jobs_share_one_tier_by_deadline() -> None:
@@ -134,10 +137,14 @@ def test_overdue_peer_goes_first_where_v1_starves_it() -> None:
     y: 2 s of bytes, due at 103. Keys (v1's modified due date): x 5, y 2 + (103-2-100) = 3:
     one class (1 s..10 s), serial order y, x. Serially y ends at 102 (on time), x at 107,
     107 s late. The grace is 3 x the class's median bottleneck (3.5 s): x's virtual
-    deadline is 0 + 10.5 + β·96.5 ≈ 34.6, y's 103 + 0: x first. v1 serves y first."""
+    deadline is 0 + 10.5 + β·96.5 ≈ 34.6, y's 103 + 0: x first. v1 serves y first.
+    (Step 7's move, judged on total formation delay alone, puts y first: 107 against
+    109; the ranks checked here are those of steps 1-6.)"""
     x, y = ef("x", [5], [0.0], t_ref=0.0), ef("y", [2], [0.0], t_ref=103.0)
     rem = {("x", 0): 5, ("y", 0): 2}
-    ours = get_policy("echelon").schedule([x, y], NET, rem, now=100.0)
+    moved = get_policy("echelon").schedule([x, y], NET, rem, now=100.0)
+    assert moved.flow_rank[("y", 0)] < moved.flow_rank[("x", 0)]
+    ours = EchelonPolicy(moves=0).schedule([x, y], NET, rem, now=100.0)
     assert LATENESS_GRACE * 3.5 + LATENESS_SHARE * (107 - LATENESS_GRACE * 3.5) < 103
     assert ours.flow_rank[("x", 0)] < ours.flow_rank[("y", 0)]
     assert ours.echelon_order == ("y", "x")  # the serial (key) order is still y, x

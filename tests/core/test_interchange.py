@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from echelon.model import EchelonFlow, Flow
 from echelon.network import BigSwitch
 from echelon.policies.echelon import counted_lateness, group_keys, lateness_grace, size_class
-from echelon.policies.interchange import interchange
+from echelon.policies.interchange import flow_interchange, interchange
 from echelon.policies.table import (
     Floats,
     FlowTable,
@@ -23,7 +23,9 @@ from echelon.policies.table import (
     bottlenecks,
     build_table,
     group_lateness,
+    group_paths,
     layout_finish,
+    path_ids,
     serial_finish,
 )
 
@@ -166,3 +168,99 @@ def test_the_layouts_integer_order_is_lexsorts(columns: list[list[float]]) -> No
     keys = [np.array(c, dtype=np.int64 if all(isinstance(x, int) for x in c) else float)
             for c in columns]  # fmt: skip
     assert _int_lexsort(*keys).tolist() == np.lexsort(keys).tolist()
+
+
+def moved(t: FlowTable, rank: list[int], **kw: Any) -> list[int]:
+    """flow_interchange at 0 with the groups' input order as the tie."""
+    return flow_interchange(
+        t, np.array(rank, dtype=np.int64), t.ech.copy(), t.deadline + t.slack, 0.0, **kw
+    ).tolist()
+
+
+def layout_cost(t: FlowTable, rank: Ints) -> float:
+    """Total weighted formation delay of the flows laid out in (rank, group) order."""
+    return float((t.weight * full_layout_lateness(t, rank)).sum())
+
+
+def full_layout_lateness(t: FlowTable, rank: Ints) -> Floats:
+    return group_lateness(t, layout_finish(t, (t.ech, rank), 0.0), t.deadline + t.slack)
+
+
+def test_a_flow_moves_ahead_of_a_later_flow_with_time_to_spare() -> None:
+    """docs/model.md §5.1 step 7: ``a`` is already 5 s late by its second flow, so its
+    third (due at 4) may finish as late as 9 at no cost; ``b``'s first flow is due at 4.
+    Serving ``a`` whole makes ``b`` 2 s late (total 7); ``b``'s first flow ahead of
+    ``a``'s third makes it 1 s late and leaves ``a`` at 5 (total 6)."""
+    a = EchelonFlow("a", "a", "g", (Flow(0, "h1", "h2", 1, 0.0), Flow(1, "h1", "h2", 2, 1.0),
+                                    Flow(2, "h1", "h2", 1, 7.0)), -3.0)  # fmt: skip
+    b = EchelonFlow("b", "b", "g", (Flow(0, "h1", "h2", 2, 0.0), Flow(1, "h1", "h2", 5, 12.0),
+                                    Flow(2, "h1", "h2", 3, 12.0)), 4.0)  # fmt: skip
+    t = build_table([a, b], NET)
+    rank = [0, 1, 2, 3, 4, 4]
+    assert layout_cost(t, np.array(rank)) == pytest.approx(7.0)
+    got = moved(t, rank)
+    assert got == [0, 1, 3, 2, 4, 4]  # b's first flow between a's second and third; b's
+    # last two keep sharing a rank
+    assert layout_cost(t, np.array(got)) == pytest.approx(6.0)
+    assert moved(t, rank, trials=0) == rank
+
+
+def test_a_flow_moves_behind_the_late_groups_run() -> None:
+    """``a``'s second flow (its first is sent) is due at 14; ``b``'s two flows at 3 and
+    10. Neither of ``b``'s flows alone ahead of ``a``'s gains anything (``b`` stays 5 s
+    late by its second), ``a``'s flow behind both does: ``b`` 2 s, ``a`` 1 s late."""
+    a = EchelonFlow("a", "a", "g", (Flow(0, "h1", "h2", 1, 0.0), Flow(1, "h1", "h2", 3, 10.0)), 4.0)
+    b = EchelonFlow("b", "b", "g", (Flow(0, "h1", "h2", 5, 0.0), Flow(1, "h1", "h2", 7, 7.0)), 3.0)
+    t = build_table([a, b], NET, {("a", 0): 0})
+    rank = [0, 0, 1, 2]
+    assert layout_cost(t, np.array(rank)) == pytest.approx(5.0)
+    got = moved(t, rank)
+    assert got[2] < got[3] < got[1]  # b's two flows, then a's
+    assert layout_cost(t, np.array(got)) == pytest.approx(3.0)
+
+
+def test_flows_move_only_between_groups_on_one_path() -> None:
+    """The first example with ``b`` also sending from h3: ``b`` is on two paths, so the
+    layout cannot time the move exactly and none is made."""
+    a = EchelonFlow("a", "a", "g", (Flow(0, "h1", "h2", 1, 0.0), Flow(1, "h1", "h2", 2, 1.0),
+                                    Flow(2, "h1", "h2", 1, 7.0)), -3.0)  # fmt: skip
+    b = EchelonFlow("b", "b", "g", (Flow(0, "h1", "h2", 2, 0.0), Flow(1, "h1", "h2", 5, 12.0),
+                                    Flow(2, "h3", "h2", 3, 12.0)), 4.0)  # fmt: skip
+    t = build_table([a, b], NET)
+    assert group_paths(t, path_ids(t)).tolist() == [0, -1]
+    assert moved(t, [0, 1, 2, 3, 4, 4]) == [0, 1, 2, 3, 4, 4]
+
+
+def test_path_ids_follow_the_links_of_the_bytes_left() -> None:
+    """Flows between the same hosts share a path id, others do not; a finished flow has
+    none and does not stop its group being on one path."""
+    a = EchelonFlow("a", "a", "g", (Flow(0, "h1", "h2", 1, 0.0), Flow(1, "h3", "h2", 2, 1.0),
+                                    Flow(2, "h1", "h2", 1, 7.0)), 0.0)  # fmt: skip
+    t = build_table([a], NET, {("a", 1): 0})
+    path = path_ids(t)
+    assert path[1] == -1 and path[0] == path[2] >= 0
+    assert group_paths(t, path).tolist() == [path[0]]
+    t2 = build_table([a], NET)
+    assert path_ids(t2)[1] != path_ids(t2)[0]
+    assert group_paths(t2, path_ids(t2)).tolist() == [-1]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_flow_moves_never_raise_the_layouts_formation_delay(seed: int) -> None:
+    """On random groups (some on one path, some not, some flows sent) the moves keep the
+    ranks dense, leave every flow not of a one-path group where it was relative to the
+    others, and never raise the layout's total formation delay."""
+    rng = random.Random(seed)
+    groups, left = random_groups(rng)
+    t = build_table(groups, NET, left)
+    rank = np.array([rng.randint(0, 6) for _ in t.keys], dtype=np.int64)
+    rank = np.unique(rank, return_inverse=True)[1].astype(np.int64)
+    got = np.array(moved(t, rank.tolist()))
+    assert sorted(set(got.tolist())) == list(range(int(got.max()) + 1))
+    assert layout_cost(t, got) <= layout_cost(t, rank) + 1e-9
+    path = path_ids(t)
+    fixed = np.flatnonzero(group_paths(t, path)[t.ech] < 0)
+    before, after = rank[fixed], got[fixed]
+    assert (
+        np.sign(before[:, None] - before[None, :]) == np.sign(after[:, None] - after[None, :])
+    ).all()

@@ -103,22 +103,21 @@ def test_too_large_refused() -> None:
 @pytest.mark.slow
 def test_ratio_on_the_random_set() -> None:
     """The numbers docs/evaluation.md reports (300 instances, seed 0), kept from
-    sliding. Without the starvation guard echelon is at 1.0026 (max 1.167); the guard,
-    which measures lateness against each flow's own pace since it was first seen, costs
-    little here (1.0033 / 1.167; measured from the latest finish alone it cost 1.0197 /
-    1.356, groups lifted while merely queued behind peers: docs/model.md,
-    measurements/scheduling.md). The maximum, 1.167, is the decade-boundary class the
-    size classes cannot repair. Its interchange still helps (noswap is worse), the grace
-    is what closes most of the gap, echelon-v1 within 2 %, the myopic optimum within
-    0.1 % (what an online policy could reach)."""
-    noguard = ratios(get_policy("echelon-noguard"), 300, seed=0)
-    assert min(noguard) >= 1.0
-    assert sum(noguard) / len(noguard) <= 1.005 and max(noguard) <= 1.2
+    sliding. Step 7's single-flow moves close the size-class boundary class (without
+    them, ``echelon-nomove``: 1.0033 / 1.167, 8 instances above 1.05): echelon is at
+    1.0012 / 1.119 with 2 above, both groups the starvation guard lifted and then
+    shares flow by flow; without the guard the moves reach 1.0004 / 1.050
+    (docs/measurements/scheduling.md). The grace is what closes most of the gap,
+    echelon-v1 within 2 %, the myopic optimum within 0.1 % (what an online policy
+    could reach)."""
     r = ratios(get_policy("echelon"), 300, seed=0)
     assert min(r) >= 1.0
-    assert sum(r) / len(r) <= 1.005 and max(r) <= 1.2
-    noswap = ratios(get_policy("echelon-noswap"), 300, seed=0)
-    assert sum(noswap) / len(noswap) > sum(r) / len(r)
+    assert sum(r) / len(r) <= 1.002 and max(r) <= 1.12
+    assert sum(x > 1.05 for x in r) <= 2
+    nomove = ratios(get_policy("echelon-nomove"), 300, seed=0)
+    assert sum(nomove) / len(nomove) > sum(r) / len(r) and max(nomove) > 1.15
+    noguard = ratios(get_policy("echelon-noguard"), 300, seed=0)
+    assert min(noguard) >= 1.0 and max(noguard) <= 1.05 + 1e-9
     # on one link every pair of groups is nested: restricting the interchange to nested
     # pairs costs nothing there
     assert ratios(get_policy("echelon-swapany"), 300, seed=0) == r
