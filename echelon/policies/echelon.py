@@ -33,7 +33,17 @@ docs/measurements/model.md, docs/evaluation.md):
    higher mean (peers progress in lockstep and stop overlapping one job's
    computation with another's communication).
 
-6. **Starvation guard.** A group already overdue by more than ``OVERDUE`` (1) of its
+6. **Single-flow moves.** Groups whose bytes left all cross one path (the same for
+   both) may interleave across classes, flow by flow: where a late group's flow follows
+   another group's on that path, it is moved ahead of it, or that flow behind the late
+   group's run, if the layout's total formation delay drops (at most ``FLOW_TRIALS``
+   per re-plan, from the head; ``interchange.flow_interchange``). This is what an
+   echelon whose first flow is due now needs beside a smaller group whose later flows
+   have time to spare: its first flow ahead, its later ones behind (the one-link
+   maximum 1.167 -> 1.119, docs/measurements/scheduling.md). ``echelon-nomove`` goes
+   without it.
+
+7. **Starvation guard.** A group already overdue by more than ``OVERDUE`` (1) of its
    own bottleneck times leaves its class: all such groups share one rank above every
    class. Overdue is measured against each flow's *own pace* (``pace.py``): the later
    of its latest finish and where its job's own flows alone would have finished it,
@@ -215,7 +225,8 @@ class EchelonPolicy(TablePolicy):
     class) and makes no interchange; ``interleave=False`` serves groups whole in
     (class, key) order, virtual-deadline order inside each group; ``swaps`` is the most
     interchanges judged per re-plan (0: none) and ``pairs`` which neighbours may swap
-    (:func:`echelon.policies.interchange.interchange`).
+    (:func:`echelon.policies.interchange.interchange`); ``moves`` is the most
+    single-flow moves judged per re-plan (step 6; 0: none).
     """
 
     name = "echelon"
@@ -303,9 +314,11 @@ class EchelonPolicy(TablePolicy):
                 virtual = virtual_deadlines(
                     layout_finish(t, (position[t.ech], due, virtual, flow_cls), now)
                 )
-        keys = (cls[t.ech], virtual, due) if self.interleave else (position[t.ech], virtual)
+        keys: tuple[Floats | Ints, ...] = (
+            (cls[t.ech], virtual, due) if self.interleave else (position[t.ech], virtual)
+        )
         if self.interleave and self.graced and self.moves > 0:
-            # step 7: single flows moved where the group order cannot say it
+            # step 6: single flows moved where the group order cannot say it
             keys = (flow_interchange(t, dense_rank(*keys), position[t.ech], due, now, self.moves),)
         if self.overdue is None:
             return order, dense_rank(*keys)

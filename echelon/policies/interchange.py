@@ -288,7 +288,7 @@ def flow_interchange(
     by_link = _Csr.of(li, len(t.cap))
     inc = incidence_finish(li, secs, (tie[fi], rank[fi]), now)
     late = _lateness(t, fi, inc, due, now)
-    new = rank.astype(np.float64)
+    new = 2 * rank  # even: a move puts a flow on an odd value between two others
     tried = 0
     head_first = np.argsort(rank[x_all[pair]], kind="stable")
     for x, y in zip(
@@ -305,14 +305,14 @@ def flow_interchange(
         same_group = t.ech[after] == t.ech[y]  # the run: y's group's flows right after x
         run = after[: len(after) if same_group.all() else int(np.argmin(same_group))]
         ahead = new.copy()
-        ahead[y] = new[x] - 0.5
+        ahead[y] = new[x] - 1
         trials_here = [ahead]
         if len(run) > 1:
             behind = new.copy()
-            behind[x] = new[run[-1]] + 0.5
+            behind[x] = new[run[-1]] + 1
             trials_here.append(behind)
         rows = by_link.rows_of(np.unique(li[fi == x]))
-        best: tuple[float, Floats, Floats, Floats] | None = None
+        best: tuple[float, Ints, Floats, Floats] | None = None
         for trial in trials_here:
             trial_inc = inc.copy()
             trial_inc[rows] = incidence_finish(
@@ -323,7 +323,7 @@ def flow_interchange(
             if gain < -1e-12 and (best is None or gain < best[0]):
                 best = (gain, trial, trial_inc, trial_late)
         if best is not None:
-            new, inc, late = dense_rank(best[1]).astype(np.float64), best[2], best[3]
+            new, inc, late = 2 * dense_rank(best[1]), best[2], best[3]
     return dense_rank(new)
 
 

@@ -7,6 +7,7 @@ incidence) and everything after that is vectorised.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -314,10 +315,17 @@ def path_ids(t: FlowTable) -> Ints:
     by_flow = np.argsort(fi, kind="stable")  # each flow's incidences stay in hop order
     fi, li = fi[by_flow], li[by_flow]
     flows, start, count = np.unique(fi, return_index=True, return_counts=True)
-    padded = np.full((len(flows), int(count.max())), -1, dtype=np.int64)
-    padded[
-        np.repeat(np.arange(len(flows)), count), np.arange(len(fi)) - np.repeat(start, count)
-    ] = li
+    row, hop = np.repeat(np.arange(len(flows)), count), np.arange(len(fi)) - np.repeat(start, count)
+    base = len(t.cap) + 1
+    width = int(count.max())
+    if width * math.log2(base) < 62:  # each path one integer (first hop most significant,
+        # so ids come in the order of the padded rows below): a 1-d unique
+        code = np.zeros(len(flows), dtype=np.int64)
+        np.add.at(code, row, (li + 1) * base ** (width - 1 - hop))
+        out[flows] = np.unique(code, return_inverse=True)[1]
+        return out
+    padded = np.full((len(flows), width), -1, dtype=np.int64)
+    padded[row, hop] = li
     out[flows] = np.unique(padded, axis=0, return_inverse=True)[1].ravel()
     return out
 

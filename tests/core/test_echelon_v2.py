@@ -70,7 +70,7 @@ def test_job_tier_small_job_goes_first_however_late_a_large_one_is() -> None:
     """``echelon-jobtier``: job big (50 s, due 100 s ago) and job small (1 s, due in
     1 s): small's work is 1/50 of big's, so small is tier 0 and goes first. With one
     class for all (``echelon-noclass``) the overdue group's rank is first (virtual
-    deadline 0 vs 101); step 7's single-flow move then puts small ahead, as that cuts
+    deadline 0 vs 101); the single-flow move then puts small ahead, as that cuts
     the total formation delay from 200 (150 + 50) to 151."""
     big, small = ef("big", [50], [0.0], t_ref=0.0), ef("small", [1], [0.0], t_ref=101.0)
     tier = EchelonPolicy(tiers="job", grace=False, overdue=None)  # jobtier without the guard
@@ -138,7 +138,7 @@ def test_overdue_peer_goes_first_where_v1_starves_it() -> None:
     one class (1 s..10 s), serial order y, x. Serially y ends at 102 (on time), x at 107,
     107 s late. The grace is 3 x the class's median bottleneck (3.5 s): x's virtual
     deadline is 0 + 10.5 + β·96.5 ≈ 34.6, y's 103 + 0: x first. v1 serves y first.
-    (Step 7's move, judged on total formation delay alone, puts y first: 107 against
+    (The single-flow move, judged on total formation delay alone, puts y first: 107 against
     109; the ranks checked here are those of steps 1-6.)"""
     x, y = ef("x", [5], [0.0], t_ref=0.0), ef("y", [2], [0.0], t_ref=103.0)
     rem = {("x", 0): 5, ("y", 0): 2}

@@ -187,10 +187,10 @@ def full_layout_lateness(t: FlowTable, rank: Ints) -> Floats:
 
 
 def test_a_flow_moves_ahead_of_a_later_flow_with_time_to_spare() -> None:
-    """docs/model.md §5.1 step 7: ``a`` is already 5 s late by its second flow, so its
-    third (due at 4) may finish as late as 9 at no cost; ``b``'s first flow is due at 4.
-    Serving ``a`` whole makes ``b`` 2 s late (total 7); ``b``'s first flow ahead of
-    ``a``'s third makes it 1 s late and leaves ``a`` at 5 (total 6)."""
+    """docs/model.md §5.1 step 7 (single-flow moves): ``a`` is already 5 s late by its second flow,
+    so its third (due at 4) may finish as late as 9 at no cost; ``b``'s first flow is due at 4.
+    Serving ``a`` whole makes ``b`` 2 s late (total 7); ``b``'s first flow ahead of ``a``'s third
+    makes it 1 s late and leaves ``a`` at 5 (total 6)."""
     a = EchelonFlow("a", "a", "g", (Flow(0, "h1", "h2", 1, 0.0), Flow(1, "h1", "h2", 2, 1.0),
                                     Flow(2, "h1", "h2", 1, 7.0)), -3.0)  # fmt: skip
     b = EchelonFlow("b", "b", "g", (Flow(0, "h1", "h2", 2, 0.0), Flow(1, "h1", "h2", 5, 12.0),
@@ -264,3 +264,20 @@ def test_flow_moves_never_raise_the_layouts_formation_delay(seed: int) -> None:
     assert (
         np.sign(before[:, None] - before[None, :]) == np.sign(after[:, None] - after[None, :])
     ).all()
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_path_ids_number_paths_in_the_order_of_their_links(seed: int) -> None:
+    """The one-integer encoding numbers paths as ``np.unique`` of the padded link rows
+    does (first hop most significant), so the moves' order of candidates is the same."""
+    rng = random.Random(seed)
+    groups, left = random_groups(rng)
+    t = build_table(groups, NET, left)
+    path = path_ids(t)
+    rows: dict[int, tuple[int, ...]] = {}
+    for f, lk in zip(t.inc_flow.tolist(), t.inc_link.tolist(), strict=True):
+        if t.remaining[f] > 0:
+            rows[f] = (*rows.get(f, ()), lk)
+    distinct = sorted(set(rows.values()))
+    assert {f: distinct[int(path[f])] for f in rows} == rows
+    assert all(path[f] == -1 for f in range(len(t.keys)) if f not in rows)

@@ -102,14 +102,13 @@ def test_too_large_refused() -> None:
 
 @pytest.mark.slow
 def test_ratio_on_the_random_set() -> None:
-    """The numbers docs/evaluation.md reports (300 instances, seed 0), kept from
-    sliding. Step 7's single-flow moves close the size-class boundary class (without
-    them, ``echelon-nomove``: 1.0033 / 1.167, 8 instances above 1.05): echelon is at
-    1.0012 / 1.119 with 2 above, both groups the starvation guard lifted and then
-    shares flow by flow; without the guard the moves reach 1.0004 / 1.050
-    (docs/measurements/scheduling.md). The grace is what closes most of the gap,
-    echelon-v1 within 2 %, the myopic optimum within 0.1 % (what an online policy
-    could reach)."""
+    """The numbers docs/evaluation.md reports (300 instances, seed 0), kept from sliding. The
+    single-flow moves (docs/model.md §5.1 step 7) close the size-class boundary class (without them,
+    ``echelon-nomove``: 1.0033 / 1.167, 8 instances above 1.05): echelon is at 1.0012 / 1.119 with 2
+    above, both groups the starvation guard lifted and then shares flow by flow; without the guard
+    the moves reach 1.0004 / 1.050 (docs/measurements/scheduling.md). The grace is what closes most
+    of the gap, echelon-v1 within 2 %, the myopic optimum within 0.1 % (what an online policy could
+    reach)."""
     r = ratios(get_policy("echelon"), 300, seed=0)
     assert min(r) >= 1.0
     assert sum(r) / len(r) <= 1.002 and max(r) <= 1.12

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import math
+import re
 
+import pytest
+
+from sim.eval import headline
 from sim.eval.cases import CASES, run_case
 from sim.eval.experiments import average
 from sim.eval.headline import ORACLE_MAX_TARGET, oracle_verdict
@@ -123,3 +127,21 @@ def test_the_one_link_verdict_says_by_how_much_and_where() -> None:
     assert "missed by 0.150" in missed and "2 of 4 instances" in missed
     assert "#1 (1.200), #2 (1.060)" in missed and "Why:" in missed
     assert oracle_verdict([]) == ""
+
+
+def test_the_held_out_one_link_line_names_each_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The held-out line gives, per instance set not used in the design, echelon's mean /
+    max ratio, how many instances are above the target, and the myopic optimum's."""
+    monkeypatch.setattr(headline, "ORACLE_INSTANCES", 6)
+    monkeypatch.setattr(headline, "ORACLE_HELDOUT_SEEDS", (1, 2))
+    line = headline.heldout_line()
+    found = re.findall(
+        r"seed (\d): (\d\.\d{4}) / (\d\.\d{3}) \((\d+) above 1\.05; myopic optimum "
+        r"(\d\.\d{4}) / (\d\.\d{3})\)",
+        line,
+    )
+    assert [f[0] for f in found] == ["1", "2"]
+    for _, mean, top, above, ref_mean, ref_top in found:
+        assert 1.0 <= float(mean) <= float(top) and 1.0 <= float(ref_mean) <= float(ref_top)
+        assert 0 <= int(above) <= 6
+    assert "6 instances each" in line
