@@ -43,6 +43,7 @@ from echelon.policies.table import (
     FlowTable,
     Ints,
     dense_rank,
+    flow_finish,
     group_lateness,
     group_paths,
     incidence_finish,
@@ -155,13 +156,11 @@ def interchange(
         """Serial layout (per incidence), its lateness, virtual deadlines, interleaved
         layout (per incidence, per flow) and per-group lateness, from scratch."""
         s_inc = incidence_finish(li, secs, (t.index[fi], pos[gi]), now)
-        serial = np.full(n_flows, now)
-        np.maximum.at(serial, fi, s_inc)
+        serial = flow_finish(t, fi, s_inc, now)
         serial_late = group_lateness(t, serial, due)
         virtual = virtual_of(serial_late)
         i_inc = incidence_finish(li, secs, (pos[gi], due[fi], virtual[fi], flow_cls[fi]), now)
-        inter = np.full(n_flows, now)
-        np.maximum.at(inter, fi, i_inc)
+        inter = flow_finish(t, fi, i_inc, now)
         return s_inc, serial_late, virtual, i_inc, inter, group_lateness(t, inter, due)
 
     s_inc, serial_late, virtual, i_inc, inter, late = layout(position)
@@ -287,7 +286,7 @@ def flow_interchange(
     secs = t.remaining[fi] / t.cap[li]
     by_link = _Csr.of(li, len(t.cap))
     inc = incidence_finish(li, secs, (tie[fi], rank[fi]), now)
-    late = _lateness(t, fi, inc, due, now)
+    late = group_lateness(t, flow_finish(t, fi, inc, now), due)
     new = 2 * rank  # even: a move puts a flow on an odd value between two others
     tried = 0
     head_first = np.argsort(rank[x_all[pair]], kind="stable")
@@ -318,17 +317,10 @@ def flow_interchange(
             trial_inc[rows] = incidence_finish(
                 li[rows], secs[rows], (tie[fi[rows]], trial[fi[rows]]), now
             )
-            trial_late = _lateness(t, fi, trial_inc, due, now)
+            trial_late = group_lateness(t, flow_finish(t, fi, trial_inc, now), due)
             gain = float((t.weight * (trial_late - late)).sum())
             if gain < -1e-12 and (best is None or gain < best[0]):
                 best = (gain, trial, trial_inc, trial_late)
         if best is not None:
             new, inc, late = 2 * dense_rank(best[1]), best[2], best[3]
     return dense_rank(new)
-
-
-def _lateness(t: FlowTable, fi: Ints, inc: Floats, due: Floats, now: float) -> Floats:
-    """Per group, its lateness when each flow finishes with its last incidence ``inc``."""
-    finish = np.full(len(t.keys), now)
-    np.maximum.at(finish, fi, inc)
-    return group_lateness(t, finish, due)

@@ -272,8 +272,14 @@ def layout_finish(
     f, lk = t.inc_flow[live], t.inc_link[live]
     queue = t.job[t.ech[f]] * len(t.cap) + lk if alone else lk
     done = incidence_finish(queue, t.remaining[f] / t.cap[lk], tuple(k[f] for k in keys), now)
+    return flow_finish(t, f, done, now)
+
+
+def flow_finish(t: FlowTable, inc_flow: Ints, done: Floats, now: float) -> Floats:
+    """Per flow, when its last incidence (``inc_flow``, finished at ``done``) is done;
+    ``now`` for a flow with none."""
     out = np.full(len(t.keys), now, dtype=np.float64)
-    np.maximum.at(out, f, done)
+    np.maximum.at(out, inc_flow, done)
     return out
 
 
