@@ -45,9 +45,12 @@ docs/measurements/model.md, docs/evaluation.md):
 
 7. **Starvation guard.** A group already overdue by more than ``OVERDUE`` (1) of its
    own bottleneck times leaves its class: all such groups share one rank above every
-   class. Overdue is measured against each flow's *own pace* (``pace.py``): the later
-   of its latest finish and where its job's own flows alone would have finished it,
-   plus that own-pace time once more, fixed when the flow was first seen; for a job
+   class, except one alone on all its links, which keeps its flows' order (sharing
+   there only serves its early flows later; the one-link maximum 1.119 -> 1.050,
+   docs/measurements/scheduling.md). Overdue is measured against each flow's *own
+   pace* (``pace.py``): the later of its latest finish and where its job's own flows
+   alone would have finished it, plus that own-pace time once more, fixed when the
+   flow was first seen; for a job
    the guard lifted within the last ``LIFT_MEMORY`` (10) of its bottleneck times the
    bound is ``OVERDUE_AGAIN`` (1/2): each wait is bounded, and a job starved once is
    not made to wait as long again, iteration after iteration. Without the
@@ -101,6 +104,7 @@ from echelon.policies.table import (
     Ints,
     TablePolicy,
     bottlenecks,
+    contested_groups,
     dense_rank,
     group_lateness,
     layout_finish,
@@ -121,8 +125,8 @@ LATENESS_SHARE = 0.25
 LATENESS_GRACE = 3.0
 #: Starvation guard: a group already overdue (past the own-pace reference of its first
 #: flow with bytes left, ``pace.py``) by more than this many of its own bottleneck times
-#: leaves its size class; all such groups share one rank above every class (max-min
-#: between them).
+#: leaves its size class; all such groups that share a link with another group's bytes
+#: share one rank above every class (max-min between them).
 OVERDUE = 1.0
 #: ... and by more than this many for a job the guard lifted less than
 #: :data:`LIFT_MEMORY` of the group's bottleneck times ago (``pace.py``: a job starved
@@ -328,7 +332,9 @@ class EchelonPolicy(TablePolicy):
         bound = self._pace.limits(t, p_gamma[0], now, self.overdue, self.again, LIFT_MEMORY)
         lifted = overdue_groups(t, reference, p_gamma[0], now, bound)
         self._pace.lift(t, lifted, now)
-        calm = 1 - lifted
+        # ... where they contend: a lifted group alone on its links keeps its own order
+        # (sharing would only serve its early flows later)
+        calm = 1 - lifted * contested_groups(t)[t.ech]
         rank = dense_rank(calm, *(calm * k for k in keys))
         return order, rank
 

@@ -207,6 +207,18 @@ def link_loads(t: FlowTable) -> Floats:
     return out
 
 
+def contested_groups(t: FlowTable) -> Ints:
+    """Per group, 1 where a link it has bytes left on also carries another group's bytes
+    left, else 0 (a group alone on all its links: no order between groups touches it)."""
+    _f, e, lk, _secs, starts = segments(t)
+    out = np.zeros(len(t.names), dtype=np.int64)
+    if len(starts):
+        seg_e, seg_link = e[starts], lk[starts]  # one row per (group, link)
+        groups_on = np.bincount(seg_link, minlength=len(t.cap))
+        np.maximum.at(out, seg_e, (groups_on[seg_link] > 1).astype(np.int64))
+    return out
+
+
 def dense_rank(*keys: npt.NDArray[np.generic]) -> Ints:
     """Rank rows by the lexicographic ``keys`` (first key most significant); equal
     rows share a rank, ranks are 0..k-1 without gaps."""

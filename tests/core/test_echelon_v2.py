@@ -238,6 +238,28 @@ def test_a_job_held_by_its_own_traffic_is_not_lifted() -> None:
     assert r[("f/b", 0)] < r[("s/y", 0)]
 
 
+def test_a_lifted_group_alone_on_its_links_keeps_its_own_order() -> None:
+    """Job e: one echelon of three 20 s flows due 0, 10, 20 after t_ref 0, seen at 0
+    (own-pace reference of its first flow 20 + 20 = 40; bottleneck 60 s), still unsent at
+    150: overdue by more than 60 s. Beside a small group on its link it is lifted: its
+    flows share one rank above the small one. Alone on its link the lifting orders it
+    against nobody; its flows keep their order (first-due first), which is what the
+    one-link optimum does (sharing them made the first-due flow finish last of the three
+    but together with them)."""
+    e = ef("e/x", [20, 20, 20], [0.0, 10.0, 20.0], t_ref=0.0, job="e")
+    ours = get_policy("echelon")
+    ours.schedule([e], NET, now=0.0)
+    small = ef("s/x", [1], [0.0], t_ref=151.0, job="s")
+    r = ours.schedule([e, small], NET, now=150.0).flow_rank
+    assert r[("e/x", 0)] == r[("e/x", 1)] == r[("e/x", 2)] < r[("s/x", 0)]
+    r = ours.schedule([e], NET, now=150.0).flow_rank
+    assert r[("e/x", 0)] < r[("e/x", 1)] < r[("e/x", 2)]
+    # a group on another link is no competitor
+    apart = ef("s/y", [1], [0.0], t_ref=151.0, job="s", src="h3", dst="h4")
+    r = ours.schedule([e, apart], NET, now=150.0).flow_rank
+    assert r[("e/x", 0)] < r[("e/x", 1)] < r[("e/x", 2)]
+
+
 def test_slack_lets_a_transfer_wait() -> None:
     """Same size and ideal finish; a has 5 s of slack, b none: b first. Without
     slack (the ablation) the tie goes by name: a first, b virtually 1/4 s late."""

@@ -22,6 +22,7 @@ from echelon.policies.table import (
     _int_lexsort,
     bottlenecks,
     build_table,
+    contested_groups,
     group_lateness,
     group_paths,
     layout_finish,
@@ -281,3 +282,17 @@ def test_path_ids_number_paths_in_the_order_of_their_links(seed: int) -> None:
     distinct = sorted(set(rows.values()))
     assert {f: distinct[int(path[f])] for f in rows} == rows
     assert all(path[f] == -1 for f in range(len(t.keys)) if f not in rows)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_contested_groups_are_those_sharing_a_link_with_another_groups_bytes(seed: int) -> None:
+    """Against the definition, flow-link pair by pair: a group is contested where one of its
+    flows with bytes left crosses a link that another group's flow with bytes left crosses."""
+    groups, left = random_groups(random.Random(seed))
+    t = build_table(groups, NET, left)
+    live = t.remaining[t.inc_flow] > 0
+    on_link: dict[int, set[int]] = {}
+    for f, lk in zip(t.inc_flow[live].tolist(), t.inc_link[live].tolist(), strict=True):
+        on_link.setdefault(lk, set()).add(int(t.ech[f]))
+    want = [int(any(g in s and len(s) > 1 for s in on_link.values())) for g in range(len(t.names))]
+    assert contested_groups(t).tolist() == want

@@ -12,7 +12,7 @@ from echelon.errors import SpecError
 from echelon.model import EchelonFlow, Flow
 from echelon.oracle import Instance, MyopicOptimum, formation_delay, optimum, random_instance
 from echelon.policies import get_policy
-from sim.eval.headline import policy_cost, ratios
+from sim.eval.headline import ORACLE_MAX_TARGET, policy_cost, ratios
 
 
 def group(name: str, flows: list[tuple[int, float]], t_ref: float) -> EchelonFlow:
@@ -104,15 +104,14 @@ def test_too_large_refused() -> None:
 def test_ratio_on_the_random_set() -> None:
     """The numbers docs/evaluation.md reports (300 instances, seed 0), kept from sliding. The
     single-flow moves (docs/model.md §5.1 step 7) close the size-class boundary class (without them,
-    ``echelon-nomove``: 1.0033 / 1.167, 8 instances above 1.05): echelon is at 1.0012 / 1.119 with 2
-    above, both groups the starvation guard lifted and then shares flow by flow; without the guard
-    the moves reach 1.0004 / 1.050 (docs/measurements/scheduling.md). The grace is what closes most
-    of the gap, echelon-v1 within 2 %, the myopic optimum within 0.1 % (what an online policy could
-    reach)."""
+    ``echelon-nomove``: 8 instances above 1.05, max 1.167); the starvation guard's sharing only
+    where a lifted group contends closes the last two (lifted groups alone on the link, whose
+    flows it shared: 1.119 and 1.103 before): echelon is at 1.0004 / 1.050, as without the guard.
+    The grace is what closes most of the gap, echelon-v1 within 2 %, the myopic optimum within
+    0.1 % (what an online policy could reach)."""
     r = ratios(get_policy("echelon"), 300, seed=0)
     assert min(r) >= 1.0
-    assert sum(r) / len(r) <= 1.002 and max(r) <= 1.12
-    assert sum(x > 1.05 for x in r) <= 2
+    assert sum(r) / len(r) <= 1.0005 and max(r) <= ORACLE_MAX_TARGET + 1e-9
     nomove = ratios(get_policy("echelon-nomove"), 300, seed=0)
     assert sum(nomove) / len(nomove) > sum(r) / len(r) and max(nomove) > 1.15
     noguard = ratios(get_policy("echelon-noguard"), 300, seed=0)
