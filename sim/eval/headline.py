@@ -156,15 +156,19 @@ def oracle_table() -> str:
 
 def heldout_line() -> str:
     """echelon's and the myopic optimum's mean / max ratio on the held-out instance sets
-    (:data:`ORACLE_HELDOUT_SEEDS`): what the design set's figures are worth elsewhere."""
+    (:data:`ORACLE_HELDOUT_SEEDS`): what the design set's figures are worth elsewhere, and
+    how many of echelon's instances above the target no policy re-planned at releases
+    meets (the myopic optimum misses them too)."""
     cells = []
     for seed in ORACLE_HELDOUT_SEEDS:
         ours = ratios(get_policy("echelon"), ORACLE_INSTANCES, seed)
         ref = ratios(MyopicOptimum(), ORACLE_INSTANCES, seed)
-        above = sum(x > ORACLE_MAX_TARGET for x in ours)
+        above = [i for i, x in enumerate(ours) if x > ORACLE_MAX_TARGET]
+        blind = sum(ref[i] > ORACLE_MAX_TARGET for i in above)
         cells.append(
-            f"seed {seed}: {sum(ours) / len(ours):.4f} / {max(ours):.3f} ({above} above "
-            f"{ORACLE_MAX_TARGET}; myopic optimum {sum(ref) / len(ref):.4f} / {max(ref):.3f})"
+            f"seed {seed}: {sum(ours) / len(ours):.4f} / {max(ours):.3f} ({len(above)} above "
+            f"{ORACLE_MAX_TARGET}, {blind} of them above it under the myopic optimum too; "
+            f"myopic optimum {sum(ref) / len(ref):.4f} / {max(ref):.3f})"
         )
     return (
         f"\nHeld out ({ORACLE_INSTANCES} instances each, not used in the design), echelon's "

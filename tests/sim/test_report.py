@@ -136,12 +136,12 @@ def test_the_held_out_one_link_line_names_each_set(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(headline, "ORACLE_HELDOUT_SEEDS", (1, 2))
     line = headline.heldout_line()
     found = re.findall(
-        r"seed (\d): (\d\.\d{4}) / (\d\.\d{3}) \((\d+) above 1\.05; myopic optimum "
-        r"(\d\.\d{4}) / (\d\.\d{3})\)",
+        r"seed (\d): (\d\.\d{4}) / (\d\.\d{3}) \((\d+) above 1\.05, (\d+) of them above it "
+        r"under the myopic optimum too; myopic optimum (\d\.\d{4}) / (\d\.\d{3})\)",
         line,
     )
     assert [f[0] for f in found] == ["1", "2"]
-    for _, mean, top, above, ref_mean, ref_top in found:
+    for _, mean, top, above, blind, ref_mean, ref_top in found:
         assert 1.0 <= float(mean) <= float(top) and 1.0 <= float(ref_mean) <= float(ref_top)
-        assert 0 <= int(above) <= 6
+        assert 0 <= int(blind) <= int(above) <= 6
     assert "6 instances each" in line
