@@ -50,17 +50,16 @@ docs/measurements/model.md, docs/evaluation.md):
    docs/measurements/scheduling.md). Overdue is measured against each flow's *own
    pace* (``pace.py``): the later of its latest finish and where its job's own flows
    alone would have finished it, plus that own-pace time once more, fixed when the
-   flow was first seen; for a job
-   the guard lifted within the last ``LIFT_MEMORY`` (10) of its bottleneck times the
-   bound is ``OVERDUE_AGAIN`` (1/2): each wait is bounded, and a job starved once is
-   not made to wait as long again, iteration after iteration. Without the
-   guard the size classes starve a large job for as long as small jobs' traffic keeps
-   its links busy (a job iterating at 20x its contention-free time in steady state,
-   docs/measurements/scheduling.md); sharing, not an order among the overdue groups,
-   is what keeps every job's compute busy. Measured from the latest finish alone (the
-   infinite-bandwidth timeline) it lifted jobs that only their own traffic holds, and
-   groups merely queued behind peers of a closed batch. ``echelon-noguard`` is the
-   policy without it.
+   flow was first seen; for a job the guard lifted within the last ``LIFT_MEMORY``
+   (10) of its bottleneck times the bound is ``OVERDUE_AGAIN`` (1/2): each wait is
+   bounded, and a job starved once is not made to wait as long again, iteration after
+   iteration. Without the guard the size classes starve a large job for as long as
+   small jobs' traffic keeps its links busy (a job iterating at 20x its contention-free
+   time in steady state, docs/measurements/scheduling.md); sharing, not an order among
+   the overdue groups, is what keeps every job's compute busy. Measured from the latest
+   finish alone (the infinite-bandwidth timeline) it lifted jobs that only their own
+   traffic holds, and groups merely queued behind peers of a closed batch.
+   ``echelon-noguard`` is the policy without it.
 
 Between steps 3 and 4, one pass of adjacent interchanges of each class's group
 order, judged on the interleaved layout, repairs where the key puts a group after

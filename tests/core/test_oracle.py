@@ -104,7 +104,7 @@ def test_too_large_refused() -> None:
 def test_ratio_on_the_random_set() -> None:
     """The numbers docs/evaluation.md reports (300 instances, seed 0), kept from sliding. The
     single-flow moves (docs/model.md §5.1 step 7) close the size-class boundary class (without them,
-    ``echelon-nomove``: 8 instances above 1.05, max 1.167); the starvation guard's sharing only
+    ``echelon-nomove``: 6 instances above 1.05, max 1.167); the starvation guard's sharing only
     where a lifted group contends closes the last two (lifted groups alone on the link, whose
     flows it shared: 1.119 and 1.103 before): echelon is at 1.0004 / 1.050, as without the guard.
     The grace is what closes most of the gap, echelon-v1 within 2 %, the myopic optimum within
