@@ -331,9 +331,11 @@ class EchelonPolicy(TablePolicy):
         bound = self._pace.limits(t, p_gamma[0], now, self.overdue, self.again, LIFT_MEMORY)
         lifted = overdue_groups(t, reference, p_gamma[0], now, bound)
         self._pace.lift(t, lifted, now)
-        # ... where they contend: a lifted group alone on its links keeps its own order
-        # (sharing would only serve its early flows later)
-        calm = 1 - lifted * contested_groups(t)[t.ech]
+        if lifted.any():
+            # ... where they contend: a lifted group alone on its links keeps its own
+            # order (sharing would only serve its early flows later)
+            lifted = lifted * contested_groups(t)[t.ech]
+        calm = 1 - lifted
         rank = dense_rank(calm, *(calm * k for k in keys))
         return order, rank
 
