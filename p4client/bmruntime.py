@@ -273,27 +273,3 @@ class RuntimeClient:
         """The table's default action and its data."""
         a = self._call("table_dump", self._std.bm_mt_get_default_entry, CXT, table)
         return str(a.action_name), tuple(decode(d) for d in a.action_data or ())
-
-
-def run_command(thrift_port: int, line: str, timeout: float = 10.0) -> None:
-    """Apply one ``set_queue_rate``/``set_queue_depth`` line (simple_switch_CLI syntax)
-    through the Thrift API; :class:`RuntimeApiError` names a bad argument."""
-    words = line.split()
-    if not words or words[0] not in ("set_queue_rate", "set_queue_depth"):
-        raise RuntimeApiError("command", "INVALID", f"unsupported command {line!r}")
-    cmd, args = words[0], words[1:]
-    if not 1 <= len(args) <= 3:
-        raise RuntimeApiError(cmd, "INVALID", f"usage: {cmd} <value> [<egress_port> [<priority>]]")
-    nums: list[int] = []
-    for name, word in zip(("value", "egress_port", "priority"), args, strict=False):
-        try:
-            nums.append(int(word, 0))
-        except ValueError:
-            raise RuntimeApiError(cmd, "INVALID", f"{name}: {word!r} is not an integer") from None
-    port = nums[1] if len(nums) > 1 else None
-    prio = nums[2] if len(nums) > 2 else None
-    with RuntimeClient(thrift_port, timeout=timeout) as rt:
-        if cmd == "set_queue_rate":
-            rt.set_queue_rate(nums[0], port, prio)
-        else:
-            rt.set_queue_depth(nums[0], port, prio)

@@ -21,7 +21,7 @@ from typing import IO, Literal
 
 from echelon.constants import NUM_PRIORITIES
 from echelon.waiting import wait_until
-from p4client.bmruntime import RuntimeApiError, RuntimeClient, run_command
+from p4client.bmruntime import RuntimeClient
 from targets.process import TargetError, freeze_process, port_open, stop_process
 
 log = logging.getLogger(__name__)
@@ -80,17 +80,6 @@ class Target:
             return port_open(self.grpc_addr) and port_open(f"127.0.0.1:{self.thrift_port}")
 
         wait_until(ready, timeout, f"{self.kind} switch on {self.grpc_addr}")
-
-    def queue_command(self, line: str, timeout: float = 15.0) -> None:
-        """Apply one simple_switch_CLI queue command (``set_queue_rate 100 2``) to this
-        switch over BMv2's Thrift runtime API, which both targets serve;
-        :class:`TargetError` when the switch refuses it or cannot be reached."""
-        try:
-            run_command(self.thrift_port, line, timeout=timeout)
-        except RuntimeApiError as exc:
-            raise TargetError(
-                f"{self.kind} switch on thrift port {self.thrift_port}: {exc}"
-            ) from None
 
     def runtime(self, timeout: float = 15.0) -> RuntimeClient:
         """A Thrift runtime client (BMv2's ``bm_runtime`` API) for this switch; close it."""

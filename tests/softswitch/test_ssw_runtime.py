@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from p4client.bmruntime import RuntimeApiError, RuntimeClient, run_command
+from p4client.bmruntime import RuntimeApiError, RuntimeClient
 from p4client.p4rt import SwitchConnection
 from softswitch.bm.pipeline import Pipeline
 from softswitch.p4rt_server import P4RuntimeService, make_server
@@ -112,16 +112,6 @@ def test_queue_calls_reach_the_queues(rig: Rig) -> None:
     assert [x.rate for x in rig.queues.ports[1]] == [100.0] * 7 + [5.0]
     assert [x.depth for x in rig.queues.ports[2]] == [16] * 8
     assert [x.depth for x in rig.queues.ports[1]] == [3] + [64] * 7
-
-
-def test_run_command_parses_cli_syntax(rig: Rig) -> None:
-    run_command(rig.thrift, "set_queue_rate 100 1")
-    assert [x.rate for x in rig.queues.ports[1]] == [100.0] * 8
-    for bad, what in [("set_queue_rate fast", "value"), ("set_queue_rate 1 x", "egress_port")]:
-        with pytest.raises(RuntimeApiError, match=what):
-            run_command(rig.thrift, bad)
-    with pytest.raises(RuntimeApiError, match="unsupported"):
-        run_command(rig.thrift, "table_add x y")
 
 
 def test_reads_tables_counters_and_config(rig: Rig, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from p4client.bmruntime import RuntimeApiError
 from p4client.p4rt import SwitchConnection
-from targets.process import TargetError, free_port
+from targets.process import free_port
 from targets.switch import Target, start_target
 from tests.softswitch.p4json import bmv2_json
 from tests.targets.kinds import KINDS
@@ -45,11 +45,9 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
 
 
 def test_typed_client_on_both_targets(target: Target) -> None:
-    target.queue_command("set_queue_rate 100 1")
-    target.queue_command("set_queue_depth 32")
-    with pytest.raises(TargetError, match="egress_port"):
-        target.queue_command("set_queue_rate 100 one")
     with target.runtime() as rt:
+        rt.set_queue_rate(100, 1)
+        rt.set_queue_depth(32)
         rt.set_queue_rate(0, 1)
         (e,) = rt.table_entries("EchelonIngress.echelon_classify")
         assert e.match == (("exact", 0x0A000001), ("exact", 7))
