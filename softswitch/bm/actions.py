@@ -16,21 +16,18 @@ Counters count the ingress frame length in bytes, like BMv2
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from softswitch.bm import packet
 from softswitch.bm.digests import Digests, generate_digest
-from softswitch.bm.expr import Expr, compile_expr, constant_of
+from softswitch.bm.expr import Expr, PrimitiveFn, compile_expr, constant_of
 from softswitch.bm.hashing import Calculations, hash_based_offset, rng_uniform
 from softswitch.bm.layout import Layout
 from softswitch.bm.meters import execute_meter, meter_arrays
 from softswitch.bm.stacks import stack_shift
 from softswitch.errors import InvalidArgument
 from softswitch.tables import Counter
-
-#: A compiled action or primitive: state vector, action arguments.
-ActionFn = Callable[[list[int], Sequence[int]], None]
 
 
 class Register:
@@ -81,7 +78,7 @@ def _field_dst(lay: Layout, p: Any, where: str) -> tuple[int, int]:
     return slot, (1 << width) - 1
 
 
-def _dirtying(fn: ActionFn, raw: int | None) -> ActionFn:
+def _dirtying(fn: PrimitiveFn, raw: int | None) -> PrimitiveFn:
     """``fn`` followed by marking the written packet header as modified (see layout)."""
     if raw is None:
         return fn
@@ -93,13 +90,13 @@ def _dirtying(fn: ActionFn, raw: int | None) -> ActionFn:
     return write_then_dirty
 
 
-def _assign(lay: Layout, params: list[Any], where: str) -> ActionFn:
+def _assign(lay: Layout, params: list[Any], where: str) -> PrimitiveFn:
     """``dst = src`` truncated to dst's width; a packet header's raw slot is cleared."""
     slot, mask = _field_dst(lay, params[0], where)
     src = params[1]
     e = None if src.get("type") in ("runtime_data", "local") else compile_expr(lay, src, where)
     c = None if e is None else constant_of(e)
-    fn: ActionFn
+    fn: PrimitiveFn
     if e is None:
         i = int(src["value"])
 
@@ -131,7 +128,7 @@ def _assign(lay: Layout, params: list[Any], where: str) -> ActionFn:
     return _dirtying(fn, lay.raw_slot(params[0]["value"]))
 
 
-def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: str) -> ActionFn:
+def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: str) -> PrimitiveFn:
     """One primitive call. ``_jump*`` are handled by :func:`compile_action`."""
     op = prim["op"]
     params = prim.get("parameters", [])
@@ -247,7 +244,7 @@ def compile_primitive(lay: Layout, ext: Externs, prim: dict[str, Any], where: st
     raise InvalidArgument(where, "primitive is not supported by the soft switch")
 
 
-def compile_action(lay: Layout, ext: Externs, action: dict[str, Any]) -> ActionFn:
+def compile_action(lay: Layout, ext: Externs, action: dict[str, Any]) -> PrimitiveFn:
     """A fresh closure running the action's primitives in order (with p4c's jumps)."""
     where = f"action {action['name']!r}"
     prims = action.get("primitives", [])
@@ -293,7 +290,7 @@ def compile_action(lay: Layout, ext: Externs, action: dict[str, Any]) -> ActionF
     return run
 
 
-def _with_jumps(lay: Layout, ext: Externs, prims: list[Any], where: str) -> ActionFn:
+def _with_jumps(lay: Layout, ext: Externs, prims: list[Any], where: str) -> PrimitiveFn:
     # Each step: (kind, fn_or_cond, target); kind 0 = call, 1 = jump, 2 = jump if zero.
     code: list[tuple[int, Any, int]] = []
     for p in prims:

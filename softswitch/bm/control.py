@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from softswitch.bm.actions import ActionFn, Externs, compile_action
-from softswitch.bm.expr import compile_expr, hexstr
+from softswitch.bm.actions import Externs, compile_action
+from softswitch.bm.expr import PrimitiveFn, compile_expr, hexstr
 from softswitch.bm.layout import Layout
 from softswitch.errors import InvalidArgument
 from softswitch.tables import EXACT, LPM, OPTIONAL, RANGE, TERNARY, FieldMatch, KeyField, Table
@@ -32,7 +32,7 @@ _JSON_KINDS = {"exact": EXACT, "lpm": LPM, "ternary": TERNARY, "range": RANGE}
 _PRIO_TOP = (1 << 31) - 1
 
 
-class _ByAction(dict[ActionFn, Any]):
+class _ByAction(dict[PrimitiveFn, Any]):
     """Next node by action, also for a direct meter's wrapper of it (its ``orig``)."""
 
     def __missing__(self, fn: Any) -> Any:
@@ -53,7 +53,7 @@ class TableRuntime:
 
     name: str
     table: Table
-    actions: dict[int, ActionFn]
+    actions: dict[int, PrimitiveFn]
     names: dict[int, str]
     default_id: int
     default_args: tuple[int, ...]
@@ -62,7 +62,7 @@ class TableRuntime:
         default_factory=list
     )
 
-    def action_fn(self, name: str) -> ActionFn:
+    def action_fn(self, name: str) -> PrimitiveFn:
         """The closure of this table's action called ``name`` (p4c copies actions per table)."""
         for aid, aname in self.names.items():
             if aname == name:
@@ -143,7 +143,7 @@ class Controls:
         nt = t.get("next_tables", {})
         if "__HIT__" in nt or "__MISS__" in nt:
             hit_next, miss_next = build(nt.get("__HIT__")), build(nt.get("__MISS__"))
-            by_fn: dict[ActionFn, Node | None] = {}
+            by_fn: dict[PrimitiveFn, Node | None] = {}
         else:
             hit_next = miss_next = None
             by_fn = {rt.actions[aid]: build(nt.get(rt.names[aid])) for aid in rt.actions}
@@ -236,7 +236,7 @@ class Controls:
                 self._masked.setdefault(name, []).append(i)
                 slot = scratch
             fields.append(KeyField(k.get("name", str(i)), width, kind, slot))
-        actions: dict[int, ActionFn] = {}
+        actions: dict[int, PrimitiveFn] = {}
         names: dict[int, str] = {}
         for aid in t.get("action_ids", []):
             a = self._actions_json.get(aid)

@@ -26,11 +26,10 @@ from typing import Any
 from finsy.proto import p4r
 
 from p4client.p4info import encode
-from softswitch.bm.expr import compile_expr
+from softswitch.bm.expr import PrimitiveFn, compile_expr
 from softswitch.bm.layout import Layout
 from softswitch.errors import AlreadyExists, InvalidArgument, NotFound
 
-PrimitiveFn = Callable[[list[int], Sequence[int]], None]
 Sample = tuple[int, ...]
 
 

@@ -24,6 +24,8 @@ from softswitch.errors import InvalidArgument
 
 #: A compiled expression: state vector, action arguments -> value.
 Expr = Callable[[list[int], Sequence[int]], int]
+#: A compiled primitive or action: state vector, action arguments (it writes the state).
+PrimitiveFn = Callable[[list[int], Sequence[int]], None]
 
 _BINARY: dict[str, Callable[[int, int], int]] = {
     "+": operator.add,

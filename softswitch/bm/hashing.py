@@ -37,14 +37,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from softswitch.bm.expr import compile_expr, constant_of, hexstr
+from softswitch.bm.expr import PrimitiveFn, compile_expr, constant_of, hexstr
 from softswitch.bm.layout import Layout
 from softswitch.errors import InvalidArgument
 
 #: A hash over bytes.
 HashFn = Callable[[bytes], int]
-#: A compiled primitive: state vector, action arguments.
-PrimitiveFn = Callable[[list[int], Sequence[int]], None]
 
 _U64 = (1 << 64) - 1
 _REFLECT8 = tuple(int(f"{b:08b}"[::-1], 2) for b in range(256))

@@ -24,11 +24,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from softswitch.bm.expr import compile_expr
+from softswitch.bm.expr import PrimitiveFn, compile_expr
 from softswitch.bm.layout import Layout
 from softswitch.errors import InvalidArgument
 
-PrimitiveFn = Callable[[list[int], Sequence[int]], None]
 GREEN, YELLOW, RED = 0, 1, 2
 #: One rate: [units per µs, burst, tokens, tokens counted since the origin].
 _Rate = list[float]

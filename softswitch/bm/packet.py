@@ -44,16 +44,15 @@ a program that always resubmits spins forever there); beyond it they are dropped
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from softswitch.bm.digests import Digests
-from softswitch.bm.expr import compile_expr
+from softswitch.bm.expr import PrimitiveFn, compile_expr
 from softswitch.bm.layout import Layout
 from softswitch.errors import InvalidArgument
 
-PrimitiveFn = Callable[[list[int], Sequence[int]], None]
 #: A packet between ingress and egress: state vector, frame, parser end offset.
 PacketState = tuple[list[int], bytes, int]
 #: What ingress hands the queues for a packet it did not drop: (egress port, priority, state).

@@ -25,11 +25,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from softswitch.bm.expr import compile_expr, constant_of
+from softswitch.bm.expr import PrimitiveFn, compile_expr, constant_of
 from softswitch.bm.layout import Layout
 from softswitch.errors import InvalidArgument
 
-PrimitiveFn = Callable[[list[int], Sequence[int]], None]
 #: A parser operation: (state vector, frame, offset) -> offset.
 ParserOp = Callable[[list[int], bytes, int], int]
 
