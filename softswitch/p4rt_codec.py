@@ -379,11 +379,6 @@ def decoder(pl: Pipeline) -> Decoder:
     return dec
 
 
-def decode_table_entry(pl: Pipeline, te: p4r.TableEntry, needs_action: bool) -> DecodedEntry:
-    """Validate a written table entry (``needs_action`` for INSERT/MODIFY)."""
-    return decoder(pl).table_entry(te, needs_action)
-
-
 def by_id(infos: Mapping[int, T], field: str, object_id: int) -> T:
     """The object P4Info id ``object_id`` names, or INVALID_ARGUMENT naming ``field``."""
     info = infos.get(object_id)

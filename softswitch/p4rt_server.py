@@ -383,7 +383,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):  # type: ignore[misc]
         if te.is_default_action:
             return [codec.default_entry(pl, info) for info in infos]
         if te.table_id and len(te.match):
-            d = codec.decode_table_entry(pl, te, needs_action=False)
+            d = codec.decoder(pl).table_entry(te, needs_action=False)
             entry = d.info.table.get(d.key, d.priority)
             return [] if entry is None else [entry.payload]
         out: list[p4r.TableEntry] = []

@@ -219,7 +219,6 @@ class Pipeline:
         self.digests = ext.digests
         for d in p4info.digests:
             self.digests.bind(d.preamble.id, d.preamble.name)
-        self.registers: dict[str, Register] = ext.registers
         self.register_infos = self._bind_registers(p4info, ext)
 
     # ------------------------------------------------------------------ binding

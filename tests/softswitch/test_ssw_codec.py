@@ -180,7 +180,7 @@ def _check(program: str, te: p4r.TableEntry, needs_action: bool) -> bool:
     pl = LOADED[program][1]
     request = p4r.TableEntry()
     request.CopyFrom(te)
-    got = _outcome(codec.decode_table_entry, pl, request, needs_action)
+    got = _outcome(lambda p, e, n: codec.decoder(p).table_entry(e, n), pl, request, needs_action)
     assert got == _outcome(reference.decode_table_entry, pl, te, needs_action)
     assert request == te  # the request is never changed
     return len(got) == 5
@@ -240,10 +240,10 @@ def test_canonical_entries_are_stored_as_sent() -> None:
     for program, te in plain_entries():
         pl = LOADED[program][1]
         assert _check(program, te, True), te.table_id
-        assert codec.decode_table_entry(pl, te, True).proto is te
+        assert codec.decoder(pl).table_entry(te, True).proto is te
         te.ClearField("action")
         assert _check(program, te, False), te.table_id
-        assert codec.decode_table_entry(pl, te, False).proto is te
+        assert codec.decoder(pl).table_entry(te, False).proto is te
         taken += 1
     assert taken >= 5
 
@@ -261,7 +261,7 @@ def test_each_kind_of_irregular_entry_agrees_with_the_reference() -> None:
         for name, changed in _perturbations(te, widths).items():
             for needs_action in (True, False):
                 if _check(program, changed, needs_action):
-                    d = codec.decode_table_entry(pl, changed, needs_action)
+                    d = codec.decoder(pl).table_entry(changed, needs_action)
                     if d.proto is not changed:
                         copied.add(name)
                         assert d.proto != changed

@@ -40,7 +40,7 @@ def _route_all() -> None:
             "EchelonIngress.ipv4_forward",
             {"dstAddr": 5, "port": 2},
         )
-        d = codec.decode_table_entry(PIPELINE, te, needs_action=True)
+        d = codec.decoder(PIPELINE).table_entry(te, needs_action=True)
         assert d.call is not None
         d.info.table.insert(d.key, d.priority, d.call, d.proto)
 

@@ -80,7 +80,7 @@ def pl(names: Names) -> Pipeline:
 
 
 def install(p: Pipeline, te: p4r.TableEntry) -> None:
-    d = codec.decode_table_entry(p, te, needs_action=True)
+    d = codec.decoder(p).table_entry(te, needs_action=True)
     assert d.call is not None
     d.info.table.insert(d.key, d.priority, d.call, d.proto)
 

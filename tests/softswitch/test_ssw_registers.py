@@ -29,7 +29,7 @@ CELLS = 64 * NUM_PRIORITIES
 
 
 def cells(p: Pipeline, name: str) -> list[int]:
-    return p.registers[name].cells
+    return next(i.register for i in p.register_infos.values() if i.name == name).cells
 
 
 def test_egress_records_the_queue_it_left(pl: Pipeline) -> None:  # noqa: F811

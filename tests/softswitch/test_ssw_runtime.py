@@ -208,7 +208,9 @@ def test_register_commands_as_bmv2(rig: Rig, binary: str, tmp_path: Path) -> Non
         f"register_write {name} 3 5\nregister_read {name} 9\n",
     )
     assert f"{name}[9]= 1" in out  # truncated to the register's 32 bits, as BMv2 does
-    cells = rig.service.pipeline.registers[name].cells if rig.service.pipeline else []
+    pl = rig.service.pipeline
+    infos = pl.register_infos.values() if pl else ()
+    cells = next(i.register.cells for i in infos if i.name == name)
     assert cells[:5] == [0, 0, 5, 5, 0] and cells[9] == 1
     with RuntimeClient(rig.thrift) as rt:
         assert rt.read_register(name, 3) == 5
