@@ -86,8 +86,9 @@ class Bench:
         r.raise_for_status()
         return dict(r.json())
 
-    def register(self, name: str) -> float:
-        r, dt, _ = timed(partial(self.http.post, "/jobs", json=job(name)))
+    def register(self, name: str, body: dict[str, Any] | None = None) -> float:
+        """Register ``body`` (default: :func:`job`) as ``name``: the request's wall time."""
+        r, dt, _ = timed(partial(self.http.post, "/jobs", json=body or job(name)))
         if r.status_code != 201:
             raise SystemExit(f"error: registering {name}: {r.status_code} {r.text}")
         return dt

@@ -119,9 +119,7 @@ def run(kind: Literal["soft", "bmv2"], n_jobs: int, n_events: int, alive: int,
             b.start_switch()
             b.start_daemon()
             for k in range(n_jobs):
-                r = b.http.post("/jobs", json=job(f"j{k}", k))
-                if r.status_code != 201:
-                    raise SystemExit(f"error: registering j{k}: {r.status_code} {r.text}")
+                b.register(f"j{k}", job(f"j{k}", k))
             rep = Reporter(b)
             evs = events(n_jobs, alive)
             print(f"target {kind}, {n_jobs} jobs registered, {alive} in flight, "

@@ -46,8 +46,6 @@ from echelon.waiting import wait_until
 from p4client.p4info import P4Info
 from p4client.p4rt import SwitchConnection
 from softswitch.grpc_limits import Limits
-from targets.process import free_port
-from targets.switch import start_target
 
 #: Seconds the first Read may take to answer before the bench gives up.
 READ_START_TIMEOUT_S = 30.0
@@ -174,16 +172,7 @@ def run_packets(rate: float, duration: float) -> int:
     info = P4Info.load(ssb.P4INFO)
     entries = ssb.base_entries(info) + ssb.filler_entries(info)
     k = max(1, min(1000, Limits().max_read_entities // len(entries)))
-    ssb.teardown_net()
-    target = None
-    try:
-        ssb.setup_net()
-        addr = f"127.0.0.1:{free_port()}"
-        ports = {1: f"{ssb.PREFIX}p1", 2: f"{ssb.PREFIX}p2"}
-        target = start_target("soft", ports, addr, free_port(), cpus=str(switch_cpu))
-        with SwitchConnection(addr, p4info=info) as sw:
-            sw.set_pipeline(info, ssb.BMV2_JSON.read_bytes())
-            sw.write(sw.updates("INSERT", entries), chunk=1000)
+    with ssb.veth_switch("soft", info, entries, switch_cpu) as sw:
         print(
             f"soft switch on CPU {switch_cpu}, traffic on {traffic_cpus}; {len(entries)} "
             f"table entries; big Read = {k} table wildcards; {rate:.0f} pkt/s for {duration} s"
@@ -199,7 +188,7 @@ def run_packets(rate: float, duration: float) -> int:
             ("big Reads", ("big",)),
         ]
         for phase, kinds in phases:
-            reader = Reader(addr, k, kinds=kinds) if kinds else None
+            reader = Reader(sw.grpc_addr, k, kinds=kinds) if kinds else None
             if reader is not None:
                 reader.start()
             try:
@@ -221,10 +210,6 @@ def run_packets(rate: float, duration: float) -> int:
                 f"| {r['p99_us']:.0f} | {reads} |"
             )
         return 1 if failed else 0
-    finally:
-        if target is not None:
-            target.stop()
-        ssb.teardown_net()
 
 
 def main(argv: list[str] | None = None) -> int:

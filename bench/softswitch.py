@@ -28,6 +28,7 @@ a test: numbers depend on the machine and on what else runs on it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -37,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +86,32 @@ def teardown_net() -> None:
     for i in (1, 2):
         subprocess.run(["ip", "link", "del", f"{PREFIX}p{i}"], capture_output=True)
         subprocess.run(["ip", "netns", "del", f"{PREFIX}h{i}"], capture_output=True)
+
+
+@contextlib.contextmanager
+def veth_switch(
+    kind: str, info: P4Info, entries: Sequence[TableEntry], cpu: int
+) -> Iterator[SwitchConnection]:
+    """The two host namespaces joined to a ``kind`` switch (ports 1 and 2) pinned to
+    ``cpu``, given p4c's echelon.json and ``entries``: a connection to it, open; the
+    switch stopped and the namespaces removed on exit (this benchmark's and
+    ``bench.read_bound --packets``'s)."""
+    teardown_net()
+    target = None
+    try:
+        setup_net()
+        addr = f"127.0.0.1:{free_port()}"
+        ports = {1: f"{PREFIX}p1", 2: f"{PREFIX}p2"}
+        target = start_target(kind, ports, addr, free_port(), cpus=str(cpu))  # type: ignore[arg-type]
+        with SwitchConnection(addr, p4info=info) as sw:
+            # Both targets run p4c's BMv2 JSON (the soft switch executes it).
+            sw.set_pipeline(info, BMV2_JSON.read_bytes())
+            sw.write(sw.updates("INSERT", entries), chunk=1000)
+            yield sw
+    finally:
+        if target is not None:
+            target.stop()
+        teardown_net()
 
 
 def base_entries(c: P4Info) -> list[TableEntry]:
@@ -335,71 +363,53 @@ def run_target(
     """The whole sweep on one target; per entry count, the loss-free rate (the highest
     offered rate such that it and every lower one delivered every packet; 0 if the
     lowest lost) and the highest delivered rate."""
-    teardown_net()
-    target = None
     lossfree: dict[int, tuple[float, float]] = {}
-    try:
-        setup_net()
-        addr = f"127.0.0.1:{free_port()}"
-        ports = {1: f"{PREFIX}p1", 2: f"{PREFIX}p2"}
-        target = start_target(kind, ports, addr, free_port(), cpus=str(switch_cpu))  # type: ignore[arg-type]
-        with SwitchConnection(addr, p4info=info) as sw:
-            # Both targets run p4c's BMv2 JSON (the soft switch executes it).
-            sw.set_pipeline(info, BMV2_JSON.read_bytes())
-            sw.insert(base_entries(info))
-            print(
-                f"# {kind} switch benchmark (switch on CPU {switch_cpu}, traffic on {traffic_cpus})"
-            )
-            lat = traffic(args.latency_rate, args.duration, traffic_cpus)
-            print(
-                f"\nLatency at {lat['pps']:.0f} pkt/s: median {lat['p50_us']:.0f} µs, "
-                f"p99 {lat['p99_us']:.0f} µs (lost {lat['loss']})"
-            )
-            for n_entries in (10, 10000):
-                if n_entries == 10000:
-                    t0 = time.monotonic()
-                    sw.write(sw.updates("INSERT", filler), chunk=1000)
-                    dt = time.monotonic() - t0
-                    print(
-                        f"\nInstalled {len(filler)} more entries over P4Runtime in {dt:.2f} s "
-                        f"({len(filler) / dt:.0f} entries/s, batches of 1000)"
-                    )
-                rows = [traffic(r, args.duration, traffic_cpus) for r in rates]
+    with veth_switch(kind, info, base_entries(info), switch_cpu) as sw:
+        print(f"# {kind} switch benchmark (switch on CPU {switch_cpu}, traffic on {traffic_cpus})")
+        lat = traffic(args.latency_rate, args.duration, traffic_cpus)
+        print(
+            f"\nLatency at {lat['pps']:.0f} pkt/s: median {lat['p50_us']:.0f} µs, "
+            f"p99 {lat['p99_us']:.0f} µs (lost {lat['loss']})"
+        )
+        for n_entries in (10, 10000):
+            if n_entries == 10000:
+                t0 = time.monotonic()
+                sw.write(sw.updates("INSERT", filler), chunk=1000)
+                dt = time.monotonic() - t0
                 print(
-                    f"\n## {kind}, {n_entries} entries\n\n| target pps | offered pps |"
-                    " delivered pps | lost | p50 µs | p99 µs | per-queue (0..7) |"
-                    "\n|---|---|---|---|---|---|---|"
+                    f"\nInstalled {len(filler)} more entries over P4Runtime in {dt:.2f} s "
+                    f"({len(filler) / dt:.0f} entries/s, batches of 1000)"
                 )
-                for r in rows:
-                    dpps = r["received"] / r["elapsed"]
-                    print(
-                        f"| {r['rate']:.0f} | {r['pps']:.0f} | {dpps:.0f} | {r['loss']} | "
-                        f"{r['p50_us']:.0f} | {r['p99_us']:.0f} | {r['per_prio']} |"
-                    )
-                clean = 0.0
-                for r in rows:  # rates ascend: stop at the first that lost anything
-                    if r["loss"]:
-                        break
-                    clean = r["pps"]
-                best = max(r["received"] / r["elapsed"] for r in rows)
-                lossfree[n_entries] = (clean, best)
-                print(f"\nloss-free up to: {clean:.0f} pkt/s; most delivered: {best:.0f} pkt/s")
-        target.stop()
-        target = None
-        if kind == "soft":
-            print("\n## pipeline cost in-process (CPU µs/packet, median of 3 alternating runs)\n")
-            small, big = [], []
-            for _ in range(3):
-                small.append(pipeline_cost(info, False))
-                big.append(pipeline_cost(info, True))
+            rows = [traffic(r, args.duration, traffic_cpus) for r in rates]
             print(
-                f"10 entries: {statistics.median(small):.2f}; "
-                f"10000 entries: {statistics.median(big):.2f}"
+                f"\n## {kind}, {n_entries} entries\n\n| target pps | offered pps |"
+                " delivered pps | lost | p50 µs | p99 µs | per-queue (0..7) |"
+                "\n|---|---|---|---|---|---|---|"
             )
-    finally:
-        if target is not None:
-            target.stop()
-        teardown_net()
+            for r in rows:
+                dpps = r["received"] / r["elapsed"]
+                print(
+                    f"| {r['rate']:.0f} | {r['pps']:.0f} | {dpps:.0f} | {r['loss']} | "
+                    f"{r['p50_us']:.0f} | {r['p99_us']:.0f} | {r['per_prio']} |"
+                )
+            clean = 0.0
+            for r in rows:  # rates ascend: stop at the first that lost anything
+                if r["loss"]:
+                    break
+                clean = r["pps"]
+            best = max(r["received"] / r["elapsed"] for r in rows)
+            lossfree[n_entries] = (clean, best)
+            print(f"\nloss-free up to: {clean:.0f} pkt/s; most delivered: {best:.0f} pkt/s")
+    if kind == "soft":
+        print("\n## pipeline cost in-process (CPU µs/packet, median of 3 alternating runs)\n")
+        small, big = [], []
+        for _ in range(3):
+            small.append(pipeline_cost(info, False))
+            big.append(pipeline_cost(info, True))
+        print(
+            f"10 entries: {statistics.median(small):.2f}; "
+            f"10000 entries: {statistics.median(big):.2f}"
+        )
     return lossfree
 
 
