@@ -41,7 +41,7 @@ from echelon.jobgen import job_for_parallelism
 from echelon.jobs import load_description, load_job, load_job_file
 from echelon.models import MODEL_NAMES, load_model
 from echelon.network import BigSwitch
-from echelon.paradigms import PARADIGMS
+from echelon.paradigms import PARADIGMS, get_paradigm
 from echelon.policies import POLICIES, get_policy, not_installable, plugin_names
 from echelon.quantize import flow_levels, quantize
 from echelon.schedule import Network
@@ -55,10 +55,9 @@ EXAMPLES = Path(__file__).parent / "examples"
 
 
 def example_text(paradigm: str) -> str:
-    """The shipped example description of ``paradigm`` (YAML text)."""
-    if paradigm not in PARADIGMS:
-        raise SpecError("paradigm", f"unknown paradigm {paradigm!r} (known: {sorted(PARADIGMS)})")
-    return (EXAMPLES / f"{paradigm}.yaml").read_text()
+    """The shipped example description of ``paradigm`` (YAML text); an unknown one is
+    :func:`~echelon.paradigms.get_paradigm`'s error."""
+    return (EXAMPLES / f"{get_paradigm(paradigm).name}.yaml").read_text()
 
 
 def show(args: argparse.Namespace) -> dict[str, Any]:

@@ -78,12 +78,18 @@ def optimum(inst: Instance) -> float:
     masks = np.cumsum(1 << perms, axis=1)
     done = np.empty_like(masks, dtype=np.float64)
     np.put_along_axis(done, perms, makespan[masks], axis=1)  # done[:, j] = C_j
+    return float(_delays(done, due, weight, group).min())
+
+
+def _delays(done: np.ndarray, due: np.ndarray, weight: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Per row of ``done`` (each flow's finish under one order), the total weighted
+    formation delay; ``due`` is each flow's ``t_ref + A(j)``, ``group`` its group."""
     late = done - due  # C_j - (t_ref + A(j))
-    cost = np.zeros(len(perms))
-    for g in range(len(inst.groups)):
+    cost = np.zeros(len(done))
+    for g in np.unique(group):
         cols = np.flatnonzero(group == g)
         cost += weight[cols[0]] * np.maximum(late[:, cols].max(axis=1), 0.0)
-    return float(cost.min())
+    return cost
 
 
 def _subset_makespans(size: np.ndarray, rel: np.ndarray) -> np.ndarray:
@@ -147,11 +153,7 @@ class MyopicOptimum:
         perms = np.array(list(itertools.permutations(range(len(rows)))), dtype=np.int64)
         done = np.empty(perms.shape, dtype=np.float64)
         np.put_along_axis(done, perms, now + np.cumsum(size[perms], axis=1), axis=1)
-        cost = np.zeros(len(perms))
-        for g in np.unique(group):
-            cols = np.flatnonzero(group == g)
-            cost += weight[cols[0]] * np.maximum((done[:, cols] - due[cols]).max(axis=1), 0.0)
-        best = perms[int(np.argmin(cost))]
+        best = perms[int(np.argmin(_delays(done, due, weight, group)))]
         self._rank = {rows[j][0]: pos for pos, j in enumerate(best.tolist())}
         self._now = now
         self._seen = {ef.name: _signature(ef) for ef in echelons}

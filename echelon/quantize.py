@@ -45,7 +45,7 @@ import numpy.typing as npt
 
 from echelon.constants import ECHELON_LEVELS, MAX_DEADLINE_US, PRIO_MAX
 from echelon.errors import SpecError
-from echelon.model import EchelonFlow, FlowKey, offset_us
+from echelon.model import EchelonFlow, FlowKey
 from echelon.schedule import DeadlineRange, EchelonLevels, Schedule
 
 Ints = npt.NDArray[np.int64]
@@ -83,12 +83,7 @@ def offset_levels(name: str, levels: Iterable[tuple[int, int]]) -> EchelonLevels
     """One EchelonFlow's deadline ranges from ``(offset_us, level)`` of its flows: flows
     the switch cannot tell apart (same offset) take the best level among them, and each
     run of equal levels over the sorted offsets is one range; the ranges cover the field."""
-    pairs = np.array(list(levels), dtype=np.int64).reshape(-1, 2)
-    offsets, best = _offset_best(np.zeros(len(pairs), dtype=np.int64), pairs[:, 0], pairs[:, 1])
-    runs: list[tuple[int, int]] = []
-    for us, lv in zip(offsets.tolist(), best.tolist(), strict=True):
-        if not runs or lv != runs[-1][1]:
-            runs.append((us, lv))
+    runs = _runs(levels)
     ranges = tuple(
         DeadlineRange(
             0 if i == 0 else lo,
@@ -98,6 +93,19 @@ def offset_levels(name: str, levels: Iterable[tuple[int, int]]) -> EchelonLevels
         for i, (lo, lv) in enumerate(runs)
     )
     return EchelonLevels(name, max(lv for _, lv in runs), ranges)
+
+
+def _runs(pairs: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``(offset_us, value)`` of some flows of one EchelonFlow as the switch sees them:
+    per distinct offset the largest value among its flows, and of each run of equal
+    values over the sorted offsets its first offset: ``[(first offset_us, value)]``."""
+    rows = np.array(list(pairs), dtype=np.int64).reshape(-1, 2)
+    offsets, best = _offset_best(np.zeros(len(rows), dtype=np.int64), rows[:, 0], rows[:, 1])
+    runs: list[tuple[int, int]] = []
+    for us, value in zip(offsets.tolist(), best.tolist(), strict=True):
+        if not runs or value != runs[-1][1]:
+            runs.append((us, value))
+    return runs
 
 
 @dataclass(frozen=True)
@@ -127,8 +135,8 @@ class FlowRows:
 
 
 def us_of(offsets: Floats) -> Ints:
-    """Offsets in seconds as the data plane matches them (:func:`_us` over an array:
-    ``np.rint`` rounds half to even, as ``round`` does)."""
+    """Offsets in seconds as the data plane matches them: whole µs (``offset_us`` over an
+    array: ``np.rint`` rounds half to even, as ``round`` does), clamped to 32 bits."""
     us: Ints = np.minimum(np.rint(offsets * 1e6), MAX_DEADLINE_US).astype(np.int64)
     return us
 
@@ -328,22 +336,10 @@ def _classes(
     """
     name = ef.name
     flows = [f for f in ef.flows if live is None or (name, f.index) in live] or list(ef.flows)
-    best: dict[int, int] = {}
-    for f in flows:
-        us = _us(f.offset)
-        r = rank.get((name, f.index), 0)
-        if us not in best or r < best[us]:
-            best[us] = r
-    out: list[tuple[int, int]] = []
-    for us in sorted(best):
-        if not out or best[us] != out[-1][1]:
-            out.append((us, best[us]))
-    return out
-
-
-def _us(offset: float) -> int:
-    """An offset as the data plane matches it: whole µs (``offset_us``), clamped to 32 bits."""
-    return min(offset_us(offset), MAX_DEADLINE_US)
+    us = us_of(np.array([f.offset for f in flows], dtype=np.float64)).tolist()
+    # the best rank is the smallest: the largest of the negated ranks
+    runs = _runs(zip(us, (-rank.get((name, f.index), 0) for f in flows), strict=True))
+    return [(us, -r) for us, r in runs]
 
 
 def _bands(usable: Sequence[int], desc: Sequence[int]) -> list[list[int]]:

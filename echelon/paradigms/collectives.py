@@ -13,7 +13,7 @@ whole collective; only the step-by-step pipelining is not modelled.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
 
 from echelon.paradigms.plan import PlanBuilder
@@ -21,6 +21,21 @@ from echelon.paradigms.plan import PlanBuilder
 
 def _chunk(size: int, parts: int) -> int:
     return -(-size // parts)
+
+
+def _flows(
+    b: PlanBuilder,
+    group: str,
+    hosts: Sequence[str],
+    sends: Iterable[tuple[str, str, int]],
+    producers: Mapping[str, str | None],
+) -> dict[str, list[int]]:
+    """Add the flows ``sends`` (source, destination, bytes), each released when its
+    source's producer ends: every collective below is its list of sends."""
+    received: dict[str, list[int]] = {h: [] for h in hosts}
+    for src, dst, size in sends:
+        received[dst].append(b.flow(group, src, dst, size, producers[src]))
+    return received
 
 
 def ring(
@@ -33,15 +48,10 @@ def ring(
     chunk: int,
 ) -> dict[str, list[int]]:
     """``steps_per_host`` ring steps; in each, host i sends ``chunk`` bytes to host i+1."""
-    received: dict[str, list[int]] = {h: [] for h in hosts}
     n = len(hosts)
-    if n < 2 or size <= 0:
-        return received
-    for _step in range(steps_per_host):
-        for i, src in enumerate(hosts):
-            dst = hosts[(i + 1) % n]
-            received[dst].append(b.flow(group, src, dst, chunk, producers[src]))
-    return received
+    steps = steps_per_host if n >= 2 and size > 0 else 0
+    sends = ((src, hosts[(i + 1) % n], chunk) for _ in range(steps) for i, src in enumerate(hosts))
+    return _flows(b, group, hosts, sends, producers)
 
 
 def ring_allreduce(
@@ -64,13 +74,10 @@ def ring_allgather(
     size: int,
     producers: Mapping[str, str | None],
 ) -> dict[str, list[int]]:
-    """Ring all-gather of a ``size``-byte tensor sharded over the hosts: N-1 steps."""
+    """Ring all-gather of a ``size``-byte tensor sharded over the hosts: N-1 steps.
+    Reduce-scatter moves the same bytes in the same ring pattern, so it is this too."""
     n = len(hosts)
     return ring(b, group, hosts, size, producers, n - 1, _chunk(size, max(n, 1)))
-
-
-ring_reducescatter = ring_allgather
-"""Reduce-scatter moves the same bytes as all-gather, in the same ring pattern."""
 
 
 def all_to_all(
@@ -81,14 +88,8 @@ def all_to_all(
     producers: Mapping[str, str | None],
 ) -> dict[str, list[int]]:
     """Every host sends ``pair_bytes`` to every other host (MoE dispatch/combine)."""
-    received: dict[str, list[int]] = {h: [] for h in hosts}
-    if pair_bytes <= 0:
-        return received
-    for src in hosts:
-        for dst in hosts:
-            if dst != src:
-                received[dst].append(b.flow(group, src, dst, pair_bytes, producers[src]))
-    return received
+    pairs = [(s, d) for s in hosts for d in hosts if d != s] if pair_bytes > 0 else []
+    return _flows(b, group, hosts, ((s, d, pair_bytes) for s, d in pairs), producers)
 
 
 def chain(
@@ -100,12 +101,8 @@ def chain(
 ) -> dict[str, list[int]]:
     """``hosts[0] -> hosts[1] -> ... -> hosts[-1]``, ``size`` bytes per hop: a pipelined
     broadcast from ``hosts[0]`` (NCCL's ring broadcast); reversed, a reduce to the last."""
-    received: dict[str, list[int]] = {h: [] for h in hosts}
-    if size <= 0:
-        return received
-    for src, dst in pairwise(hosts):
-        received[dst].append(b.flow(group, src, dst, size, producers[src]))
-    return received
+    hops = pairwise(hosts) if size > 0 else []
+    return _flows(b, group, hosts, ((s, d, size) for s, d in hops), producers)
 
 
 def star(
@@ -119,12 +116,6 @@ def star(
 ) -> dict[str, list[int]]:
     """One flow of ``pair_bytes`` between ``root`` and every other host: into the root
     (gather) or out of it (scatter)."""
-    received: dict[str, list[int]] = {h: [] for h in hosts}
-    if pair_bytes <= 0:
-        return received
-    for h in hosts:
-        if h == root:
-            continue
-        src, dst = (h, root) if to_root else (root, h)
-        received[dst].append(b.flow(group, src, dst, pair_bytes, producers[src]))
-    return received
+    others = [h for h in hosts if h != root] if pair_bytes > 0 else []
+    pairs = ((h, root) if to_root else (root, h) for h in others)
+    return _flows(b, group, hosts, ((s, d, pair_bytes) for s, d in pairs), producers)

@@ -14,7 +14,7 @@ parameters are all-gathered; after backward, its gradients are reduce-scattered.
 from __future__ import annotations
 
 from echelon.paradigms.base import ComputeTimes, Paradigm, at_least_two_hosts
-from echelon.paradigms.collectives import ring_allgather, ring_reducescatter
+from echelon.paradigms.collectives import ring_allgather
 from echelon.paradigms.plan import PlanBuilder
 from echelon.specs import Bytes, Records, Seconds, SpecModel
 
@@ -37,7 +37,7 @@ def build(b: PlanBuilder, hosts: tuple[str, ...], p: FsdpParams) -> None:
     grads: dict[str, list[int]] = {h: [] for h in hosts}
     for i in reversed(range(n)):
         done = {h: b.tid(f"bwd/l{i}@{h}") for h in hosts}
-        for h, got in ring_reducescatter(
+        for h, got in ring_allgather(  # reduce-scatter: the same sends
             b, "reducescatter", hosts, p.layers[i].param_bytes, done
         ).items():
             grads[h] += got

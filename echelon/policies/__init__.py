@@ -34,19 +34,6 @@ from echelon.policies.group import (
 )
 from echelon.schedule import Policy
 
-POLICIES: tuple[str, ...] = (
-    "echelon",
-    "echelon-v1",
-    "sebf-edf",
-    "fair",
-    "fifo",
-    "srpt",
-    "edf",
-    "varys",
-    "sincronia",
-    "coflow",
-)
-
 _CLASSES: dict[str, type[Policy]] = {
     "echelon": EchelonPolicy,
     "echelon-v1": EchelonV1Policy,
@@ -59,6 +46,8 @@ _CLASSES: dict[str, type[Policy]] = {
     "sincronia": SincroniaPolicy,
     "coflow": CoflowPolicy,
 }
+#: The built-in policies' names, in the order ``echelon list`` shows them.
+POLICIES: tuple[str, ...] = tuple(_CLASSES)
 
 #: The entry-point group a package lists its policies in (``name = "module:Class"``).
 ENTRY_POINT_GROUP = "echelon.policies"

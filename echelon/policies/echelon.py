@@ -106,7 +106,6 @@ from echelon.policies.table import (
     contested_groups,
     dense_rank,
     group_lateness,
-    layout_finish,
     segments,
     serial_finish,
 )
@@ -296,27 +295,19 @@ class EchelonPolicy(TablePolicy):
         def from_lateness(late: Floats) -> Floats:
             return due + counted_lateness(late, grace, self.share)[t.ech]
 
-        def virtual_deadlines(finish: Floats) -> Floats:
-            return from_lateness(group_lateness(t, finish, due))
-
-        if self.graced and self.swaps > 0:
-            # one pass of adjacent interchanges (interchange.py), which also lays the
-            # chosen order out interleaved: its lateness gives the final deadlines
+        if self.graced:
+            # one pass of adjacent interchanges (interchange.py; none when swaps is 0),
+            # which also lays the chosen order out interleaved: the serial layout
+            # overstates how late a group is when another group's flows with time to
+            # spare can let it pass, so the lateness measured once more on the
+            # interleaved layout gives the final deadlines
             position, late = interchange(
                 t, position, cls, due, from_lateness, now, self.swaps, self.pairs
             )
             order = np.argsort(position, kind="stable")
             virtual = from_lateness(late)
         else:
-            virtual = virtual_deadlines(serial_finish(t, position, now))
-            if self.graced:
-                # the serial layout overstates how late a group is when another group's
-                # flows with time to spare can let it pass: measure it once more on the
-                # interleaved layout those deadlines produce
-                flow_cls = cls[t.ech]
-                virtual = virtual_deadlines(
-                    layout_finish(t, (position[t.ech], due, virtual, flow_cls), now)
-                )
+            virtual = from_lateness(group_lateness(t, serial_finish(t, position, now), due))
         keys: tuple[Floats | Ints, ...] = (
             (cls[t.ech], virtual, due) if self.interleave else (position[t.ech], virtual)
         )

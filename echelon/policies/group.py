@@ -16,7 +16,6 @@ from echelon.policies.table import (
     TablePolicy,
     bottlenecks,
     dense_rank,
-    effective_bottleneck,
     link_loads,
 )
 from echelon.schedule import Schedule
@@ -123,7 +122,7 @@ class VarysPolicy(_GroupPolicy):
     name = "varys"
 
     def order(self, t: FlowTable, now: float) -> Ints:
-        key = effective_bottleneck(t, use_offsets=False) / t.weight
+        key = bottlenecks(t)[0] / t.weight
         return np.lexsort((t.name_rank, t.t_ref, key))
 
 

@@ -160,21 +160,16 @@ def _int_lexsort(*keys: npt.NDArray[np.generic]) -> Ints:
     return np.argsort(combined, kind="stable")
 
 
-def effective_bottleneck(t: FlowTable, use_offsets: bool = True) -> Floats:
-    """Per echelon ``Γ = max over links l, flows j on l of (P_l(j) - A(j))``.
-
-    ``P_l(j)`` is the time link ``l`` needs for the echelon's flows up to ``j``
-    (index order) at full capacity. Γ is how long after starting the echelon
-    alone its formation is complete: served alone from ``now``, the echelon is on
-    time iff ``now + Γ <= t_ref``. With ``use_offsets=False`` (``A`` read as 0) it
-    is Varys' bottleneck ``max_l bytes_l / cap_l``. Echelons with nothing left get 0.
-    """
-    coflow, gamma = bottlenecks(t)
-    return gamma if use_offsets else coflow
-
-
 def bottlenecks(t: FlowTable) -> tuple[Floats, Floats]:
-    """``(p, Γ)`` per echelon from one pass: the coflow bottleneck and the effective one."""
+    """``(p, Γ)`` per echelon from one pass: the coflow bottleneck and the effective one.
+
+    ``p = max_l P_l(last)`` is Varys' bottleneck ``max_l bytes_l / cap_l``, where
+    ``P_l(j)`` is the time link ``l`` needs for the echelon's flows up to ``j`` (index
+    order) at full capacity. ``Γ = max over links l, flows j on l of (P_l(j) - A(j))``
+    is how long after starting the echelon alone its formation is complete: served
+    alone from ``now``, the echelon is on time iff ``now + Γ <= t_ref``. Echelons
+    with nothing left get 0 for both.
+    """
     n = len(t.names)
     f, e, _lk, secs, starts = segments(t)
     p = np.zeros(n, dtype=np.float64)

@@ -21,7 +21,7 @@ from echelon.model import (
 )
 from echelon.network import BigSwitch
 from echelon.policies import get_policy
-from echelon.policies.table import build_table, effective_bottleneck
+from echelon.policies.table import bottlenecks, build_table
 from echelon.timeline import render
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -106,8 +106,9 @@ def test_inter_group_example() -> None:
         groups.append(EchelonFlow(name, name, "g", flows, float(g["t_ref"])))
     net = BigSwitch.uniform(["h1", "h2"], cap)
     table = build_table(groups, net)
-    gamma = dict(zip(table.names, effective_bottleneck(table).tolist(), strict=True))
-    p = dict(zip(table.names, effective_bottleneck(table, use_offsets=False).tolist(), strict=True))
+    coflow, effective = bottlenecks(table)
+    gamma = dict(zip(table.names, effective.tolist(), strict=True))
+    p = dict(zip(table.names, coflow.tolist(), strict=True))
     assert gamma == pytest.approx(ex["effective_bottleneck"])
     assert p == pytest.approx(ex["coflow_bottleneck"])
     by_name = {g.name: g for g in groups}

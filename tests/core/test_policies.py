@@ -8,7 +8,7 @@ from echelon.errors import SpecError
 from echelon.model import EchelonFlow, Flow
 from echelon.network import BigSwitch
 from echelon.policies import POLICIES, get_policy
-from echelon.policies.table import build_table, effective_bottleneck
+from echelon.policies.table import bottlenecks, build_table
 from echelon.schedule import Policy
 
 NET = BigSwitch.uniform(["h1", "h2", "h3", "h4"], 1.0)  # 1 byte/s: sizes are seconds
@@ -42,10 +42,11 @@ def test_effective_bottleneck_uses_slack() -> None:
     """Flows of 2 and 3 s on one link, the second needed 4 s later:
     Γ = max(2 - 0, 5 - 4) = 2, while the coflow view needs 5."""
     t = build_table([ef("a", [2, 3], [0.0, 4.0])], NET)
-    assert effective_bottleneck(t).tolist() == [2.0]
-    assert effective_bottleneck(t, use_offsets=False).tolist() == [5.0]
+    p, gamma = bottlenecks(t)
+    assert gamma.tolist() == [2.0]
+    assert p.tolist() == [5.0]
     done = build_table([ef("a", [2, 3], [0.0, 4.0])], NET, remaining={("a", 0): 0, ("a", 1): 0})
-    assert effective_bottleneck(done).tolist() == [0.0]
+    assert [x.tolist() for x in bottlenecks(done)] == [[0.0], [0.0]]
 
 
 def test_echelon_v1_uses_the_slack_of_a_formation() -> None:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from echelon.model import EchelonFlow, Flow
 from echelon.network import BigSwitch
 from echelon.policies.group import bssi_order
-from echelon.policies.table import build_table, effective_bottleneck
+from echelon.policies.table import bottlenecks, build_table
 from tests.core.helpers import job, offsets
 
 HOSTS = ["h1", "h2", "h3", "h4"]
@@ -74,8 +74,9 @@ def naive_bssi(efs: list[EchelonFlow]) -> list[str]:
 @given(groups())
 def test_effective_bottleneck_matches_definition(efs: list[EchelonFlow]) -> None:
     table = build_table(efs, NET)
-    for use in (True, False):
-        got = effective_bottleneck(table, use).tolist()
+    p, gamma = bottlenecks(table)
+    for use, found in ((True, gamma), (False, p)):
+        got = found.tolist()
         assert got == pytest.approx([naive_gamma(ef, use) for ef in efs])
 
 
