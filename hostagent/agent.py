@@ -28,10 +28,11 @@ from types import FrameType
 from typing import Any
 
 from echelon.errors import EchelonError
+from echelon.progress import REPORT_PERIOD_S
 from echelon.specs import read_file
 from echelon.waiting import WaitTimeout, wait_until
 from hostagent.closedloop import ClosedLoop, Releaser, releaser
-from hostagent.progress import DEFAULT_PERIOD_S, HostProgress
+from hostagent.progress import HostProgress
 from hostagent.receiver import Receiver
 from hostagent.report import formation_report
 from hostagent.scenario import load
@@ -75,7 +76,7 @@ def play(
     go: str | None = None,
     controller: str | None = None,
     entered: bool = True,
-    progress_period: float = DEFAULT_PERIOD_S,
+    progress_period: float = REPORT_PERIOD_S,
 ) -> dict[str, Any]:
     sc = load(scenario_path)
     if host not in sc.hosts:
@@ -179,10 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--progress-period",
         type=period,
-        default=DEFAULT_PERIOD_S,
+        default=REPORT_PERIOD_S,
         metavar="SECONDS",
         help="with --controller: report the bytes sent this often while sending "
-        f"(default {DEFAULT_PERIOD_S}; 0: only at releases)",
+        f"(default {REPORT_PERIOD_S}; 0: only at releases)",
     )
     r = sub.add_parser("report", help="formation report from agent records")
     r.add_argument("--scenario", required=True)

@@ -28,7 +28,9 @@ loss-tolerant, rebuilt after restarts).
 
 Bytes sent: a snapshot also carries, per group, the payload bytes this host has sent
 of each of its flows (``sent``). The host agent's :class:`HostProgress` samples them
-every ``period`` while it sends (:data:`DEFAULT_PERIOD_S`) and at each release.
+every ``period`` while it sends (:data:`echelon.progress.REPORT_PERIOD_S`, which the
+packet model plays too; 20 small reports a second per sending job cost the controller
+little, and an unchanged figure sends none) and at each release.
 """
 
 from __future__ import annotations
@@ -47,12 +49,6 @@ from echelon.progress import REPORT_PERIOD_S, ReportBody
 from hostagent.scenario import FlowSpec, Scenario
 
 log = logging.getLogger(__name__)
-
-#: How often (seconds) :class:`HostProgress` samples the bytes sent while a host sends:
-#: the core's figure, which the packet model plays too (why 50 ms: its docstring); 20
-#: small reports a second per sending job cost the controller little, and an unchanged
-#: figure sends none.
-DEFAULT_PERIOD_S = REPORT_PERIOD_S
 
 #: Per group name: flow index -> payload bytes this host has sent of that flow.
 GroupBytes = Mapping[str, Mapping[int, int]]
@@ -268,7 +264,7 @@ class HostProgress:
     ``period`` seconds from a daemon thread (``period <= 0``: only at releases).
     """
 
-    def __init__(self, sc: Scenario, host: str, api: str, period: float = DEFAULT_PERIOD_S) -> None:
+    def __init__(self, sc: Scenario, host: str, api: str, period: float = REPORT_PERIOD_S) -> None:
         # the scenario's start instant numbers this run of its jobs: a scenario played
         # again (a later start) is a restart, and the controller forgets the old progress
         run = round(sc.start_at * 1000)

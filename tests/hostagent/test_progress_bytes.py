@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from echelon.constants import ECHELON_UDP_PORT
-from echelon.progress import ReportBody
+from echelon.progress import REPORT_PERIOD_S, ReportBody
 from echelon.specs import validate
 from echelon.waiting import wait_until
-from hostagent.progress import DEFAULT_PERIOD_S, HostProgress, ProgressReporter
+from hostagent.progress import HostProgress, ProgressReporter
 from hostagent.scenario import parse
 
 from .test_agent import HOSTS, _ReleaseAfter, scenario_dict, three_flow_sender
@@ -191,7 +191,7 @@ def test_no_sampler_with_a_zero_period_but_releases_carry_the_bytes(sink: Sink) 
     hp.released("pipe/0/fwd#0")
     hp.close()
     assert [b["sent"] for b in sink.bodies] == [{"fwd": [[0, 484]]}]
-    assert DEFAULT_PERIOD_S == 0.05
+    assert REPORT_PERIOD_S == 0.05
 
 
 def test_the_sender_lists_the_bytes_of_its_released_flows_until_fully_sent() -> None:
