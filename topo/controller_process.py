@@ -4,12 +4,15 @@ API client, :class:`controlplane.client.ApiClient`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from controlplane.client import ApiError, ControllerUnreachable
 from controlplane.daemon import DaemonProcess
 from echelon.errors import EchelonError
+
+T = TypeVar("T")
 
 
 class ControllerError(EchelonError):
@@ -37,29 +40,24 @@ class ControllerProcess(DaemonProcess):
         super().start()
         self.wait_in_sync(timeout, interval=0.2)
 
-    def _call(self, method: str, path: str, body: Any = None) -> Any:
+    def _api(self, what: str, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)`` on :attr:`api`; an error answer or none is a
+        :class:`ControllerError` saying ``what`` failed."""
         try:
-            return self.api.call(method, path, body)
+            return call(*args)
         except (ApiError, ControllerUnreachable) as exc:
-            raise ControllerError(f"{method} {path}: {exc}") from exc
+            raise ControllerError(f"{what}: {exc}") from exc
 
     def get(self, path: str) -> Any:
         """The JSON of ``GET path`` (the demo's report keeps the API's own shape)."""
-        return self._call("GET", path)
+        return self._api(f"GET {path}", self.api.call, "GET", path)
 
-    def register(self, desc: dict[str, Any]) -> dict[str, Any]:
-        try:
-            reply = self.api.register(desc)
-        except (ApiError, ControllerUnreachable) as exc:
-            raise ControllerError(f"register {desc.get('job')!r}: {exc}") from exc
+    def register(self, desc: dict[str, Any]) -> None:
+        reply = self._api(f"register {desc.get('job')!r}", self.api.register, desc)
         for w in reply.warnings:
             print(f"warning: job {reply.job}: {w}")
         self.wait_in_sync()
-        return reply.model_dump(mode="json", exclude_unset=True)
 
     def set_policy(self, name: str) -> None:
-        try:
-            self.api.set_policy(name)
-        except (ApiError, ControllerUnreachable) as exc:
-            raise ControllerError(f"policy {name}: {exc}") from exc
+        self._api(f"policy {name}", self.api.set_policy, name)
         self.wait_in_sync()
