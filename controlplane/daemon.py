@@ -32,12 +32,11 @@ from echelon.specs import read_file
 from echelon.topology import load, topology_warnings
 from echelon.waiting import wait_until
 from p4client.p4info import P4Info
-from targets.process import free_port, pythonpath, stop_process
+from targets.process import SOURCE_TREE, free_port, pythonpath, stop_process
 from targets.switch import Target, TargetKind, start_target
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_P4INFO = ROOT / "p4src" / "build" / "echelon.p4info.txtpb"
-DEFAULT_JSON = ROOT / "p4src" / "build" / "echelon.json"
+DEFAULT_P4INFO = SOURCE_TREE / "p4src" / "build" / "echelon.p4info.txtpb"
+DEFAULT_JSON = SOURCE_TREE / "p4src" / "build" / "echelon.json"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 

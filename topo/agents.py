@@ -15,11 +15,10 @@ from echelon.specs import read_file
 from echelon.waiting import wait_until
 from hostagent.plan import build_scenario
 from hostagent.report import formation_report
-from targets.process import stop_process
+from targets.process import SOURCE_TREE, stop_process
 from topo.demo import Estimate, host_pacing
 from topo.net import EchelonNet
 
-ROOT = Path(__file__).resolve().parents[1]
 #: From "every agent is ready" to the shared start instant (all agents poll the go file).
 GO_MARGIN_S = 0.3
 #: UDP payload per packet (echelon header + data) on the soft switch: ~2 kB frames. Three
@@ -107,7 +106,7 @@ def play_scenario(
                  "--host", h, "--out", str(rec.resolve()), "--go", str(go.resolve()),
                  *(["--controller", controller] if controller else []),
                  *([] if entered else ["--no-entered"])],
-                stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT),
+                stdout=log, stderr=subprocess.STDOUT, cwd=str(SOURCE_TREE),
             )  # fmt: skip
             log.close()
         ready = [r.with_suffix(".ready") for r in records.values()]
