@@ -56,6 +56,9 @@ class GroupView(Response):
     sources: list[str] | None = None
     priority: int | None = Field(None, description="band top level (7 first, 0 best-effort)")
     ranges: list[RangeView] | None = None
+    switches: list[str] | None = Field(
+        None, description="the switches its packets cross: where its entries are"
+    )
 
 
 class JobSummary(Response):

@@ -177,10 +177,10 @@ def render_job(data: JobView) -> str:
     rows = []
     for g in data.groups:
         rng = " ".join(f"[{r.lo_us},{r.hi_us}]->{r.priority}" for r in g.ranges or [])
-        rows.append(
-            [g.group, g.echelon_id, g.class_id, g.priority, ",".join(g.sources or []), rng or "-"]
-        )
-    out.append(table(rows, ["GROUP", "ID", "CLASS", "PRIO", "SOURCES", "DEADLINE RANGES (µs)"]))
+        srcs, switches = ",".join(g.sources or []), ",".join(g.switches or [])
+        rows.append([g.group, g.echelon_id, g.class_id, g.priority, srcs, switches, rng or "-"])
+    header = ["GROUP", "ID", "CLASS", "PRIO", "SOURCES", "SWITCHES", "DEADLINE RANGES (µs)"]
+    out.append(table(rows, header))
     for ef in data.echelonflows:
         out.append(f"\n{ef.name}  t_ref {ef.t_ref * 1e3:.3f} ms, weight {ef.weight:g}")
         flows = [[f.index, f.src, f.dst, f.size, f.offset_us] for f in ef.flows]

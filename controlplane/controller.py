@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
@@ -66,6 +66,8 @@ Pair = tuple[GroupPlan | None, GroupPlan | None]
 Undo = tuple[list[Pair], list[GroupPlan], dict[GroupKey, GroupPlan]]
 #: every switch's desired entries and their count per table
 Sets = tuple[dict[str, set[TableEntry]], dict[str, dict[str, int]]]
+#: per switch, the entries a change removes (or adds)
+Delta = dict[str, set[TableEntry]]
 
 
 class Controller:
@@ -179,8 +181,8 @@ class Controller:
 
     # ------------------------------------------------------------ desired state
 
-    def _entries_of(self, plan: GroupPlan) -> frozenset[TableEntry]:
-        return frozenset(group_entries(self.p4info, self.topo, plan))
+    def _entries_of(self, plan: GroupPlan) -> Mapping[str, frozenset[TableEntry]]:
+        return group_entries(self.p4info, self.topo, plan)
 
     def desired(self, switch: str) -> set[TableEntry]:
         """Everything ``switch`` must hold now (never mutated: a change replaces it)."""
@@ -213,39 +215,41 @@ class Controller:
         except KeyError:
             return None
 
-    def _entry_delta(self, pairs: list[Pair]) -> tuple[set[TableEntry], set[TableEntry]]:
-        """The entries that go and come with ``pairs``: only those of the groups whose
-        plan moved (each group's entries carry its own echelon ID and class), so
-        O(changed groups), not O(every registered group)."""
-        gone: set[TableEntry] = set()
-        new: set[TableEntry] = set()
+    def _entry_delta(self, pairs: list[Pair]) -> tuple[Delta, Delta]:
+        """Per switch, the entries that go and come with ``pairs``: only those of the
+        groups whose plan moved (each group's entries carry its own echelon ID and
+        class), so O(changed groups), not O(every registered group)."""
+        gone: Delta = {s: set() for s in self._wanted}
+        new: Delta = {s: set() for s in self._wanted}
         for before, after in pairs:
             if before == after:
                 continue
             if before is not None:
-                gone |= self._group_entries(before)
+                for s, entries in self._group_entries(before).items():
+                    gone[s] |= entries
             if after is not None:
-                new |= self._group_entries(after)
+                for s, entries in self._group_entries(after).items():
+                    new[s] |= entries
         return gone, new
 
-    def _next_sets(self, gone: set[TableEntry], new: set[TableEntry], check: bool = True) -> Sets:
-        """Every switch's desired set and per-table counts with ``gone`` and ``new``
+    def _next_sets(self, gone: Delta, new: Delta, check: bool = True) -> Sets:
+        """Every switch's desired set and per-table counts with its ``gone`` and ``new``
         applied; ``check``: raise :class:`TableFullError` for a table over its size."""
         wanted, tallies = {}, {}
         for s, base in self._wanted.items():
             tally = dict(self._tally[s])  # counted from the change, not by walking 5,000 entries
-            for e in gone:
+            for e in gone[s]:
                 if e in base:
                     tally[e.table] -= 1
-            for e in new:
-                if e not in base or e in gone:
+            for e in new[s]:
+                if e not in base or e in gone[s]:
                     tally[e.table] = tally.get(e.table, 0) + 1
             if check:
                 for t, n in sorted(tally.items()):
                     size = self.p4info.table(t).size
                     if size and n > size:
                         raise TableFullError(t, n, size)
-            wanted[s] = (base - gone) | new
+            wanted[s] = (base - gone[s]) | new[s]
             tallies[s] = tally
         return wanted, tallies
 
@@ -254,25 +258,28 @@ class Controller:
     ) -> Written:
         """The one write path: ``pairs`` (before, after) of the groups that change,
         ``plans`` and ``overlay`` the static and online plans once it is done. Checks
-        sizes, writes the delta to every in-sync switch; on refusal undoes the
-        switches already written and re-raises. Returns the updates written (all
-        switches) and the seconds the writes took."""
-        for name, sync in self.agents.items():
+        sizes, writes each switch its delta; on refusal undoes the switches already
+        written and re-raises. A switch the change does not touch (no group of it
+        crosses the switch) is neither written nor required to be up: its desired set
+        stays what it was. Returns the updates written (all switches) and the seconds
+        the writes took."""
+        gone, new = self._entry_delta(pairs)
+        touched = [(n, sync) for n, sync in self.agents.items() if gone[n] or new[n]]
+        for name, sync in touched:
             if sync.not_primary:  # up, but ours to write only when primary: say so
                 raise P4RuntimeError(
                     "PERMISSION_DENIED", f"switch {name}: not primary: {sync.not_primary}"
                 )
             why = sync.unavailable()
-            if why is not None:  # acknowledged means installed on every switch
+            if why is not None:  # acknowledged means installed on every switch it needs
                 raise SwitchUnavailableError(name, why)
-        gone, new = self._entry_delta(pairs)
         wanted, tallies = self._next_sets(gone, new)
         done: list[tuple[SwitchSync, Any]] = []
         t0 = time.perf_counter()
         try:
-            for name, sync in self.agents.items():
+            for name, sync in touched:
                 # raises if not installed; the counts are of the set the delta starts from
-                steps = sync.apply(wanted[name], gone, new, self._tally[name])
+                steps = sync.apply(wanted[name], gone[name], new[name], self._tally[name])
                 if steps:
                     done.append((sync, steps))
         except BaseException:
@@ -500,6 +507,7 @@ class Controller:
             for g in out["groups"]:
                 p = plans[g["group"]]
                 g["sources"] = list(p.sources)
+                g["switches"] = sorted(self._group_entries(p))
                 g["priority"] = p.priority
                 g["ranges"] = [
                     {"lo_us": r.lo_us, "hi_us": r.hi_us, "priority": r.priority} for r in p.ranges

@@ -49,11 +49,13 @@ class TableFullError(EchelonError):
 
 @dataclass(frozen=True)
 class GroupPlan:
-    """What one registered (job, group) gets on every switch.
+    """What one registered (job, group) gets on the switches its packets cross.
 
     ``sources`` are host names; ``priority`` the band's top level (0 = best
     effort, used by the ``fifo`` policy); ``ranges`` the deadline ranges inside
-    the band (empty for ``coflow`` and ``fifo``).
+    the band (empty for ``coflow`` and ``fifo``); ``pairs`` the (source,
+    destination) hosts of its flows, which say where its entries go
+    (:func:`group_entries`).
     """
 
     job: str
@@ -62,7 +64,8 @@ class GroupPlan:
     class_id: int
     sources: tuple[str, ...]
     priority: int
-    ranges: tuple[DeadlineRange, ...] = ()
+    ranges: tuple[DeadlineRange, ...]
+    pairs: tuple[tuple[str, str], ...]
 
 
 def forwarding_entries(p4info: P4Info, topo: Topology, switch: str) -> list[TableEntry]:
@@ -81,17 +84,35 @@ def forwarding_entries(p4info: P4Info, topo: Topology, switch: str) -> list[Tabl
     return out
 
 
-def group_entries(p4info: P4Info, topo: Topology, plan: GroupPlan) -> list[TableEntry]:
-    """The echelon_ids, echelon_classify and deadline_prio entries of one group.
+def group_entries(
+    p4info: P4Info, topo: Topology, plan: GroupPlan
+) -> Mapping[str, frozenset[TableEntry]]:
+    """The echelon_ids, echelon_classify and deadline_prio entries of one group, per
+    switch that needs them.
 
-    Each entry is built (and validated by :meth:`P4Info.table_entry`) once per distinct
-    value: a re-plan moves a group between a few levels, so its entries recur."""
-    out = [ids_entry(p4info, plan.echelon_id)]
-    for src in sorted(set(plan.sources)):
-        ip = _ip(topo.hosts[src].ip)
-        out.append(classify_entry(p4info, ip, plan.echelon_id, plan.class_id, plan.priority))
+    Every switch classifies on its own, so a switch needs a group's entries exactly
+    when one of the group's flows crosses it (:meth:`Topology.switch_path`), and the
+    classify entry of a source only when that source's flows do. A switch the group
+    never crosses holds nothing of it: on a fabric a leaf's tables hold the groups of
+    its own hosts, not every group of the deployment. Each entry is built (and
+    validated by :meth:`P4Info.table_entry`) once per distinct value: a re-plan moves
+    a group between a few levels, so its entries recur."""
+    sources: dict[str, set[str]] = {}
+    for src, dst in plan.pairs:
+        for switch in topo.switch_path(src, dst):
+            sources.setdefault(switch, set()).add(src)
+    common = [ids_entry(p4info, plan.echelon_id)]
     for rg in plan.ranges:
-        out.append(range_entry(p4info, plan.class_id, rg.lo_us, rg.hi_us, rg.priority))
+        common.append(range_entry(p4info, plan.class_id, rg.lo_us, rg.hi_us, rg.priority))
+    out = {}
+    for switch, srcs in sources.items():
+        classify = [
+            classify_entry(
+                p4info, _ip(topo.hosts[src].ip), plan.echelon_id, plan.class_id, plan.priority
+            )
+            for src in srcs
+        ]
+        out[switch] = frozenset(common + classify)
     return out
 
 

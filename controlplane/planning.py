@@ -115,7 +115,10 @@ def group_plan(
         ranges = lv[0].ranges
         if fine:
             ranges = fine_ranges(ranges, sorted({f.offset_us for f in mine[0].flows}))
-    return GroupPlan(job.job_id, gid.group, gid.echelon_id, gid.class_id, sources, prio, ranges)
+    pairs = tuple(sorted({(f.src, f.dst) for ef in mine for f in ef.flows}))
+    return GroupPlan(
+        job.job_id, gid.group, gid.echelon_id, gid.class_id, sources, prio, ranges, pairs
+    )
 
 
 @dataclass(frozen=True)

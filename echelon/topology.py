@@ -111,6 +111,25 @@ class Topology:
             out.append(p)
         return out[::-1]
 
+    def switch_path(self, src: str, dst: str) -> tuple[str, ...]:
+        """The switches a packet from host ``src`` to host ``dst`` crosses, each taking
+        the next hop of its own route to ``dst`` (:meth:`routes`), as the data plane
+        forwards it -- not the BFS from ``src``, which may break a tie the other way.
+        These are the switches that must classify the packet. Each next hop is one
+        hop closer to ``dst``, so the walk ends. Memoised: the topology is immutable
+        and the controller asks it for every group it plans."""
+        memo: dict[tuple[str, str], tuple[str, ...]]
+        memo = self.__dict__.setdefault("_switch_paths", {})
+        key = (src, dst)
+        if key not in memo:
+            out: list[str] = []
+            node = self.path(src, dst)[1] if src != dst else dst  # a host to itself: none
+            while node != dst:
+                out.append(node)
+                node = self.path(node, dst)[1]
+            memo[key] = tuple(out)
+        return memo[key]
+
     def routes(self, switch: str) -> list[Route]:
         """One /32 route per host for ``switch``, along shortest paths."""
         out = []

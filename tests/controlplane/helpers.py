@@ -38,15 +38,18 @@ def write_topo(path: Path, grpc_addrs: list[str], thrift_ports: list[int] | None
     return path
 
 
-def spec(job: str, groups: int = 1, sources: tuple[str, ...] = ("h1", "h2")) -> dict[str, Any]:
-    """An explicit EchelonFlow registration: each group staggers its flows 1 ms apart."""
+def spec(
+    job: str, groups: int = 1, sources: tuple[str, ...] = ("h1", "h2"), dst: str = "h4"
+) -> dict[str, Any]:
+    """An explicit EchelonFlow registration: each group staggers its flows 1 ms apart.
+    On ``write_topo``'s chain, ``dst="h5"`` makes every flow cross every switch."""
     return {
         "job": job,
         "echelonflows": [
             {
                 "group": f"g{g}",
                 "flows": [
-                    {"src": s, "dst": "h4", "size": 10000, "offset": 0.001 * k}
+                    {"src": s, "dst": dst, "size": 10000, "offset": 0.001 * k}
                     for k, s in enumerate(sources)
                 ],
             }

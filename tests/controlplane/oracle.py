@@ -47,10 +47,11 @@ def plan_groups(
 def desired_entries(
     p4info: P4Info, topo: Topology, switch: str, plans: Iterable[GroupPlan]
 ) -> set[TableEntry]:
-    """Everything ``switch`` must hold: its routes plus every group's entries."""
+    """Everything ``switch`` must hold: its routes plus the entries of every group
+    whose packets cross it."""
     out = set(forwarding_entries(p4info, topo, switch))
     for plan in plans:
-        out.update(group_entries(p4info, topo, plan))
+        out.update(group_entries(p4info, topo, plan).get(switch, ()))
     return out
 
 

@@ -68,9 +68,10 @@ def test_startup_installs_routes_and_register_remove(
     ctl, servers = env
     for s in servers:
         assert len(by_table(read_back(s), T_LPM)) == 5
-    view = ctl.register(spec("j1", groups=2))
+    view = ctl.register(spec("j1", groups=2, dst="h5"))  # its packets cross s1 and s2
     assert [g["echelon_id"] for g in view["groups"]] == [1, 2]
     assert view["groups"][0]["ranges"][0]["lo_us"] == 0
+    assert [g["switches"] for g in view["groups"]] == [["s1", "s2"]] * 2
     for name, s in zip(("s1", "s2"), servers, strict=True):
         got = read_back(s)
         assert len(by_table(got, T_IDS)) == 2
@@ -118,11 +119,11 @@ def test_switch_table_full_rolls_back_every_switch(
     env: tuple[Controller, list[InProcessSwitch]],
 ) -> None:
     ctl, servers = env
-    ctl.register(spec("a"))
+    ctl.register(spec("a", dst="h5"))
     snapshot = [read_back(s) for s in servers]
     shrink_table(servers[1], ctl.p4info, T_CLASSIFY, 3)  # s2 has 2 classify entries, room for 1
     with pytest.raises(TableFullError) as ei:
-        ctl.register(spec("b"))
+        ctl.register(spec("b", dst="h5"))
     assert ei.value.table == T_CLASSIFY
     assert [read_back(s) for s in servers] == snapshot
     assert [j["job"] for j in ctl.jobs()] == ["a"]
@@ -173,7 +174,9 @@ def test_incremental_changes_leave_what_a_full_replan_wants(
         else:
             name = f"j{step}"
             sources = tuple(rng.sample(["h1", "h2", "h3", "h5"], rng.randint(1, 3)))
-            ctl.register(spec(name, groups=rng.randint(1, 3), sources=sources))
+            # h5 is on s2: some groups cross both switches, some only one of them
+            dst = "h5" if "h5" not in sources and rng.random() < 0.5 else "h4"
+            ctl.register(spec(name, groups=rng.randint(1, 3), sources=sources, dst=dst))
             alive.append(name)
         if step % 5 == 4:
             plans = plan_groups(ctl.policy, ctl.registered(), ctl.network)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ from controlplane.entries import (
     TableFullError,
     apply_steps,
     count_by_table,
+    forwarding_entries,
+    group_entries,
     plan_delta,
     plan_updates,
 )
@@ -31,7 +34,9 @@ STAR = load(ROOT / "topo" / "star.yaml")
 
 
 def _plan(eid: int = 5, prio: int = 6, ranges: tuple[DeadlineRange, ...] = ()) -> GroupPlan:
-    return GroupPlan("j", "g", eid, eid - 1, ("h2", "h1"), prio, ranges)
+    return GroupPlan(
+        "j", "g", eid, eid - 1, ("h2", "h1"), prio, ranges, (("h1", "h4"), ("h2", "h4"))
+    )
 
 
 def test_desired_entries_for_one_group() -> None:
@@ -50,6 +55,37 @@ def test_desired_entries_for_one_group() -> None:
     assert all(e.priority > 0 for e in ranges)
     h4 = next(e for e in by_table[T_LPM] if e.match_dict()["hdr.ipv4.dstAddr"] == (0x0A000004, 32))
     assert h4.params_dict() == {"dstAddr": 0x00000A000004, "port": 4}
+
+
+def test_a_group_goes_only_to_the_switches_its_flows_cross() -> None:
+    """On the leaf-spine fabric, h1 -> h2 stays on leaf1 and h3 -> h1 crosses leaf2,
+    spine1 and leaf1: the ids and range entries go to those three switches, a source's
+    classify entry only where its own flows pass, and nothing of a leaf1-only group
+    leaves leaf1."""
+    fabric = load(ROOT / "topo" / "leafspine.yaml")
+    rg = (DeadlineRange(0, 999, 6),)
+    pairs = (("h1", "h2"), ("h3", "h1"))
+    plan = GroupPlan("j", "g", 5, 4, ("h1", "h3"), 6, rg, pairs)
+    got = group_entries(INFO, fabric, plan)
+
+    def sources(switch: str) -> set[int]:
+        return {
+            int(e.match_dict()["hdr.ipv4.srcAddr"])  # type: ignore[call-overload]
+            for e in got[switch]
+            if e.table == T_CLASSIFY
+        }
+
+    assert set(got) == {"leaf1", "spine1", "leaf2"}
+    h1, h3 = 0x0A000101, 0x0A000201
+    assert sources("leaf1") == {h1, h3}
+    assert sources("spine1") == sources("leaf2") == {h3}
+    for entries in got.values():
+        assert {e.table for e in entries if e.table != T_CLASSIFY} == {T_IDS, T_DEADLINE}
+    local = replace(plan, pairs=(("h1", "h2"),), sources=("h1",))
+    assert set(group_entries(INFO, fabric, local)) == {"leaf1"}
+    assert desired_entries(INFO, fabric, "leaf2", [local]) == set(
+        forwarding_entries(INFO, fabric, "leaf2")
+    )
 
 
 def test_plan_updates_is_minimal_and_inserts_before_deletes() -> None:
@@ -76,7 +112,10 @@ def test_tight_table_deletes_first() -> None:
 
 def test_capacity_check_names_the_table() -> None:
     # class_id is 10 bits wide (the echelon_pkts counter has 1024 slots): wrap it.
-    plans = [GroupPlan("j", f"g{i}", i + 1, i % 1024, ("h1",), 3) for i in range(1025)]
+    plans = [
+        GroupPlan("j", f"g{i}", i + 1, i % 1024, ("h1",), 3, (), (("h1", "h2"),))
+        for i in range(1025)
+    ]
     entries = desired_entries(INFO, STAR, "s1", plans)
     with pytest.raises(TableFullError) as ei:
         check_capacity(INFO, entries)

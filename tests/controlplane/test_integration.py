@@ -91,7 +91,7 @@ def test_register_then_remove(env2: Env) -> None:
     d = env2.daemon()
     for i in range(2):
         assert tables(env2.read(i)) == {T_LPM: 5}
-    r = d.request("POST", "/jobs", spec("j1", groups=2))
+    r = d.request("POST", "/jobs", spec("j1", groups=2, dst="h5"))  # crosses s1 and s2
     assert r.status_code == 201, r.text
     view = r.json()
     eids = sorted(g["echelon_id"] for g in view["groups"])
@@ -156,22 +156,26 @@ def test_switch_restart_restores_entries(env: Env) -> None:
 
 
 def test_registration_while_switch_down_is_refused_naming_it(env2: Env) -> None:
-    """Before: 201 with ``installed: {"s2": false}``: acknowledged, not installed."""
+    """A job whose packets cross a switch that is down is refused (503 naming it), not
+    acknowledged without being installed; a job that never crosses it is installed."""
     d = env2.daemon()
     env2.switches[1].stop()
     wait_until(
         lambda: not d.get("/status")["switches"]["s2"]["connected"], 20, "s2 seen down", 0.05, RETRY
     )
-    r = d.request("POST", "/jobs", spec("j1"))
+    r = d.request("POST", "/jobs", spec("j1", dst="h5"))
     assert r.status_code == 503, r.text
     assert r.json()["field"] == "switches.s2" and "not connected" in r.json()["message"]
     assert d.get("/status")["switches"]["s2"]["unavailable"]
     assert tables(env2.read(0)).get(T_IDS, 0) == 0  # s1 undone: nothing half-applied
     assert d.get("/jobs") == []
+    # h1, h2 -> h4 stays on s1: s2 being down does not concern it
+    assert d.request("POST", "/jobs", spec("local")).status_code == 201
+    assert tables(env2.read(0))[T_IDS] == 1
     env2.start_switch(1)
     d.wait_ready()
-    assert d.request("POST", "/jobs", spec("j1")).status_code == 201
-    assert tables(env2.read(0))[T_IDS] == 1 and tables(env2.read(1))[T_IDS] == 1
+    assert d.request("POST", "/jobs", spec("j1", dst="h5")).status_code == 201
+    assert tables(env2.read(0))[T_IDS] == 2 and tables(env2.read(1))[T_IDS] == 1
 
 
 def test_startup_reconcile_removes_strays_and_fixes_changed(env: Env) -> None:

@@ -46,6 +46,26 @@ def test_routes_use_the_next_switch_then_the_host_mac() -> None:
     assert topo.path("h1", "h2") == ["h1", "s1", "s2", "h2"]
 
 
+def test_switch_path_is_the_walk_along_the_installed_routes() -> None:
+    """The switches a packet crosses, found independently: leave ``src`` on its link,
+    then at every switch take the port its ``ipv4_lpm`` route for ``dst`` names."""
+    topo = load(ROOT / "topo" / "leafspine.yaml")
+    assert topo.switch_path("h1", "h3") == ("leaf1", "spine1", "leaf2")
+    assert topo.switch_path("h4", "h2") == ("leaf2", "spine1", "leaf1")
+    assert topo.switch_path("h1", "h2") == ("leaf1",)
+    assert topo.switch_path("h1", "h1") == ()
+    for src in topo.hosts:
+        for dst in topo.hosts:
+            if src == dst:
+                continue
+            walk, node = [], topo.neighbours(src)[0][1]
+            while node != dst:
+                walk.append(node)
+                port = next(r.port for r in topo.routes(node) if r.host == dst)
+                node = next(o for lk, o in topo.neighbours(node) if lk.port_of(node) == port)
+            assert topo.switch_path(src, dst) == tuple(walk), (src, dst)
+
+
 def test_network_view_has_directed_links_with_capacities() -> None:
     net = TopologyNetwork(parse(copy.deepcopy(BASE)), unshaped_bytes_s=1e9)
     assert net.path("h1", "h2") == ("h1>s1", "s1>s2", "s2>h2")
