@@ -115,7 +115,7 @@ def group_plan(
         ranges = lv[0].ranges
         if fine:
             ranges = fine_ranges(ranges, sorted({f.offset_us for f in mine[0].flows}))
-    pairs = tuple(sorted({(f.src, f.dst) for ef in mine for f in ef.flows}))
+    pairs = job.pairs(gid.group)
     return GroupPlan(
         job.job_id, gid.group, gid.echelon_id, gid.class_id, sources, prio, ranges, pairs
     )

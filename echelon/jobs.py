@@ -258,6 +258,17 @@ class Description:
             cache[group] = (mine, tuple(sorted({f.src for ef in mine for f in ef.flows})))
         return cache[group]
 
+    def pairs(self, group: str) -> tuple[tuple[str, str], ...]:
+        """The (source, destination) hosts of the group's flows, sorted: where its
+        packets go, which says which switches need its entries (cached like
+        :meth:`of_group`)."""
+        cache: dict[str, tuple[tuple[str, str], ...]]
+        cache = self.__dict__.setdefault("_pairs", {})
+        if group not in cache:
+            mine, _ = self.of_group(group)
+            cache[group] = tuple(sorted({(f.src, f.dst) for ef in mine for f in ef.flows}))
+        return cache[group]
+
     def shifted(self, group: str, start: float) -> tuple[EchelonFlow, ...]:
         """The group's EchelonFlows with ``t_ref`` moved by ``start`` (cached per group
         for the latest start: online re-plans repeat it until the next iteration)."""
