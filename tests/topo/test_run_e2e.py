@@ -74,11 +74,15 @@ def mean_iteration_s(results: dict[str, Any], policy: str) -> float:
 
 
 def play_demo(
-    tmp_path: Path, prefix: str, *args: str, env: dict[str, str] | None = None
+    tmp_path: Path,
+    prefix: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    topo_file: str = "topo/star.yaml",
 ) -> tuple[str, dict[str, Any]]:
     """``topo.run --headless`` on the soft switch with ``args``; its log and results.
     The run must exit 0 and leave no interface behind."""
-    topo = topo_on_free_ports("topo/star.yaml", tmp_path / "star.yaml")
+    topo = topo_on_free_ports(topo_file, tmp_path / "topo.yaml")
     out = tmp_path / "run"
     argv = [sys.executable, "-m", "topo.run", "--headless", "--target", "soft",
             "--topo", str(topo), "--out-dir", str(out), "--prefix", prefix,
@@ -160,6 +164,26 @@ def test_demo_runs_echelon_beats_fifo_for_the_pipeline_and_coflow_for_the_pull(
     # Nothing left behind: interfaces with our prefix, the switch, controller, agents.
     assert not {n for n in root_links() if n.startswith(PREFIX)}
     assert not procs_mentioning(f"@{PREFIX}s1-") and not procs_mentioning(str(tmp_path))
+
+
+def test_on_the_leaf_spine_fabric_every_hop_classifies_every_registered_packet(
+    tmp_path: Path,
+) -> None:
+    """The controller puts a group's entries only on the switches its flows cross
+    (docs/controller.md): on ``topo/leafspine.yaml`` ``pipe``'s and ``dp``'s packets
+    cross leaf1, spine1 and leaf2, ``big``'s stay on leaf2. Every hop must still find
+    them: no switch counts a registered packet as an unknown echelon ID or a spoofed
+    source (a switch the placement missed would), and every job completes."""
+    _, results = play_demo(tmp_path, PREFIX, "--iterations", "1", "--policies", "echelon",
+                           topo_file="topo/leafspine.yaml")  # fmt: skip
+    for job, j in results["policies"]["echelon"]["jobs"].items():
+        assert j["complete"], (job, j["missing"])
+    switches = results["stats"]["switches"]
+    assert set(switches) == {"leaf1", "spine1", "leaf2"}
+    for name, sw in switches.items():
+        misses = {k: sw["unprioritized"][k]["packets"] for k in ("unknown_id", "spoofed_source")}
+        assert misses == {"unknown_id": 0, "spoofed_source": 0}, name
+    assert all(g["packets"] > 0 for g in results["stats"]["groups"])
 
 
 def test_jumbo_packets_cross_every_link(tmp_path: Path) -> None:
