@@ -60,9 +60,7 @@ def build_table(
 ) -> FlowTable:
     """Walk the EchelonFlows once; paths are looked up once per (src, dst) pair."""
     names = [ef.name for ef in echelons]
-    if len(set(names)) != len(names):
-        dup = next(n for i, n in enumerate(names) if n in names[:i])
-        raise SpecError(f"{dup}.name", "two active EchelonFlows share this name")
+    check_unique(names)
     flows = [f for ef in echelons for f in ef.flows]
     count = len(flows)
     keys = [(ef.name, f.index) for ef in echelons for f in ef.flows]
@@ -89,28 +87,51 @@ def build_table(
     table = np.full((len(paths), max(width, 1)), -1, dtype=np.int64)
     for i, p in enumerate(paths):
         table[i, : len(p)] = p
-    hops = table[pair_of]  # flow x max path length, -1 padded
-    inc_flow, hop = np.nonzero(hops >= 0)
-    name_rank = np.empty(len(names), dtype=np.int64)
-    name_rank[np.argsort(np.array(names, dtype=object), kind="stable")] = np.arange(len(names))
+    inc_flow, inc_link = incidences(table[pair_of])
     job, job_names = job_ids(echelons)
     return FlowTable(
         keys=keys,
         names=names,
         weight=np.array([ef.weight for ef in echelons], dtype=np.float64),
         t_ref=np.array([ef.t_ref for ef in echelons], dtype=np.float64),
-        name_rank=name_rank,
+        name_rank=name_ranks(names),
         ech=np.repeat(np.arange(len(echelons), dtype=np.int64), [len(e.flows) for e in echelons]),
         index=np.fromiter((f.index for f in flows), dtype=np.int64, count=count),
         offset=np.fromiter((f.offset for f in flows), dtype=np.float64, count=count),
         slack=np.fromiter((f.slack for f in flows), dtype=np.float64, count=count),
         remaining=np.maximum(rem, 0.0),
-        inc_flow=inc_flow.astype(np.int64),
-        inc_link=hops[inc_flow, hop].astype(np.int64),
+        inc_flow=inc_flow,
+        inc_link=inc_link,
         cap=np.array([network.links[x] for x in link_names], dtype=np.float64),
         job=job,
         job_names=job_names,
     )
+
+
+def check_unique(names: Sequence[str]) -> None:
+    """Policies key their ties and the switch its groups by name: two live EchelonFlows
+    with one name would be one group. Raises naming the first repeated name."""
+    if len(set(names)) != len(names):
+        dup = next(n for i, n in enumerate(names) if n in names[:i])
+        raise SpecError(f"{dup}.name", "two active EchelonFlows share this name")
+
+
+def name_ranks(names: Sequence[str]) -> Ints:
+    """Each name's position in sorted order: the deterministic last tie-break. Sorted in
+    Python: a few dozen strings, where numpy's object sort costs more."""
+    out = np.empty(len(names), dtype=np.int64)
+    out[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
+    return out
+
+
+def incidences(hops: Ints) -> tuple[Ints, Ints]:
+    """``(flow row, link)`` of every hop in a flow x hop matrix of link ids padded with
+    -1. Without padding (every path as long as the longest) it is a reshape."""
+    if hops.shape[1] and bool(hops[:, -1].min(initial=0) >= 0):
+        flows = np.repeat(np.arange(hops.shape[0], dtype=np.int64), hops.shape[1])
+        return flows, hops.ravel().astype(np.int64, copy=False)
+    flows, hop = np.nonzero(hops >= 0)
+    return flows.astype(np.int64, copy=False), hops[flows, hop].astype(np.int64, copy=False)
 
 
 def job_ids(echelons: Sequence[EchelonFlow]) -> tuple[Ints, tuple[str, ...]]:

@@ -18,10 +18,16 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from echelon.errors import SpecError
 from echelon.model import EchelonFlow, Flow, FlowKey
 from echelon.policies.baselines import FifoPolicy
-from echelon.policies.table import FlowTable, TablePolicy, job_ids
+from echelon.policies.table import (
+    FlowTable,
+    TablePolicy,
+    check_unique,
+    incidences,
+    job_ids,
+    name_ranks,
+)
 from echelon.quantize import FlowRows, flow_level_array, rank_array, us_of
 from echelon.schedule import Network, Policy, Schedule
 from sim.core.state import GrowArray
@@ -100,25 +106,14 @@ class Ranker:
         as ``build_table`` gives it; ``told``: remaining bytes, else registered sizes.
         Returns the table and its rows' flow ids."""
         names = [ef.name for ef in groups]
-        if len(set(names)) != len(names):
-            dup = next(n for i, n in enumerate(names) if n in names[:i])
-            raise SpecError(f"{dup}.name", "two active EchelonFlows share this name")
+        check_unique(names)
         counts, gids = _flow_ids(groups, first)
         keys = list(
             itertools.chain.from_iterable(
                 self.keys[a : a + len(ef.flows)] for a, ef in zip(first, groups, strict=True)
             )
         )
-        # sorted in Python: a few dozen strings, where numpy's object sorts cost more
-        name_rank = np.empty(len(names), dtype=np.int64)
-        name_rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
-        hops = self._path_matrix()[self.path.data[gids]]
-        if hops.shape[1] and bool(hops[:, -1].min(initial=0) >= 0):  # no padding: every row
-            inc_flow = np.repeat(np.arange(len(gids), dtype=np.int64), hops.shape[1])
-            inc_link = hops.ravel()
-        else:
-            inc_flow, hop = np.nonzero(hops >= 0)
-            inc_link = hops[inc_flow, hop]
+        inc_flow, inc_link = incidences(self._path_matrix()[self.path.data[gids]])
         rem = (self.remaining if told else self.size).data[gids]
         job, job_names = job_ids(groups)
         t = FlowTable(
@@ -126,14 +121,14 @@ class Ranker:
             names=names,
             weight=np.array([ef.weight for ef in groups], dtype=np.float64),
             t_ref=np.array([ef.t_ref for ef in groups], dtype=np.float64),
-            name_rank=name_rank,
+            name_rank=name_ranks(names),
             ech=np.repeat(np.arange(len(groups), dtype=np.int64), counts),
             index=self.index.data[gids],
             offset=self.offset.data[gids],
             slack=self.slack.data[gids],
             remaining=np.maximum(rem, 0.0),
-            inc_flow=inc_flow.astype(np.int64, copy=False),
-            inc_link=inc_link.astype(np.int64, copy=False),
+            inc_flow=inc_flow,
+            inc_link=inc_link,
             cap=self.cap.copy(),
             job=job,
             job_names=job_names,
