@@ -51,21 +51,24 @@ class TableFullError(EchelonError):
 class GroupPlan:
     """What one registered (job, group) gets on the switches its packets cross.
 
-    ``sources`` are host names; ``priority`` the band's top level (0 = best
-    effort, used by the ``fifo`` policy); ``ranges`` the deadline ranges inside
-    the band (empty for ``coflow`` and ``fifo``); ``pairs`` the (source,
-    destination) hosts of its flows, which say where its entries go
-    (:func:`group_entries`).
+    ``priority`` is the band's top level (0 = best effort, used by the ``fifo``
+    policy); ``ranges`` the deadline ranges inside the band (empty for ``coflow`` and
+    ``fifo``); ``pairs`` the (source, destination) hosts of its flows, which say
+    where its entries go (:func:`group_entries`).
     """
 
     job: str
     group: str
     echelon_id: int
     class_id: int
-    sources: tuple[str, ...]
     priority: int
     ranges: tuple[DeadlineRange, ...]
     pairs: tuple[tuple[str, str], ...]
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """The hosts that send the group's flows (each one classify entry)."""
+        return tuple(sorted({src for src, _ in self.pairs}))
 
 
 def forwarding_entries(p4info: P4Info, topo: Topology, switch: str) -> list[TableEntry]:

@@ -107,7 +107,7 @@ def group_plan(
     ``levels`` (keyed by name; none: 0, best effort) and, with one EchelonFlow, its
     deadline ranges (always under ``echelon``; otherwise when they split the band;
     ``fine``: split per offset, :func:`fine_ranges`)."""
-    mine, sources = job.of_group(gid.group)
+    mine, _ = job.of_group(gid.group)
     lv = [levels[ef.name] for ef in mine if ef.name in levels]
     prio = max((x.priority for x in lv), default=0)
     ranges: tuple[DeadlineRange, ...] = ()
@@ -116,9 +116,7 @@ def group_plan(
         if fine:
             ranges = fine_ranges(ranges, sorted({f.offset_us for f in mine[0].flows}))
     pairs = job.pairs(gid.group)
-    return GroupPlan(
-        job.job_id, gid.group, gid.echelon_id, gid.class_id, sources, prio, ranges, pairs
-    )
+    return GroupPlan(job.job_id, gid.group, gid.echelon_id, gid.class_id, prio, ranges, pairs)
 
 
 @dataclass(frozen=True)

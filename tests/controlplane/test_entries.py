@@ -34,9 +34,7 @@ STAR = load(ROOT / "topo" / "star.yaml")
 
 
 def _plan(eid: int = 5, prio: int = 6, ranges: tuple[DeadlineRange, ...] = ()) -> GroupPlan:
-    return GroupPlan(
-        "j", "g", eid, eid - 1, ("h2", "h1"), prio, ranges, (("h1", "h4"), ("h2", "h4"))
-    )
+    return GroupPlan("j", "g", eid, eid - 1, prio, ranges, (("h1", "h4"), ("h2", "h4")))
 
 
 def test_desired_entries_for_one_group() -> None:
@@ -65,7 +63,7 @@ def test_a_group_goes_only_to_the_switches_its_flows_cross() -> None:
     fabric = load(ROOT / "topo" / "leafspine.yaml")
     rg = (DeadlineRange(0, 999, 6),)
     pairs = (("h1", "h2"), ("h3", "h1"))
-    plan = GroupPlan("j", "g", 5, 4, ("h1", "h3"), 6, rg, pairs)
+    plan = GroupPlan("j", "g", 5, 4, 6, rg, pairs)
     got = group_entries(INFO, fabric, plan)
 
     def sources(switch: str) -> set[int]:
@@ -81,7 +79,7 @@ def test_a_group_goes_only_to_the_switches_its_flows_cross() -> None:
     assert sources("spine1") == sources("leaf2") == {h3}
     for entries in got.values():
         assert {e.table for e in entries if e.table != T_CLASSIFY} == {T_IDS, T_DEADLINE}
-    local = replace(plan, pairs=(("h1", "h2"),), sources=("h1",))
+    local = replace(plan, pairs=(("h1", "h2"),))
     assert set(group_entries(INFO, fabric, local)) == {"leaf1"}
     assert desired_entries(INFO, fabric, "leaf2", [local]) == set(
         forwarding_entries(INFO, fabric, "leaf2")
@@ -112,10 +110,7 @@ def test_tight_table_deletes_first() -> None:
 
 def test_capacity_check_names_the_table() -> None:
     # class_id is 10 bits wide (the echelon_pkts counter has 1024 slots): wrap it.
-    plans = [
-        GroupPlan("j", f"g{i}", i + 1, i % 1024, ("h1",), 3, (), (("h1", "h2"),))
-        for i in range(1025)
-    ]
+    plans = [GroupPlan("j", f"g{i}", i + 1, i % 1024, 3, (), (("h1", "h2"),)) for i in range(1025)]
     entries = desired_entries(INFO, STAR, "s1", plans)
     with pytest.raises(TableFullError) as ei:
         check_capacity(INFO, entries)

@@ -261,7 +261,7 @@ def test_replans_never_leave_a_packet_without_its_old_or_new_level(
     def plan(levels: list[int]) -> set[TableEntry]:
         merged = quantised(levels)
         ranges = fine_ranges(merged, OFFSETS) if fine else merged
-        gp = GroupPlan("j", "g", 7, 3, ("h1",), max(levels), ranges, (("h1", "h4"),))
+        gp = GroupPlan("j", "g", 7, 3, max(levels), ranges, (("h1", "h4"),))
         return set(group_entries(p4info, topo, gp)["s1"])
 
     cur = plan(seq[0])
