@@ -68,9 +68,7 @@ def test_a_group_goes_only_to_the_switches_its_flows_cross() -> None:
 
     def sources(switch: str) -> set[int]:
         return {
-            int(e.match_dict()["hdr.ipv4.srcAddr"])  # type: ignore[call-overload]
-            for e in got[switch]
-            if e.table == T_CLASSIFY
+            int(e.match_dict()["hdr.ipv4.srcAddr"]) for e in got[switch] if e.table == T_CLASSIFY
         }
 
     assert set(got) == {"leaf1", "spine1", "leaf2"}
