@@ -39,8 +39,9 @@ iteration any host reported it in; it is **released** once any host lists it
 iteration or reported a later iteration. Released and not finished = *alive*:
 the set the policy re-plans, as in the simulator (``sim/core/engine.py``).
 
-**Opening groups are anticipated.** A job's *opening* groups (released at the start
-of every iteration: no compute task produces them, ``Description.opening``) are alive
+**Opening groups are anticipated.** A job's *opening* groups (released a fixed compute
+time, or none, after every iteration's start: their release waits on no flow,
+:func:`echelon.jobs.opening_groups`, ``Description.opening``) are alive
 in iteration ``i`` as soon as any host of the job reports iteration ``i`` -- even a
 snapshot with nothing in it, which a host sends when it *enters* the iteration
 (``ProgressReporter.entered``). Why: a report that a group was released reaches the
@@ -49,11 +50,14 @@ controller with its first packets, and the re-plan lands a reaction time later
 slow port those already queued keep them (measured in docs/demo.md: 64 packets of a
 pull queued at stale levels, 53 ms of a 10 Mbit/s port). A host that says "I am
 starting iteration 0" before its first byte lets the controller plan the opening
-groups before they send. Such a report says nothing of *when* the iteration starts:
-until a first real release of that iteration sets its start, an anticipated group
-counts as starting at the moment of each re-plan (it may start any moment; the
-report's own time would make the job look overdue and rank it above jobs that did
-start).
+groups before they send -- all of them at once: a group released on compute alone (a
+pipeline's first activations) planned only at its release would change the levels
+of the others a reaction time late, while their packets queue, and the outcome would
+hang on the controller's latency (docs/measurements/demo.md). Such a report says
+nothing of *when* the iteration starts: until a first real release of that iteration
+sets its start, an anticipated group counts as starting at the moment of each re-plan
+(it may start any moment; the report's own time would make the job look overdue and
+rank it above jobs that did start).
 
 **Bytes sent.** A snapshot also says, per released group, how many payload bytes each
 of this host's flows has sent (``sent``); the host agent refreshes it every progress
@@ -62,6 +66,12 @@ starts no re-plan; the next re-plan an event starts reads the latest figures, an
 policy ranks each flow by the bytes it has left, as the simulator does. Without them
 every flow in flight counts whole, and a group half sent loses its place to an equal one
 just released: measured on two jobs that take turns on a link (docs/measurements/demo.md).
+
+**When.** A group a snapshot lists first is dated when the host took the snapshot
+(``at``, less transit than the arrival by 2-6 ms on the emulation, differing between
+hosts), at most :data:`echelon.progress.MAX_REPORT_AGE_S` before its arrival: the
+iteration's start, and with it every deadline of the job, then does not depend on
+which host's report came through first.
 
 Why hosts and not the switch's per-class counters (docs/controller.md, "Progress
 signals"): counters tell that bytes of a class passed, not that a group was
@@ -76,13 +86,14 @@ reports and asks :meth:`ProgressTracker.alive` at each re-plan.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.registry import UnknownJobError
 from echelon.errors import SpecError, UnknownHostError
-from echelon.progress import ReportBody
+from echelon.progress import MAX_REPORT_AGE_S, ReportBody
 from echelon.specs import validate
 
 #: Default: a job silent for this long has nothing in flight (seconds).
@@ -141,8 +152,16 @@ class _Job:
 class ProgressTracker:
     """Aggregates host snapshots into the alive instances of every registered group."""
 
-    def __init__(self, clock: Callable[[], float], timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        """``clock``: the controller's (monotonic) clock; ``wall``: the clock a report's
+        ``at`` is read against (Unix seconds)."""
         self._clock = clock
+        self._wall = wall
         self.timeout_s = timeout_s
         self._lock = threading.Lock()
         self._jobs: dict[str, _Job] = {}
@@ -158,7 +177,7 @@ class ProgressTracker:
         opening: Collection[str] = (),
     ) -> None:
         """``groups``: group -> (hosts receiving its flows, its planned ``t_ref``);
-        ``opening``: those released at every iteration's start (anticipated)."""
+        ``opening``: those whose release waits on no flow (anticipated)."""
         with self._lock:
             self._jobs[job] = _Job({g: _Group(r, t, g in opening) for g, (r, t) in groups.items()})
 
@@ -193,7 +212,14 @@ class ProgressTracker:
                 return False
             job.snaps[rep.host] = rep
             job.last_report = now
-            return self._update(job, now) or restarted
+            return self._update(job, now - self._transit(rep)) or restarted
+
+    def _transit(self, rep: ReportBody) -> float:
+        """How long ago the snapshot was taken, by its ``at`` (0 without one, or from a
+        clock ahead of ours; at most :data:`MAX_REPORT_AGE_S`)."""
+        if rep.at is None:
+            return 0.0
+        return min(max(self._wall() - rep.at, 0.0), MAX_REPORT_AGE_S)
 
     @staticmethod
     def _restart(job: _Job, run: int) -> None:
@@ -206,6 +232,8 @@ class ProgressTracker:
             g.iteration, g.released_at, g.finished, g.anticipated = -1, 0.0, True, False
 
     def _update(self, job: _Job, now: float) -> bool:
+        """Fold the job's snapshots in; ``now``: when the newest one was taken (a group
+        it lists first is dated then)."""
         changed = False
         entered = max((s.iteration for s in job.snaps.values()), default=-1)
         for name, g in job.groups.items():

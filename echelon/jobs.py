@@ -230,10 +230,10 @@ class Description:
     echelons: tuple[EchelonFlow, ...]
     spec: JobSpec | None
     warnings: tuple[SpecWarning, ...]
-    #: the *opening* groups, released at the start of every iteration: a paradigm
-    #: job's groups with a flow no compute task produces (the host agents release
-    #: those at once, ``hostagent.plan.release_times``); an explicit spec has no
-    #: tasks, so its groups whose ``t_ref`` is the iteration's start
+    #: the *opening* groups, released a fixed compute time (or none) after every
+    #: iteration's start: a paradigm job's groups with a flow that waits on no flow
+    #: (:func:`opening_groups`); an explicit spec has no tasks, so its groups whose
+    #: ``t_ref`` is the iteration's start
     opening: frozenset[str] = frozenset()
 
     @property
@@ -323,12 +323,34 @@ def load_description(
 
 
 def opening_groups(plan: IterationPlan) -> frozenset[str]:
-    """The groups an iteration starts by sending: those with a flow that no compute
-    task produces (released at the iteration's start, ``IterationPlan.producer``)."""
+    """The groups an iteration opens with: those with a flow whose release waits on no
+    flow of the iteration -- no compute task produces it (released at the start,
+    ``IterationPlan.producer``), or its producer runs on compute alone (a pipeline's
+    first stage: forward steps from the start, then its first activations).
+
+    Why compute alone counts: such a release comes a fixed compute time after the
+    iteration starts, whatever the network does, so a controller told "iteration
+    ``i`` starts" can plan the group before its first byte (:mod:`controlplane.inflight`).
+    Planned only on its release instead, the group's re-plan lands a reaction time
+    late, and on a slow port another group's packets queued meanwhile keep the levels
+    the plan without it gave them: the outcome then hinges on the controller's
+    latency (docs/measurements/demo.md).
+
+    A task runs on compute alone when it waits on no flow, every task it waits on does
+    too, and so does every task before it on its host (a host runs its tasks one at a
+    time, in plan order: :mod:`echelon.lanes`)."""
+    free: set[str] = set()
+    waiting: set[str] = set()  # hosts whose lane has met a task that waits on a flow
+    for t in plan.tasks:
+        if t.host in waiting or t.after_flows or not free.issuperset(t.after_tasks):
+            waiting.add(t.host)
+        else:
+            free.add(t.id)
+    producers = [[plan.producer.get((ef.name, f.index)) for f in ef.flows] for ef in plan.echelons]
     return frozenset(
         ef.group
-        for ef in plan.echelons
-        if any((ef.name, f.index) not in plan.producer for f in ef.flows)
+        for ef, tasks in zip(plan.echelons, producers, strict=True)
+        if any(t is None or t in free for t in tasks)
     )
 
 

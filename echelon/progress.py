@@ -24,6 +24,11 @@ MAX_FLOWS_PER_GROUP = 65536
 #: packet model (:mod:`sim.packet`) finds the same result from 20 ms to 200 ms.
 REPORT_PERIOD_S = 0.05
 
+#: Longest transit a report's ``at`` may take off its arrival time (seconds). Why a bound:
+#: ``at`` is read on the host's clock, and a host whose clock runs behind the
+#: controller's must not date a release long before it happened.
+MAX_REPORT_AGE_S = 0.1
+
 #: ``(flow index in its group, payload bytes of that flow this host has sent)``.
 SentBytes = tuple[Index, Index]
 
@@ -38,6 +43,13 @@ class ReportBody(SpecModel):
     one just released. A host leaves out what it has not started; a flow it finished
     sending stays listed at its size for the rest of the iteration (left out, it would
     count whole again).
+
+    ``at`` is when the host took the snapshot (Unix seconds, its own clock): the instant
+    of the release or arrival it reports. Why: the controller dates an iteration's
+    start by its groups' releases, and a report's transit (2-6 ms on the emulation,
+    varying between hosts) would otherwise shift one job's deadlines against another's
+    and flip the order of groups that need the same port (docs/measurements/demo.md).
+    Without it (or on a clock ahead of the controller's) the arrival counts.
     """
 
     job: Name
@@ -53,6 +65,7 @@ class ReportBody(SpecModel):
         dict[Name, Annotated[tuple[SentBytes, ...], Field(max_length=MAX_FLOWS_PER_GROUP)]],
         Field(max_length=MAX_GROUPS_PER_REPORT),
     ] = Field(default_factory=dict)
+    at: Annotated[float, Field(ge=0)] | None = None
 
 
 def bytes_left(ef: EchelonFlow, sent: Mapping[int, int]) -> dict[FlowKey, int]:

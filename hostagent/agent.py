@@ -91,7 +91,6 @@ def play(
     if progress is not None:
         receiver.on_complete.append(progress.arrived)
         sender.on_release = progress.released
-        progress.watch(sender)  # bytes sent: at each release and every progress_period
     if progress is not None and entered:
         # before "ready": the controller hears that iteration 0 is about to start while
         # the driver gathers the other hosts, and plans the opening groups in time
@@ -101,6 +100,8 @@ def play(
         Path(out).with_suffix(".ready").write_text(str(time.time()))
     start_at = wait_go(Path(go), sc.timeout_s) if go else sc.start_at
     receiver.start_at = sender.start_at = start_at
+    if progress is not None:  # bytes sent: at each release and every progress_period
+        progress.watch(sender, start_at)
     stop_at = start_at + sc.timeout_s
     thread = threading.Thread(target=receiver.run, args=(stop_at,), daemon=True)
     thread.start()

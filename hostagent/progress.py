@@ -38,8 +38,10 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import math
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Mapping
 from typing import Protocol
@@ -104,7 +106,7 @@ class ProgressReporter:
         """This host is starting ``iteration`` (nothing sent or received of it yet).
 
         The controller then plans the job's *opening* groups, those every iteration
-        starts by sending, before their first packet: call it ahead of the first
+        sends after compute alone (or none), before their first packet: call it ahead of the first
         byte (the host agent does, for iteration 0, before it reports ready)."""
         self._mark(iteration, None, finished=False)
 
@@ -177,6 +179,7 @@ class ProgressReporter:
                 released=tuple(sorted(self._released)),
                 finished=tuple(sorted(self._finished)),
                 sent={g: tuple(sorted(v.items())) for g, v in sorted(self._sent.items())},
+                at=time.time(),
             )
             self._cond.notify_all()
 
@@ -259,9 +262,10 @@ class HostProgress:
     ``arrived(uid)``: a flow to this host completed -> once every flow of that group
     instance addressed to this host has, the group is finished here (a
     :class:`hostagent.receiver.Receiver` listener).
-    ``watch(sender)``: from then on, the bytes sent of this host's released flows go
-    into the reports (:meth:`ProgressReporter.sending`): at each release, and every
-    ``period`` seconds from a daemon thread (``period <= 0``: only at releases).
+    ``watch(sender, start_at)``: from then on, the bytes sent of this host's released
+    flows go into the reports (:meth:`ProgressReporter.sending`): at each release, and
+    every ``period`` seconds after ``start_at`` from a daemon thread (``period <= 0``:
+    only at releases).
     """
 
     def __init__(self, sc: Scenario, host: str, api: str, period: float = REPORT_PERIOD_S) -> None:
@@ -293,12 +297,21 @@ class HostProgress:
         #: the sampling thread (``None``: not watching, or ``period <= 0``)
         self.sampler: threading.Thread | None = None
 
-    def watch(self, source: PayloadSource) -> None:
-        """Report the bytes ``source`` (the sender) says it has sent; starts sampling."""
+    def watch(self, source: PayloadSource, start_at: float | None = None) -> None:
+        """Report the bytes ``source`` (the sender) says it has sent; starts sampling at
+        ``start_at + k * period`` (Unix seconds, k >= 1; ``None``: from now).
+
+        Why on the scenario's clock: every host then samples at the same instants, one
+        period after the start first, as the packet model's hosts report
+        (:mod:`sim.packet`). Sampled from whenever the agent got ready, a host's first
+        figures came a few ms into the run, and a re-plan then ranked a group by a few
+        packets its host happened to have sent: two pulls that tie but for those
+        packets changed places from one run to the next (docs/measurements/demo.md)."""
         self._source = source
         if self.period > 0 and self.sampler is None:
-            self.sampler = threading.Thread(target=self._sample_every, name="progress-sampler",
-                                            daemon=True)  # fmt: skip
+            origin = time.time() if start_at is None else start_at
+            self.sampler = threading.Thread(target=self._sample_every, args=(origin,),
+                                            name="progress-sampler", daemon=True)  # fmt: skip
             self.sampler.start()
 
     def entered(self, iteration: int) -> None:
@@ -359,13 +372,16 @@ class HostProgress:
                 out.setdefault(job, {}).setdefault(it, {}).setdefault(group, {})[f.index] = nbytes
         return out
 
-    def _sample_every(self) -> None:
-        # Event.wait is the period's timer (and wakes at once on close)
-        while not self._stop.wait(self.period):
+    def _sample_every(self, origin: float) -> None:
+        # Event.wait is the period's timer (and wakes at once on close); the ticks are
+        # origin + k * period, a late wake-up skipping to the next one
+        k = 1
+        while not self._stop.wait(max(0.0, origin + k * self.period - time.time())):
             try:
                 self.sample()
             except Exception:  # never let a bad sample end the reports
                 log.exception("progress sample failed")
+            k = max(k + 1, math.floor((time.time() - origin) / self.period) + 1)
 
     def close(self) -> None:
         """Stop sampling, report the last figures (what the sender finished since the

@@ -55,7 +55,8 @@ What it models, and how that maps to the emulation:
   a group instance is in flight from its first released flow until its last flow
   arrived; only the newest instance of a (job, group) is planned; a job's
   *opening* groups (:func:`echelon.jobs.opening_groups`) are in flight as soon as
-  anything of their iteration is; the iteration's start is the earliest
+  anything of their iteration is (iteration 0's from the start with ``entered``: the
+  hosts said so before it); the iteration's start is the earliest
   ``release - t_ref`` over its released groups (``t_ref`` relative to the
   iteration's start), and an opening group planned before any release of its
   iteration counts as starting at the re-plan.
@@ -100,6 +101,9 @@ class PacketConfig:
     replan_interval: float = 0.0
     replan_delay: float = 0.0
     initial_levels: Mapping[Slot, int] = field(default_factory=dict)
+    #: every host reported entering iteration 0 before the start (the host agents'
+    #: ``entered`` reports): iteration 0's opening groups are in flight from t = 0
+    entered: bool = False
     header_bytes: int = PACKET_HEADER_LEN
     payload_bytes: int = 1400
     iterations: int = 1
@@ -259,6 +263,9 @@ class PacketModel:
         """Per-flow finish times of iterations ``0 .. cfg.iterations - 1`` (seconds after
         the common start); ``nan`` for a flow that never arrives (it cannot: every queue
         drains)."""
+        if self.cfg.online and self.cfg.entered:
+            for g in self.groups:
+                g.alive |= g.iteration == 0 and g.opening
         self._advance_lanes()
         if self.cfg.online and self.cfg.report_period > 0:
             self._push(self.cfg.report_period, "report", None)

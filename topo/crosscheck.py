@@ -167,12 +167,14 @@ def packet_config(
     replan_interval: float,
     replan_delay: float,
     initial_levels: Mapping[Slot, int],
+    entered: bool = False,
 ) -> PacketConfig:
     """The packet model's set-up for a run as ``topo.run`` plays it: the ``echelon``
     policy, ``packet_bytes`` on the wire per packet (the echelon header inside them, the
     model's default Ethernet/IP/UDP header on top), and each host paced as the agents pace
-    it -- ``rate_mbit``, or its own link's rate in ``topo`` if lower (:func:`host_pacing`).
-    Shared by :func:`predict` and the interleaving bench so both play the same agents."""
+    it -- ``rate_mbit``, or its own link's rate in ``topo`` if lower (:func:`host_pacing`);
+    ``entered``: the agents reported entering iteration 0 before the start. Shared by
+    :func:`predict` and the interleaving bench so both play the same agents."""
     pacing = host_pacing(topo, rate_mbit)
     return PacketConfig(
         "echelon",
@@ -180,6 +182,7 @@ def packet_config(
         replan_interval=replan_interval,
         replan_delay=replan_delay,
         initial_levels=initial_levels,
+        entered=entered,
         payload_bytes=packet_bytes - ECHELON_HEADER_LEN,
         iterations=iterations,
         pacing={h: mbit * 1e6 / 8 for h, mbit in pacing.items()},
@@ -258,6 +261,7 @@ def predict(
                 replan_interval=interval,
                 replan_delay=delay,
                 initial_levels=installed or {},
+                entered=anticipated,
             ),
             net,
         )

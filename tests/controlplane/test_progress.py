@@ -24,6 +24,7 @@ from controlplane.online import percentile
 from controlplane.planning import fine_ranges
 from controlplane.registry import UnknownJobError
 from echelon.errors import SpecError, UnknownHostError
+from echelon.progress import MAX_REPORT_AGE_S
 from echelon.schedule import DeadlineRange
 from echelon.topology import load
 from p4client.p4info import P4Info, TableEntry
@@ -345,6 +346,31 @@ def test_the_real_release_replaces_the_provisional_iteration_start(opening: Any)
     clock.t = 4.6
     assert not tr.ingest(rep("h3", 0, 1, rel=())), "nothing new: h3 entered, a already alive"
     assert tr.alive()[0].iteration_start == pytest.approx(4.5)
+
+
+def test_a_release_is_dated_when_the_host_took_its_snapshot(opening: Any) -> None:
+    """The iteration's start is the release less ``t_ref``, the release dated by the
+    report's ``at`` (the host's clock), not by its arrival; a clock ahead of ours counts
+    the arrival, and one far behind at most MAX_REPORT_AGE_S before it."""
+    clock = Clock()
+    wall = Clock()
+    wall.t = 1_000.0
+    tr = ProgressTracker(clock, timeout_s=5.0, wall=wall)
+    tr.add_job("j", {"a": (frozenset({"h3"}), 0.0), "b": (frozenset({"h4"}), 0.5)})
+    tr.add_job("k", {"c": (frozenset({"h4"}), 0.0)})
+    body = rep("h1", 0, 1, rel=("a",)).model_copy(update={"at": 1_000.0 - 0.004})
+    assert tr.ingest(body)
+    starts = {i.group: i.iteration_start for i in tr.alive()}
+    assert starts == {"a": pytest.approx(clock.t - 0.004)}
+    clock.t += 0.01
+    ahead = rep("h2", 0, 1, rel=("b",)).model_copy(update={"at": 1_000.0 + 3.0})
+    assert tr.ingest(ahead)
+    b = next(i for i in tr.alive() if i.group == "b")
+    assert b.released_at == pytest.approx(clock.t), "a clock ahead of ours: the arrival"
+    late = rep("h2", 0, 1, rel=("c",), job="k").model_copy(update={"at": 1_000.0 - 60.0})
+    assert tr.ingest(late)
+    c = next(i for i in tr.alive() if i.group == "c")
+    assert c.iteration_start == pytest.approx(clock.t - MAX_REPORT_AGE_S)
 
 
 def test_an_anticipated_group_finishes_like_a_reported_one(opening: Any) -> None:

@@ -14,7 +14,14 @@ import yaml
 
 from echelon import cli
 from echelon.errors import SpecError
-from echelon.jobs import ExplicitJob, description_models, load_description, load_job
+from echelon.jobs import (
+    ExplicitJob,
+    description_models,
+    load_description,
+    load_job,
+    opening_groups,
+)
+from echelon.model import ComputeTask, EchelonFlow, Flow, IterationPlan
 from echelon.topology import one_switch, topology_warnings
 from echelon.topology import parse as parse_topology
 
@@ -97,9 +104,10 @@ def test_explicit_specs_through_the_same_parser() -> None:
     assert e.value.field == "grads.flows[1].src"
 
 
-def test_opening_groups_are_those_no_task_produces() -> None:
+def test_opening_groups_are_those_whose_release_waits_on_no_flow() -> None:
     """A PS job's pull leaves at each iteration's start; its push waits for backward
-    compute; a pipeline's activations wait for forward compute. Explicit specs have
+    compute, which waits for the pull; a pipeline's first stage sends activations after
+    forward compute alone, its gradients wait for the last stage's. Explicit specs have
     no tasks: their groups with t_ref 0."""
     root = Path(__file__).resolve().parents[2]
     opening = {
@@ -108,10 +116,27 @@ def test_opening_groups_are_those_no_task_produces() -> None:
         ).opening
         for name in ("dp", "pipe", "big")
     }
-    assert opening == {"dp": {"pull"}, "pipe": frozenset(), "big": {"pull"}}
+    assert opening == {"dp": {"pull"}, "pipe": {"fwd/s0-s1"}, "big": {"pull"}}
     later = copy.deepcopy(EXPLICIT)
     later["echelonflows"].append({**later["echelonflows"][0], "group": "late", "t_ref": 0.5})
     assert load_description(later).opening == {later["echelonflows"][0]["group"]}
+
+
+def test_a_task_behind_one_that_waits_on_a_flow_does_not_open_the_iteration() -> None:
+    """Compute alone means the whole chain: a task waiting on none itself is not early
+    when a task before it on its host, or a task it waits on, waits on a flow."""
+    flows = {g: EchelonFlow(f"j/0/{g}", "j", g, (Flow(0, "a", "b", 1000, 0.0),), 0.0)
+             for g in ("in", "first", "behind", "after", "free")}  # fmt: skip
+    tasks = (
+        ComputeTask("first", "b", 0.01),  # produces "first": compute alone
+        ComputeTask("wait", "b", 0.01, after_flows=(("j/0/in", 0),)),
+        ComputeTask("behind", "b", 0.01),  # after "wait" on host b
+        ComputeTask("free", "a", 0.01, after_tasks=("first",)),
+        ComputeTask("after", "a", 0.01, after_tasks=("wait",)),
+    )
+    producer = {(f"j/0/{g}", 0): g for g in ("first", "behind", "after", "free")}
+    plan = IterationPlan("j", 0, tuple(flows.values()), tasks, producer)
+    assert opening_groups(plan) == {"in", "first", "free"}
 
 
 def test_unit_warnings() -> None:

@@ -181,6 +181,26 @@ def test_the_sampler_reports_the_bytes_while_the_host_sends(sink: Sink) -> None:
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
 
 
+def test_the_sampler_ticks_a_period_after_the_start_not_after_set_up(sink: Sink) -> None:
+    """Sampling runs on the scenario's clock, ``start_at + k * period``: a host set up
+    early does not report bytes a few ms into the run where the others (and the packet
+    model) report at the first period."""
+    api = f"http://127.0.0.1:{sink.server.server_address[1]}"
+    hp = HostProgress(parse(scenario_dict(0.0)), "h1", api, period=0.05)
+    src = FakeSender()
+    start_at = time.time() + 0.3
+    hp.watch(src, start_at)
+    try:
+        src.live["pipe/0/fwd#0"] = 0
+        hp.released("pipe/0/fwd#0")
+        src.live["pipe/0/fwd#0"] = 4840
+        wait_until(lambda: last_sent(sink) == {"fwd": [[0, 4840]]}, 10.0, "sampled bytes")
+    finally:
+        hp.close()
+    sampled = next(b for b in sink.bodies if b["sent"] == {"fwd": [[0, 4840]]})
+    assert sampled["at"] >= start_at + 0.05
+
+
 def test_no_sampler_with_a_zero_period_but_releases_carry_the_bytes(sink: Sink) -> None:
     api = f"http://127.0.0.1:{sink.server.server_address[1]}"
     hp = HostProgress(parse(scenario_dict(0.0)), "h1", api, period=0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -85,6 +86,20 @@ def test_snapshots_carry_the_whole_iteration(sink: Sink) -> None:
     # every body is what the controller's schema accepts, its fields in the schema's order
     assert [validate(ReportBody, b).model_dump(mode="json") for b in sink.bodies] == sink.bodies
     assert [list(b) for b in sink.bodies] == [list(ReportBody.model_fields)] * 3
+
+
+def test_a_snapshot_is_dated_when_it_was_taken_not_when_it_left(sink: Sink) -> None:
+    """``at`` is read as the event happens: a snapshot that waits in the reporter (here
+    behind a controller that is not listening yet) keeps its time."""
+    port = sink.server.server_address[1]
+    rep = ProgressReporter(f"http://127.0.0.1:{port}", job="dp", host="h4")
+    before = time.time()
+    rep.released(0, "push")
+    after = time.time()
+    assert rep.flush()
+    rep.close()
+    (body,) = sink.bodies
+    assert before <= body["at"] <= after
 
 
 def test_entering_an_iteration_sends_an_empty_snapshot_once(sink: Sink) -> None:
