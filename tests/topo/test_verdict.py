@@ -82,5 +82,10 @@ def test_a_cross_check_outside_the_tolerance_is_flagged() -> None:
     assert tolerance_flag(0.2776, 0.01, True) == "OUTSIDE the tolerance"
     assert tolerance_flag(0.007, 0.021, True) == "OUTSIDE the tolerance"
     assert tolerance_flag(0.007, 0.007, True) == "within the tolerance"
+    # a miss on a plan the model flags as racing says so; a pass stays a pass
+    assert (
+        tolerance_flag(0.18, 0.18, True, races=13) == "OUTSIDE the tolerance, on a race (13 flows)"
+    )
+    assert tolerance_flag(0.007, 0.007, True, races=13) == "within the tolerance"
     assert tolerance_flag(float("nan"), 0.0, True).startswith("NOT CHECKED")
     assert tolerance_flag(0.0, 0.0, False).startswith("NOT CHECKED")
