@@ -56,6 +56,7 @@ from echelon.topology import Topology, TopologyNetwork
 from p4client.codec import encoded
 from p4client.p4info import P4Info, TableEntry
 from p4client.p4rt import P4RuntimeError
+from p4client.tls import TlsFiles
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,9 @@ class Controller:
         replan_interval: float = 0.01,
         progress_timeout: float = DEFAULT_TIMEOUT_S,
         idle_level: str = "keep",
+        tls: TlsFiles | None = None,
     ) -> None:
+        """``tls``: the PEM files every switch connection uses (``None``: plaintext)."""
         check_mode(replan)
         if policy is not None:
             check_policy(policy)
@@ -123,6 +126,7 @@ class Controller:
                 self.lock,
                 role,
                 defaults=self.defaults,
+                tls=tls,
             )
             for name, sw in topo.switches.items()
         }

@@ -32,6 +32,7 @@ from echelon.specs import read_file
 from echelon.topology import load, topology_warnings
 from echelon.waiting import wait_until
 from p4client.p4info import P4Info
+from p4client.tls import TlsError, TlsFiles
 from targets.process import SOURCE_TREE, free_port, pythonpath, stop_process
 from targets.switch import Target, TargetKind, start_target
 
@@ -59,6 +60,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--election-id", type=int, default=1, help="P4Runtime election ID (low)")
     p.add_argument("--role", default="", help="P4Runtime role name (default role if empty)")
+    p.add_argument(
+        "--p4rt-ca",
+        help="TLS to the switches: PEM CA that signed their certificates (without it, "
+        "plaintext; BMv2: simple_switch_grpc --grpc-server-ssl ...)",
+    )
+    p.add_argument("--p4rt-cert", help="with --p4rt-ca: this controller's PEM certificate")
+    p.add_argument("--p4rt-key", help="with --p4rt-cert: its PEM private key")
     p.add_argument("--host", default="127.0.0.1", help="API bind address")
     p.add_argument("--port", type=int, default=8080, help="API port")
     p.add_argument(
@@ -140,7 +148,22 @@ def build(args: argparse.Namespace) -> Controller:
         replan_interval=args.replan_interval_ms / 1e3,
         progress_timeout=args.progress_timeout,
         idle_level=args.idle_level,
+        tls=p4rt_tls(args),
     )
+
+
+def p4rt_tls(args: argparse.Namespace) -> TlsFiles | None:
+    """The switch connections' TLS files (``None``: plaintext); every file readable PEM
+    before anything starts, a missing one named by its option."""
+    if args.p4rt_ca is None:
+        if args.p4rt_cert or args.p4rt_key:
+            raise TlsError("--p4rt-ca", "give the CA that verifies the switches with a certificate")
+        return None
+    cert = Path(args.p4rt_cert) if args.p4rt_cert else None
+    key = Path(args.p4rt_key) if args.p4rt_key else None
+    tls = TlsFiles(Path(args.p4rt_ca), cert, key, option="--p4rt")
+    tls.channel_credentials()  # reads every file: a bad one fails here, named
+    return tls
 
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
@@ -187,6 +210,7 @@ def check_args(args: argparse.Namespace, argv: list[str]) -> list[str]:
         raise EchelonError(f"--log-level: {args.log_level!r} is not one of {list(LOG_LEVELS)}")
     if not 0 < args.election_id <= MAX_ELECTION_ID:
         raise EchelonError(f"--election-id: must be in 1..2**64-1, got {args.election_id}")
+    p4rt_tls(args)
     if not args.replan_interval_ms >= 0:
         raise EchelonError(f"--replan-interval-ms: must be >= 0, got {args.replan_interval_ms}")
     if not args.progress_timeout > 0:

@@ -50,6 +50,7 @@ from p4client.p4rt import (
     P4RuntimeWriteError,
     SwitchConnection,
 )
+from p4client.tls import TlsFiles
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +90,10 @@ class SwitchSync:
         lock: threading.RLock,
         role: str = "",
         defaults: frozenset[TableEntry] = frozenset(),
+        tls: TlsFiles | None = None,
     ) -> None:
         self.switch = switch
+        self.tls = tls
         self.p4info = p4info
         self.device_config = device_config
         self.cookie = p4info.cookie(device_config)
@@ -275,7 +278,7 @@ class SwitchSync:
             if self.conn is not None:
                 self.conn.close()
             conn = SwitchConnection(
-                self.switch.grpc, self.switch.device_id, self.election_id, self.role
+                self.switch.grpc, self.switch.device_id, self.election_id, self.role, tls=self.tls
             )
             conn.on_stream_break(self._on_break)
             conn.on_arbitration(self._on_arbitration)

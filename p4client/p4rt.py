@@ -44,6 +44,7 @@ from p4client.p4rt_errors import (
     rpc_error,
     write_statuses,
 )
+from p4client.tls import TlsFiles
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +75,11 @@ class SwitchConnection:
         election_id: tuple[int, int] | None = (0, 1),
         role: str = "",
         p4info: P4Info | None = None,
+        tls: TlsFiles | None = None,
     ) -> None:
         self.grpc_addr = grpc_addr
+        #: TLS files (``None``: plaintext); read at each :meth:`open`
+        self.tls = tls
         self.device_id = device_id
         self.election_id = election_id
         self.role = role
@@ -127,7 +131,11 @@ class SwitchConnection:
             ("grpc.max_metadata_size", MAX_METADATA_BYTES),
             ("grpc.absolute_max_metadata_size", MAX_METADATA_BYTES),
         ]
-        self._channel = grpc.insecure_channel(self.grpc_addr, options=opts)
+        if self.tls is None:
+            self._channel = grpc.insecure_channel(self.grpc_addr, options=opts)
+        else:
+            creds = self.tls.channel_credentials()
+            self._channel = grpc.secure_channel(self.grpc_addr, creds, options=opts)
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
         try:
             grpc.channel_ready_future(self._channel).result(timeout=timeout)

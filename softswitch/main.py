@@ -31,6 +31,7 @@ from pathlib import Path
 
 from echelon.errors import EchelonError
 from p4client.p4info import P4Info
+from p4client.tls import TlsError, TlsFiles
 from softswitch.bm.pipeline import Pipeline
 from softswitch.dataplane import TRACE
 from softswitch.errors import UsageError
@@ -60,6 +61,9 @@ class Options:
     cpu_port: int | None
     json: str | None = None
     pcap: str | None = None
+    #: TLS of the P4Runtime server (``None``: plaintext), BMv2's ``--grpc-server-ssl ...``
+    tls: TlsFiles | None = None
+    client_auth: bool = False
 
 
 class _Parser(argparse.ArgumentParser):
@@ -96,7 +100,24 @@ def parse_args(argv: list[str]) -> Options:
     tp.add_argument("--grpc-server-addr", default="127.0.0.1:9559")
     tp.add_argument("--priority-queues", type=int, default=1)
     tp.add_argument("--cpu-port", type=int)
+    tp.add_argument("--grpc-server-ssl", action="store_true")
+    tp.add_argument("--grpc-server-cacert")
+    tp.add_argument("--grpc-server-cert")
+    tp.add_argument("--grpc-server-key")
+    tp.add_argument("--grpc-server-with-client-auth", action="store_true")
     ts = tp.parse_args(target_argv)
+    tls = None
+    if ts.grpc_server_ssl:
+        files = [ts.grpc_server_cacert, ts.grpc_server_cert, ts.grpc_server_key]
+        ca, cert, key = (Path(f) if f else None for f in files)
+        try:
+            tls = TlsFiles(ca, cert, key, option="grpc-server")
+            tls.server_credentials(ts.grpc_server_with_client_auth)  # every file, now
+        except TlsError as exc:  # named as simple_switch_grpc names its options
+            field = exc.field.replace("grpc-server-ca", "grpc-server-cacert")
+            raise UsageError(field, exc.message) from None
+    elif ts.grpc_server_cert or ts.grpc_server_key or ts.grpc_server_with_client_auth:
+        raise UsageError("grpc-server-ssl", "TLS options given without --grpc-server-ssl")
     ports: dict[int, str] = {}
     for spec in ns.interface:
         num, sep, iface = spec.partition("@")
@@ -125,6 +146,8 @@ def parse_args(argv: list[str]) -> Options:
         ts.cpu_port,
         ns.json,
         ns.pcap,
+        tls,
+        ts.grpc_server_with_client_auth,
     )
 
 
@@ -175,7 +198,8 @@ def run(opts: Options, stop: threading.Event) -> None:
                 raise UsageError("json", f"{opts.json}: {exc.strerror}") from None
             service.commit(Pipeline(P4Info.load(opts.p4info).proto, config, 0))
         try:
-            server, grpc_port = make_server(service, opts.grpc_addr)
+            creds = opts.tls.server_credentials(opts.client_auth) if opts.tls else None
+            server, grpc_port = make_server(service, opts.grpc_addr, creds)
         except RuntimeError as exc:
             raise UsageError(
                 "grpc-server-addr", f"cannot listen on {opts.grpc_addr}: {exc}"

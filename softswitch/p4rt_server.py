@@ -496,8 +496,11 @@ def _tables(pl: Pipeline, te: p4r.TableEntry) -> list[TableInfo]:
     )
 
 
-def make_server(service: P4RuntimeService, address: str) -> tuple[grpc.Server, int]:
-    """A gRPC server bound to ``address`` but not yet started, and the port it got."""
+def make_server(
+    service: P4RuntimeService, address: str, credentials: grpc.ServerCredentials | None = None
+) -> tuple[grpc.Server, int]:
+    """A gRPC server bound to ``address`` but not yet started, and the port it got;
+    ``credentials``: TLS (``--grpc-server-ssl``), else plaintext."""
     # No SO_REUSEPORT: a second switch on the same address must fail, not share it.
     # The pool holds every allowed stream plus several clients' requests
     # (Limits.workers); RPCs beyond twice the pool are refused by gRPC
@@ -522,7 +525,10 @@ def make_server(service: P4RuntimeService, address: str) -> tuple[grpc.Server, i
         response_serializer=p4r.WriteResponse.SerializeToString,
     )
     server.add_registered_method_handlers("p4.v1.P4Runtime", {"Write": write})
-    port = server.add_insecure_port(address)
+    if credentials is None:
+        port = server.add_insecure_port(address)
+    else:
+        port = server.add_secure_port(address, credentials)
     if port == 0:
         raise InvalidArgument("grpc-server-addr", f"cannot listen on {address}")
     return server, port

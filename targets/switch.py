@@ -22,6 +22,7 @@ from typing import IO, Literal
 from echelon.constants import NUM_PRIORITIES
 from echelon.waiting import wait_until
 from p4client.bmruntime import RuntimeClient
+from p4client.tls import TlsFiles, server_flags
 from targets.process import TargetError, freeze_process, port_open, stop_process
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,8 @@ def command_line(
     device_id: int = 0,
     pcap_dir: str | Path | None = None,
     packet_trace: str | Path | None = None,
+    tls: TlsFiles | None = None,
+    client_auth: bool = False,
 ) -> list[str]:
     """simple_switch_grpc's argv; the soft switch takes the same after ``-m softswitch``.
     One priority queue per echelon level (:data:`~echelon.constants.NUM_PRIORITIES`).
@@ -147,6 +150,8 @@ def command_line(
         argv += ["--log-file", str(packet_trace), "-L", "trace"]
     argv += ["--no-p4", "--"]
     argv += ["--grpc-server-addr", grpc_addr, "--priority-queues", str(NUM_PRIORITIES)]
+    if tls is not None:
+        argv += server_flags(tls, client_auth)
     return argv
 
 
@@ -161,6 +166,8 @@ def start_target(
     pcap_dir: str | Path | None = None,
     nice: int | None = None,
     packet_trace: str | Path | None = None,
+    tls: TlsFiles | None = None,
+    client_auth: bool = False,
 ) -> Target:
     """Start a switch on ``ports`` ({port number: interface}) and wait until it serves.
 
@@ -171,7 +178,9 @@ def start_target(
     ``nice`` runs it at that ``nice`` increment (the emulation: negative, so the
     switch is not starved by the emulated hosts it forwards for). ``packet_trace``:
     the switch's per-packet trace log into that file (:func:`command_line`); its
-    console log then holds only what it prints itself.
+    console log then holds only what it prints itself. ``tls``: its P4Runtime server
+    speaks TLS with these files (``client_auth``: and requires client certificates),
+    BMv2's ``--grpc-server-ssl`` options, which the soft switch takes too.
     """
     real = resolve_kind(kind)
     if pcap_dir is not None:
@@ -180,7 +189,8 @@ def start_target(
     if packet_trace is not None:
         packet_trace = Path(packet_trace).resolve()
         packet_trace.parent.mkdir(parents=True, exist_ok=True)
-    argv = command_line(real, ports, grpc_addr, thrift_port, device_id, pcap_dir, packet_trace)
+    argv = command_line(real, ports, grpc_addr, thrift_port, device_id, pcap_dir, packet_trace,
+                        tls, client_auth)  # fmt: skip
     if cpus:
         argv = ["taskset", "-c", cpus, *argv]
     if nice is not None:
