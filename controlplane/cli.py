@@ -30,6 +30,7 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 EPILOG = f"""environment:
   ECHELON_API        controller URL when --api is not given (default {DEFAULT_URL})
   ECHELON_API_TOKEN  bearer token when --token is not given
+  ECHELON_API_CA     PEM CA of an https controller when --ca is not given
 
 your own job against a running controller (see README "Your own job"):
   echelon show my-job.yaml --topo topo/star.yaml   # check it, see its levels alone
@@ -59,6 +60,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--token",
         default=os.environ.get("ECHELON_API_TOKEN"),
         help="bearer token (env ECHELON_API_TOKEN)",
+    )
+    p.add_argument(
+        "--ca",
+        default=os.environ.get("ECHELON_API_CA"),
+        help="PEM CA an https controller's certificate chains to (env ECHELON_API_CA)",
     )
     p.add_argument("--json", action="store_true", help="print the API's JSON")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
@@ -382,7 +388,7 @@ def stats(args: argparse.Namespace, api: ApiClient) -> int:
 
 def make_client(args: argparse.Namespace) -> ApiClient:
     """The API client for ``args`` (tests replace this to call the app in process)."""
-    return ApiClient(args.api, args.token, args.timeout)
+    return ApiClient(args.api, args.token, args.timeout, ca=args.ca)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,6 +10,8 @@ with its error body) and :class:`ControllerUnreachable` (it did not answer).
 
 from __future__ import annotations
 
+import ssl
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -71,16 +73,27 @@ class ApiClient:
         token: str | None = None,
         timeout: float = 30.0,
         http: httpx.Client | None = None,
+        ca: str | Path | None = None,
     ) -> None:
         """``http``: an existing client to send through (tests pass FastAPI's
-        ``TestClient``, an ``httpx.Client`` that calls the app in process)."""
+        ``TestClient``, an ``httpx.Client`` that calls the app in process); ``ca``: the
+        PEM CA an ``https`` controller's certificate must chain to (default: the
+        system's roots)."""
         self.base = base.rstrip("/")
         if not 0 < timeout < float("inf"):  # also NaN; httpx took -1 and nan silently
             raise EchelonError(f"--timeout: must be a positive number of seconds, got {timeout}")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        verify: ssl.SSLContext | bool = True
+        if ca is not None:
+            try:
+                verify = ssl.create_default_context(cafile=str(ca))
+            except (OSError, ssl.SSLError) as exc:
+                raise EchelonError(f"--ca: cannot use {ca} as a CA: {exc}") from None
         if http is None:
             try:
-                http = httpx.Client(base_url=self.base, headers=headers, timeout=timeout)
+                http = httpx.Client(
+                    base_url=self.base, headers=headers, timeout=timeout, verify=verify
+                )
             except (httpx.InvalidURL, ValueError) as exc:
                 raise EchelonError(f"--api: not a URL: {base!r} ({exc})") from None
         else:

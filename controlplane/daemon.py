@@ -79,6 +79,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--token-file", help="read the bearer token from this file (exactly one non-empty line)"
     )
+    p.add_argument("--tls-cert", help="serve the API over https: PEM certificate (with --tls-key)")
+    p.add_argument("--tls-key", help="its PEM private key")
     p.add_argument(
         "--policy",
         help=f"set the policy at start-up: one of {', '.join(POLICIES)} or package.module:Class",
@@ -152,6 +154,17 @@ def build(args: argparse.Namespace) -> Controller:
     )
 
 
+def api_tls(args: argparse.Namespace) -> TlsFiles | None:
+    """The API's own certificate and key (``None``: plain http), both readable PEM."""
+    if args.tls_cert is None and args.tls_key is None:
+        return None
+    cert = Path(args.tls_cert) if args.tls_cert else None
+    key = Path(args.tls_key) if args.tls_key else None
+    tls = TlsFiles(None, cert, key, option="--tls")
+    tls.server_credentials()  # reads both: a bad one fails here, named
+    return tls
+
+
 def p4rt_tls(args: argparse.Namespace) -> TlsFiles | None:
     """The switch connections' TLS files (``None``: plaintext); every file readable PEM
     before anything starts, a missing one named by its option."""
@@ -211,6 +224,7 @@ def check_args(args: argparse.Namespace, argv: list[str]) -> list[str]:
     if not 0 < args.election_id <= MAX_ELECTION_ID:
         raise EchelonError(f"--election-id: must be in 1..2**64-1, got {args.election_id}")
     p4rt_tls(args)
+    api_tls(args)
     if not args.replan_interval_ms >= 0:
         raise EchelonError(f"--replan-interval-ms: must be >= 0, got {args.replan_interval_ms}")
     if not args.progress_timeout > 0:
@@ -292,7 +306,15 @@ def serve(args: argparse.Namespace, ctl: Controller) -> int:
 
     sock = ProgressSocket(args.progress_socket, ctl.report) if args.progress_socket else None
     app = make_app(ctl, args.token)
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+    tls = api_tls(args)
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level.lower(),
+        ssl_certfile=str(tls.cert) if tls else None,
+        ssl_keyfile=str(tls.key) if tls else None,
+    )
     server = uvicorn.Server(config)
 
     def start_agents() -> None:
@@ -330,15 +352,23 @@ class DaemonProcess:
     """
 
     def __init__(
-        self, topo: str | Path, db: str | Path, log: Path, *extra: str, port: int | None = None
+        self,
+        topo: str | Path,
+        db: str | Path,
+        log: Path,
+        *extra: str,
+        port: int | None = None,
+        ca: str | Path | None = None,
     ) -> None:
+        """``ca``: the API is https (``extra`` has ``--tls-cert/--tls-key``), its
+        certificate signed by this PEM CA."""
         self.port = free_port() if port is None else port
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if ca else 'http'}://127.0.0.1:{self.port}"
         self.log = log
         self.argv = [sys.executable, "-m", "controlplane.daemon", "--topo", str(topo),
                      "--db", str(db), "--port", str(self.port), *extra]  # fmt: skip
         #: the API client callers drive the daemon with (one keep-alive connection)
-        self.api = ApiClient(self.url, timeout=30)
+        self.api = ApiClient(self.url, timeout=30, ca=ca)
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:

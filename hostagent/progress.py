@@ -40,6 +40,7 @@ import json
 import logging
 import math
 import socket
+import ssl
 import threading
 import time
 import uuid
@@ -68,13 +69,18 @@ class ProgressReporter:
         timeout: float = 2.0,
         wait: bool = False,
         run: int = 0,
+        ca: str | None = None,
     ) -> None:
+        """``ca``: the PEM CA an ``https`` controller's certificate chains to (default:
+        the system's roots)."""
         #: ``unix:PATH``: datagrams to the controller's --progress-socket (no answer)
         self._unix = api[len("unix:") :] if api.startswith("unix:") else None
         u = urlsplit(api if self._unix is None else "http://unix")
-        if u.scheme != "http" or not u.hostname or self._unix == "":
-            raise ValueError(f"api: expected http://host:port or unix:PATH, got {api!r}")
-        self._addr = (u.hostname, u.port or 80)
+        if u.scheme not in ("http", "https") or not u.hostname or self._unix == "":
+            raise ValueError(f"api: expected http(s)://host:port or unix:PATH, got {api!r}")
+        #: https: verified against ``ca`` (read once, here: a bad file is the caller's error)
+        self._tls = ssl.create_default_context(cafile=ca) if u.scheme == "https" else None
+        self._addr = (u.hostname, u.port or (443 if self._tls else 80))
         self._path = (u.path.rstrip("/") or "") + "/progress" + ("?wait=true" if wait else "")
         self._headers = {"Content-Type": "application/json"}
         if token:
@@ -226,7 +232,11 @@ class ProgressReporter:
                 return False
         for attempt in (1, 2):  # one retry on a stale keep-alive connection
             try:
-                if self._conn is None:
+                if self._conn is None and self._tls is not None:
+                    self._conn = http.client.HTTPSConnection(
+                        *self._addr, timeout=self.timeout, context=self._tls
+                    )
+                elif self._conn is None:
                     self._conn = http.client.HTTPConnection(*self._addr, timeout=self.timeout)
                 self._conn.request("POST", self._path, data, self._headers)
                 resp = self._conn.getresponse()

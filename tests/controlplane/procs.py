@@ -6,6 +6,7 @@ next to other engineers' switches on the same machine.
 
 from __future__ import annotations
 
+import ssl
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -53,8 +54,11 @@ class Daemon(DaemonProcess):
     """The controller daemon through the product's launcher, started at once, plus raw
     HTTP (the tests check status codes the typed client turns into exceptions)."""
 
-    def __init__(self, topo: Path, db: Path, log: Path, *extra: str) -> None:
-        super().__init__(topo, db, log, "--log-level", "warning", *extra)
+    def __init__(
+        self, topo: Path, db: Path, log: Path, *extra: str, ca: Path | None = None
+    ) -> None:
+        super().__init__(topo, db, log, "--log-level", "warning", *extra, ca=ca)
+        self.verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca) if ca else True
         self.start()
 
     def wait_ready(self, timeout: float = 30.0) -> dict[str, Any]:
@@ -67,7 +71,7 @@ class Daemon(DaemonProcess):
         return st
 
     def request(self, method: str, path: str, body: Any = None) -> httpx.Response:
-        return httpx.request(method, self.url + path, json=body, timeout=30)
+        return httpx.request(method, self.url + path, json=body, timeout=30, verify=self.verify)
 
     def get(self, path: str) -> Any:
         r = self.request("GET", path)

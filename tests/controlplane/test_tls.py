@@ -1,10 +1,11 @@
-"""TLS on P4Runtime (:mod:`p4client.tls`): the controller's switch connections, the soft
-switch's server and BMv2's, with certificates made here by ``openssl``.
+"""TLS (:mod:`p4client.tls`), with certificates made here by ``openssl``: P4Runtime (the
+controller's switch connections, the soft switch's server and BMv2's) and the HTTP API.
 
 A client that does not trust the switch's CA, or speaks plaintext, never arbitrates;
 with client authentication a controller without a certificate is refused; the daemon
 with ``--p4rt-ca/--p4rt-cert/--p4rt-key`` brings a TLS switch (soft, and BMv2 where it is
-installed) in sync; a bad file is named by its option before anything starts.
+installed) in sync; with ``--tls-cert/--tls-key`` it serves https to ``echelonctl --ca``
+and the progress library; a bad file is named by its option before anything starts.
 """
 
 from __future__ import annotations
@@ -16,15 +17,19 @@ from pathlib import Path
 
 import pytest
 
+from controlplane.cli import main as echelonctl
+from controlplane.client import ApiClient, ControllerUnreachable
 from controlplane.daemon import main as daemon_main
+from echelon.waiting import wait_until
+from hostagent.progress import ProgressReporter
 from p4client.p4rt import P4RuntimeConnectionError, SwitchConnection
 from p4client.tls import TlsError, TlsFiles, server_flags
 from softswitch.main import parse_args as softswitch_args
 from softswitch.p4rt_server import P4RuntimeService, make_server
 from targets.process import free_port
 from targets.switch import command_line, start_target
-from tests.controlplane.helpers import write_topo
-from tests.controlplane.procs import Daemon
+from tests.controlplane.helpers import spec, write_topo
+from tests.controlplane.procs import Daemon, start_softswitch
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl")
 
@@ -181,3 +186,51 @@ def test_the_daemon_syncs_a_switch_over_mutual_tls(pki: Pki, tmp_path: Path, kin
         assert not arbitrates(addr, None), "the switch serves TLS only"
     finally:
         sw.stop()
+
+
+def test_the_api_over_https_for_echelonctl_and_the_progress_library(
+    pki: Pki, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--tls-cert/--tls-key``: the API is https only; a client with the CA is served
+    (the CLI, the typed client, a training process's reports), one without it is not."""
+    sw = start_softswitch(free_port(), tmp_path / "switch.log")
+    cert, key = pki.server.cert, pki.server.key
+    assert cert is not None and key is not None
+    topo = write_topo(tmp_path / "t.yaml", [sw.grpc_addr])
+    d = Daemon(topo, tmp_path / "c.db", tmp_path / "daemon.log", "--tls-cert", str(cert),
+               "--tls-key", str(key), ca=pki.ca)  # fmt: skip
+    try:
+        d.wait_ready(60.0)
+        assert d.url.startswith("https://")
+        assert echelonctl(["--api", d.url, "--ca", str(pki.ca), "status"]) == 0
+        switch_line = capsys.readouterr().out.splitlines()[-1]
+        assert switch_line.startswith("s1") and switch_line.endswith("ok"), switch_line
+        with ApiClient(d.url, timeout=5) as plain, pytest.raises(ControllerUnreachable):
+            plain.status()  # the system's roots do not know this CA
+        with (
+            ApiClient(d.url.replace("https", "http"), timeout=5) as cleartext,
+            pytest.raises(ControllerUnreachable),
+        ):
+            cleartext.status()
+        d.api.register(spec("j"))
+        rep = ProgressReporter(d.url, "j", "h1", ca=str(pki.ca))
+        rep.released(0, "g0")
+        assert rep.flush()
+        rep.close()
+        assert rep.sent == 1 and rep.errors == 0
+        wait_until(lambda: d.api.progress().reports >= 1, 10.0, "the report counted")
+    finally:
+        d.stop()
+        sw.stop()
+
+
+def test_the_daemon_wants_the_apis_certificate_and_key_together(
+    pki: Pki, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    topo = write_topo(tmp_path / "t.yaml", [f"127.0.0.1:{free_port()}"])
+    args = ["--topo", str(topo), "--db", str(tmp_path / "c.db")]
+    assert daemon_main([*args, "--tls-cert", str(pki.server.cert)]) == 2
+    assert "--tls-key" in capsys.readouterr().err
+    assert daemon_main([*args, "--tls-cert", str(pki.server.cert),
+                        "--tls-key", str(tmp_path / "none.key")]) == 2  # fmt: skip
+    assert "--tls-key: cannot read" in capsys.readouterr().err
