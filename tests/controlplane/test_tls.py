@@ -193,34 +193,36 @@ def test_the_api_over_https_for_echelonctl_and_the_progress_library(
 ) -> None:
     """``--tls-cert/--tls-key``: the API is https only; a client with the CA is served
     (the CLI, the typed client, a training process's reports), one without it is not."""
-    sw = start_softswitch(free_port(), tmp_path / "switch.log")
     cert, key = pki.server.cert, pki.server.key
     assert cert is not None and key is not None
-    topo = write_topo(tmp_path / "t.yaml", [sw.grpc_addr])
-    d = Daemon(topo, tmp_path / "c.db", tmp_path / "daemon.log", "--tls-cert", str(cert),
-               "--tls-key", str(key), ca=pki.ca)  # fmt: skip
+    sw = start_softswitch(free_port(), tmp_path / "switch.log")
     try:
-        d.wait_ready(60.0)
-        assert d.url.startswith("https://")
-        assert echelonctl(["--api", d.url, "--ca", str(pki.ca), "status"]) == 0
-        switch_line = capsys.readouterr().out.splitlines()[-1]
-        assert switch_line.startswith("s1") and switch_line.endswith("ok"), switch_line
-        with ApiClient(d.url, timeout=5) as plain, pytest.raises(ControllerUnreachable):
-            plain.status()  # the system's roots do not know this CA
-        with (
-            ApiClient(d.url.replace("https", "http"), timeout=5) as cleartext,
-            pytest.raises(ControllerUnreachable),
-        ):
-            cleartext.status()
-        d.api.register(spec("j"))
-        rep = ProgressReporter(d.url, "j", "h1", ca=str(pki.ca))
-        rep.released(0, "g0")
-        assert rep.flush()
-        rep.close()
-        assert rep.sent == 1 and rep.errors == 0
-        wait_until(lambda: d.api.progress().reports >= 1, 10.0, "the report counted")
+        topo = write_topo(tmp_path / "t.yaml", [sw.grpc_addr])
+        d = Daemon(topo, tmp_path / "c.db", tmp_path / "daemon.log", "--tls-cert", str(cert),
+                   "--tls-key", str(key), ca=pki.ca)  # fmt: skip
+        try:
+            d.wait_ready(60.0)
+            assert d.url.startswith("https://")
+            assert echelonctl(["--api", d.url, "--ca", str(pki.ca), "status"]) == 0
+            switch_line = capsys.readouterr().out.splitlines()[-1]
+            assert switch_line.startswith("s1") and switch_line.endswith("ok"), switch_line
+            with ApiClient(d.url, timeout=5) as plain, pytest.raises(ControllerUnreachable):
+                plain.status()  # the system's roots do not know this CA
+            with (
+                ApiClient(d.url.replace("https", "http"), timeout=5) as cleartext,
+                pytest.raises(ControllerUnreachable),
+            ):
+                cleartext.status()
+            d.api.register(spec("j"))
+            rep = ProgressReporter(d.url, "j", "h1", ca=str(pki.ca))
+            rep.released(0, "g0")
+            assert rep.flush()
+            rep.close()
+            assert rep.sent == 1 and rep.errors == 0
+            wait_until(lambda: d.api.progress().reports >= 1, 10.0, "the report counted")
+        finally:
+            d.stop()
     finally:
-        d.stop()
         sw.stop()
 
 
