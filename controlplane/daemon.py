@@ -150,7 +150,7 @@ def build(args: argparse.Namespace) -> Controller:
         replan_interval=args.replan_interval_ms / 1e3,
         progress_timeout=args.progress_timeout,
         idle_level=args.idle_level,
-        tls=p4rt_tls(args),
+        tls=args.p4rt_tls,
     )
 
 
@@ -161,7 +161,8 @@ def api_tls(args: argparse.Namespace) -> TlsFiles | None:
     cert = Path(args.tls_cert) if args.tls_cert else None
     key = Path(args.tls_key) if args.tls_key else None
     tls = TlsFiles(None, cert, key, option="--tls")
-    tls.server_credentials()  # reads both: a bad one fails here, named
+    tls.require_server()
+    tls.check()
     return tls
 
 
@@ -175,7 +176,7 @@ def p4rt_tls(args: argparse.Namespace) -> TlsFiles | None:
     cert = Path(args.p4rt_cert) if args.p4rt_cert else None
     key = Path(args.p4rt_key) if args.p4rt_key else None
     tls = TlsFiles(Path(args.p4rt_ca), cert, key, option="--p4rt")
-    tls.channel_credentials()  # reads every file: a bad one fails here, named
+    tls.check()
     return tls
 
 
@@ -223,8 +224,8 @@ def check_args(args: argparse.Namespace, argv: list[str]) -> list[str]:
         raise EchelonError(f"--log-level: {args.log_level!r} is not one of {list(LOG_LEVELS)}")
     if not 0 < args.election_id <= MAX_ELECTION_ID:
         raise EchelonError(f"--election-id: must be in 1..2**64-1, got {args.election_id}")
-    p4rt_tls(args)
-    api_tls(args)
+    # checked once, here, and kept: build() and serve() use these
+    args.p4rt_tls, args.api_tls = p4rt_tls(args), api_tls(args)
     if not args.replan_interval_ms >= 0:
         raise EchelonError(f"--replan-interval-ms: must be >= 0, got {args.replan_interval_ms}")
     if not args.progress_timeout > 0:
@@ -306,7 +307,7 @@ def serve(args: argparse.Namespace, ctl: Controller) -> int:
 
     sock = ProgressSocket(args.progress_socket, ctl.report) if args.progress_socket else None
     app = make_app(ctl, args.token)
-    tls = api_tls(args)
+    tls: TlsFiles | None = args.api_tls
     config = uvicorn.Config(
         app,
         host=args.host,

@@ -58,6 +58,20 @@ class TlsFiles:
             raise TlsError(f"{self.option}-{name}", f"{path} is not a PEM file")
         return data
 
+    def check(self) -> None:
+        """Read every file given: a missing, unreadable or non-PEM one raises now, named
+        by its option (the command line is checked before anything starts)."""
+        for name in ("ca", "cert", "key"):
+            self._read(name)
+
+    def require_server(self, require_client_auth: bool = False) -> None:
+        """What a server needs besides readable files: its own certificate and key, and
+        with ``require_client_auth`` the CA that checks clients."""
+        if self.cert is None or self.key is None:
+            raise TlsError(f"{self.option}-cert", "a TLS server needs a certificate and key")
+        if require_client_auth and self.ca is None:
+            raise TlsError(f"{self.option}-ca", "client authentication needs a CA")
+
     def channel_credentials(self) -> grpc.ChannelCredentials:
         """A client's credentials: verify the server by ``ca`` (the system's roots if
         none), present ``cert`` when given (mutual TLS)."""
@@ -70,21 +84,19 @@ class TlsFiles:
     def server_credentials(self, require_client_auth: bool = False) -> grpc.ServerCredentials:
         """A server's credentials: ``cert``/``key`` required; with
         ``require_client_auth`` every client must present a certificate ``ca`` signed."""
+        self.require_server(require_client_auth)
         cert, key = self._read("cert"), self._read("key")
-        if cert is None or key is None:
-            raise TlsError(f"{self.option}-cert", "a TLS server needs a certificate and key")
-        ca = self._read("ca")
-        if require_client_auth and ca is None:
-            raise TlsError(f"{self.option}-ca", "client authentication needs a CA")
+        assert cert is not None and key is not None  # require_server
         return grpc.ssl_server_credentials(
-            [(key, cert)], root_certificates=ca, require_client_auth=require_client_auth
+            [(key, cert)],
+            root_certificates=self._read("ca"),
+            require_client_auth=require_client_auth,
         )
 
 
 def server_flags(tls: TlsFiles, require_client_auth: bool = False) -> list[str]:
     """simple_switch_grpc's target options for ``tls`` (the soft switch takes the same)."""
-    if tls.cert is None or tls.key is None:
-        raise TlsError(f"{tls.option}-cert", "a TLS server needs a certificate and key")
+    tls.require_server(require_client_auth)
     flags = ["--grpc-server-ssl", "--grpc-server-cert", str(tls.cert)]
     flags += ["--grpc-server-key", str(tls.key)]
     if tls.ca is not None:

@@ -112,7 +112,8 @@ def parse_args(argv: list[str]) -> Options:
         ca, cert, key = (Path(f) if f else None for f in files)
         try:
             tls = TlsFiles(ca, cert, key, option="grpc-server")
-            tls.server_credentials(ts.grpc_server_with_client_auth)  # every file, now
+            tls.require_server(ts.grpc_server_with_client_auth)
+            tls.check()
         except TlsError as exc:  # named as simple_switch_grpc names its options
             field = exc.field.replace("grpc-server-ca", "grpc-server-cacert")
             raise UsageError(field, exc.message) from None

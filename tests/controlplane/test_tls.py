@@ -15,6 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
 import pytest
 
 from controlplane.cli import main as echelonctl
@@ -79,7 +80,7 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     )
 
 
-def serve(pki: Pki, client_auth: bool = False) -> tuple[object, str]:
+def serve(pki: Pki, client_auth: bool = False) -> tuple[grpc.Server, str]:
     service = P4RuntimeService(0, lambda pl: None)
     server, port = make_server(service, "127.0.0.1:0", pki.server.server_credentials(client_auth))
     server.start()
@@ -103,7 +104,7 @@ def test_only_a_client_that_trusts_the_switchs_ca_arbitrates(pki: Pki) -> None:
         assert not arbitrates(addr, None), "plaintext to a TLS server"
         assert not arbitrates(addr, TlsFiles(pki.stranger)), "a CA that did not sign it"
     finally:
-        server.stop(grace=0).wait(5)  # type: ignore[attr-defined]
+        server.stop(grace=0).wait(5)
 
 
 def test_with_client_auth_the_controller_needs_its_certificate(pki: Pki) -> None:
@@ -112,7 +113,7 @@ def test_with_client_auth_the_controller_needs_its_certificate(pki: Pki) -> None
         assert not arbitrates(addr, TlsFiles(pki.ca)), "no client certificate"
         assert arbitrates(addr, pki.client)
     finally:
-        server.stop(grace=0).wait(5)  # type: ignore[attr-defined]
+        server.stop(grace=0).wait(5)
 
 
 def test_bad_files_are_named_by_their_option(pki: Pki, tmp_path: Path) -> None:
